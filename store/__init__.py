@@ -1,0 +1,38 @@
+"""Leasehold's job stores: the model, the lifecycle and ``open_store(url)``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store.base import JobStore, StoreSettings
+from store.errors import ValidationError
+
+DEFAULT_STORE_URL = "sqlite:///instance/leasehold.db"
+
+__all__ = ["DEFAULT_STORE_URL", "JobStore", "StoreSettings", "open_store"]
+
+
+def open_store(url: str | None = None, settings: StoreSettings | None = None, **options: Any) -> JobStore:
+    """Open the store a URL names.
+
+    ``sqlite:///path.db`` (default ``sqlite:///instance/leasehold.db``),
+    ``postgresql+psycopg://user@host/db``, ``redis://host:port/db`` or
+    ``redis+cluster://host:port``. ``options`` go to the store's constructor.
+    The SQL schema must exist (``flask --app wsgi db upgrade`` or
+    ``store.sql.migrate(url)``). Raises ValidationError for an unknown scheme.
+    """
+    url = url or DEFAULT_STORE_URL
+    settings = settings or StoreSettings()
+    scheme = url.split(":", 1)[0].lower()
+    if scheme.startswith(("sqlite", "postgresql")):
+        from store.sql.store import SqlStore
+
+        return SqlStore(url, settings, **options)
+    if scheme in ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix"):
+        from store.redis.store import RedisStore
+
+        return RedisStore(url, settings, **options)
+    raise ValidationError(
+        "store_url",
+        f"unknown store URL scheme {scheme!r}; use sqlite:///…, postgresql+psycopg://… or redis://…",
+    )

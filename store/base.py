@@ -1,0 +1,307 @@
+"""The JobStore contract every store implements (DESIGN.md section 5).
+
+Rules every implementation keeps:
+
+* Each operation below is atomic: it changes the job, appends its job event
+  and moves the counters together, or changes nothing.
+* Every write is guarded by the status it expects (``lifecycle.OPERATIONS``)
+  and, for worker writes, by the lease token; when the guard does not match,
+  nothing is written and a typed error is raised.
+* Lease times come from the store's own clock (``now()``), never the caller's,
+  so a worker with a skewed clock cannot expire or keep alive another's lease.
+* Lifecycle decisions (legal transitions, the retry decision) are made by
+  ``store.lifecycle``; a store never re-decides them.
+
+Errors: JobNotFound, InvalidTransition, LeaseLost, ValidationError,
+StoreUnavailable (the store did not answer; every write is safe to retry).
+"""
+
+from __future__ import annotations
+
+import abc
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from store.errors import (
+    InvalidTransition,
+    JobNotFound,
+    LeaseLost,
+    StoreError,
+    StoreUnavailable,
+    ValidationError,
+)
+from store.lifecycle import JobStatus, RetryPolicy
+from store.models import (
+    Counts,
+    HeartbeatResult,
+    Job,
+    JobEvent,
+    JobSpec,
+    Lease,
+    LockInfo,
+    Page,
+    RecoveredJob,
+    RecoveryReport,
+    RecoveryRun,
+    WorkerInfo,
+)
+
+__all__ = [
+    "Counts",
+    "HeartbeatResult",
+    "InvalidTransition",
+    "Job",
+    "JobEvent",
+    "JobNotFound",
+    "JobSpec",
+    "JobStore",
+    "Lease",
+    "LeaseLost",
+    "LockInfo",
+    "Page",
+    "RecoveredJob",
+    "RecoveryReport",
+    "RecoveryRun",
+    "StoreError",
+    "StoreSettings",
+    "StoreUnavailable",
+    "ValidationError",
+    "WorkerInfo",
+]
+
+#: Name of the lock recovery runs under.
+RECOVERY_LOCK = "recovery"
+#: Largest page ``list_jobs`` returns.
+MAX_PAGE_SIZE = 500
+#: Largest batch for claim, heartbeat, recovery and enqueue_many chunks.
+MAX_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Defaults a store applies when a job or call does not say otherwise.
+
+    lease_ttl_s: lease length in seconds (LEASEHOLD_LEASE_TTL, 30).
+    max_retries: retries allowed per job (LEASEHOLD_MAX_RETRIES, 3).
+    job_timeout_s: execution timeout in seconds (LEASEHOLD_JOB_TIMEOUT, 1800).
+    retry: backoff (LEASEHOLD_RETRY_BASE 2 s, LEASEHOLD_RETRY_MAX_DELAY 3600 s).
+    recovery_batch: most expired leases one recovery batch takes (500).
+    events_per_job: most events kept per job where the store caps them (200).
+    """
+
+    lease_ttl_s: float = 30.0
+    max_retries: int = 3
+    job_timeout_s: float = 1800.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    recovery_batch: int = 500
+    events_per_job: int = 200
+
+
+def default_worker_host() -> str:
+    return socket.gethostname()
+
+
+class JobStore(abc.ABC):
+    """A job store. Thread-safe; open one per process (``store.open_store``)."""
+
+    settings: StoreSettings
+    #: Seconds added to the store's clock (0 in production). Tests and drills
+    #: move time with it instead of sleeping; it shifts this handle only.
+    clock_offset_s: float = 0.0
+
+    # ----------------------------------------------------------------- clock
+    @abc.abstractmethod
+    def now(self) -> float:
+        """The store's clock, epoch seconds (PostgreSQL ``now()``, Redis ``TIME``)."""
+
+    # --------------------------------------------------------------- enqueue
+    @abc.abstractmethod
+    def enqueue(self, name: str, payload: Any = None, **options: Any) -> Job:
+        """Add one job; ``options`` are the fields of JobSpec (queue, priority,
+        max_retries, timeout_s, lease_ttl_s, delay_s seconds, headers,
+        route_params, query_params, idempotency_key).
+
+        A job with ``delay_s > 0`` starts Scheduled, otherwise Queued. With an
+        ``idempotency_key`` already used, returns the first job unchanged
+        (check ``created`` via ``enqueue_idempotent``). Raises ValidationError."""
+
+    @abc.abstractmethod
+    def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
+        """Enqueue ``spec``; returns ``(job, created)``. ``created`` is False when
+        ``spec.idempotency_key`` named an existing job, which is returned."""
+
+    @abc.abstractmethod
+    def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
+        """Add many jobs, in chunks of at most MAX_BATCH, one round trip (one
+        transaction) per chunk. All specs are validated before anything is
+        written; each chunk is all-or-nothing. Raises ValidationError."""
+
+    # ------------------------------------------------------------------ read
+    @abc.abstractmethod
+    def get(self, job_id: str) -> Job:
+        """The job. Raises JobNotFound."""
+
+    @abc.abstractmethod
+    def list_jobs(
+        self,
+        *,
+        status: JobStatus | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        """Jobs, newest update first, filtered; keyset paging by
+        ``(last_updated_at, id)`` so a page costs the same at any depth.
+        ``limit`` 1..MAX_PAGE_SIZE. Raises ValidationError for a bad cursor."""
+
+    @abc.abstractmethod
+    def counts(self) -> Counts:
+        """Counts by status and by queue, from maintained counters (not a scan)."""
+
+    @abc.abstractmethod
+    def event_counts(self) -> dict[str, int]:
+        """Totals of job events by kind (``completed``, ``lease_expired``,
+        ``completion_refused``, ...) since the store was created; kept in the
+        store so metrics agree across processes."""
+
+    @abc.abstractmethod
+    def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
+        """A job's timeline, oldest first (the last ``limit`` events)."""
+
+    @abc.abstractmethod
+    def expired_lease_count(self) -> int:
+        """InProgress jobs whose lease has expired, awaiting recovery."""
+
+    # ---------------------------------------------------------------- worker
+    @abc.abstractmethod
+    def claim(
+        self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
+    ) -> list[Job]:
+        """Atomically take up to ``limit`` due jobs (Queued, or Scheduled whose
+        ``retry_delay_until`` has passed) from ``queues``, highest priority
+        first, then oldest due. Each becomes InProgress with
+        ``lease_token += 1``, ``worker_id``, ``lease_expires_at = now + ttl``
+        (the job's own ``lease_ttl_seconds`` wins over ``lease_ttl_s``).
+        Two callers never receive the same (job, token)."""
+
+    @abc.abstractmethod
+    def heartbeat(
+        self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
+    ) -> HeartbeatResult:
+        """Renew many leases in one call: each whose token is current and job
+        InProgress gets ``lease_expires_at = now + ttl``; the rest are refused
+        (counted and recorded as events) and must be dropped by the worker."""
+
+    @abc.abstractmethod
+    def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
+        """Ack: InProgress -> Completed with ``result`` (JSON). Raises LeaseLost
+        (stale token or not InProgress; a refusal event is recorded),
+        JobNotFound, ValidationError (result not JSON)."""
+
+    @abc.abstractmethod
+    def fail(
+        self,
+        job_id: str,
+        token: int,
+        error: dict[str, Any],
+        *,
+        permanent: bool = False,
+        worker_id: str | None = None,
+    ) -> Job:
+        """Nack: the retry decision of ``lifecycle.decide_failure`` applied
+        (Scheduled with backoff, or Failed). ``error`` is ``{type, message,
+        traceback}``. Raises LeaseLost, JobNotFound."""
+
+    @abc.abstractmethod
+    def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
+        """Give a lease back (graceful shutdown): InProgress -> Scheduled, due
+        at once, retries unchanged, not a failure. The next claim bumps the
+        token. Raises LeaseLost, JobNotFound."""
+
+    # -------------------------------------------------------------- operator
+    @abc.abstractmethod
+    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
+        """-> Canceled. A running job's lease is revoked (its heartbeat and ack
+        will be refused). Raises InvalidTransition, JobNotFound."""
+
+    @abc.abstractmethod
+    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
+        """Scheduled, Failed or Canceled -> Queued, due now; ``reset_retries``
+        sets retry_count and lease_expirations to 0 (a fresh start).
+        Raises InvalidTransition, JobNotFound."""
+
+    @abc.abstractmethod
+    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
+        """Scheduled or Failed -> Queued, due now, retries kept.
+        Raises InvalidTransition, JobNotFound."""
+
+    # -------------------------------------------------------------- recovery
+    @abc.abstractmethod
+    def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
+        """One bounded batch: up to ``limit`` (settings.recovery_batch)
+        InProgress jobs whose lease expired before ``now()`` are failed through
+        the retry decision with error type ``LeaseExpired``; ``retry_count`` and
+        ``lease_expirations`` +1 for those rescheduled. Each job is changed by a
+        compare-and-set on (status, token, expiry), so concurrent recoverers
+        recover each job once and a lease renewed meanwhile is left alone.
+        Does not take the lock (callers do) and does not record a run."""
+
+    @abc.abstractmethod
+    def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
+        """What ``recover_expired`` would do now; changes nothing."""
+
+    @abc.abstractmethod
+    def record_recovery_run(self, run: RecoveryRun) -> None:
+        """Append a run to the recovery history."""
+
+    @abc.abstractmethod
+    def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
+        """Recovery history, newest first."""
+
+    # ----------------------------------------------------------------- locks
+    @abc.abstractmethod
+    def acquire_lock(self, name: str, owner: str, ttl_s: float) -> bool:
+        """Take or extend the named lock for ``ttl_s`` seconds. True when
+        ``owner`` holds it afterwards (free, expired, or already ours)."""
+
+    @abc.abstractmethod
+    def release_lock(self, name: str, owner: str) -> bool:
+        """Release the lock if ``owner`` holds it (compare-and-delete)."""
+
+    @abc.abstractmethod
+    def lock_info(self, name: str) -> LockInfo:
+        """Who holds the named lock, if anyone (expired holders count as none)."""
+
+    # --------------------------------------------------------------- workers
+    @abc.abstractmethod
+    def worker_heartbeat(self, info: WorkerInfo) -> None:
+        """Register or refresh a worker process; ``last_seen_at`` is set from
+        the store's clock."""
+
+    @abc.abstractmethod
+    def remove_worker(self, worker_id: str) -> None:
+        """Drop a worker from the registry (clean exit)."""
+
+    @abc.abstractmethod
+    def workers(self) -> list[WorkerInfo]:
+        """Registered workers, most recently seen first."""
+
+    # ------------------------------------------------------------- retention
+    @abc.abstractmethod
+    def purge(self, older_than_s: float, limit: int = 1000) -> int:
+        """Delete up to ``limit`` Completed/Failed/Canceled jobs (and their
+        events) last updated more than ``older_than_s`` seconds ago. Returns
+        how many were deleted."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,61 @@
+"""Typed errors of the JobStore contract (pure; no store imports).
+
+The web layer maps them to HTTP codes: JobNotFound 404, InvalidTransition 409,
+LeaseLost 409, StoreUnavailable 503, ValidationError 422.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error a store raises on purpose."""
+
+
+class JobNotFound(StoreError):
+    """No job has this id."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id} not found")
+        self.job_id = job_id
+
+
+class InvalidTransition(StoreError):
+    """The job's current status does not allow the requested change."""
+
+    def __init__(self, job_id: str, source: str, target: str, operation: str | None = None) -> None:
+        what = f"{operation}: " if operation else ""
+        super().__init__(f"{what}job {job_id} cannot go from {source} to {target}")
+        self.job_id = job_id
+        self.source = source
+        self.target = target
+        self.operation = operation
+
+
+class LeaseLost(StoreError):
+    """An ack, nack, heartbeat or release carried a token that is not the job's
+    current lease token (or the job is no longer InProgress). Nothing changed."""
+
+    def __init__(self, job_id: str, token: int, current_token: int | None, status: str | None) -> None:
+        super().__init__(
+            f"lease on job {job_id} lost: token {token} refused "
+            f"(current token {current_token}, status {status})"
+        )
+        self.job_id = job_id
+        self.token = token
+        self.current_token = current_token
+        self.status = status
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached or did not answer in time. The operation
+    may or may not have been applied; every write is guarded by status and
+    token, so retrying it is safe."""
+
+
+class ValidationError(StoreError, ValueError):
+    """An argument is out of range or malformed; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

@@ -1,0 +1,214 @@
+"""The job lifecycle: statuses, legal transitions and the retry decision.
+
+Pure: no I/O, no clock, no store imports. Every store asks this module which
+statuses an operation may start from and what a failure turns into; a store
+only makes the resulting change atomic in its own engine (DESIGN.md section 3).
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass
+from typing import Final
+
+from store.errors import InvalidTransition
+
+
+class JobStatus(enum.IntEnum):
+    """A job's status. The integer is the wire code the stores keep; the
+    member name (``"InProgress"``) is what the API and console show."""
+
+    Queued = 100
+    Scheduled = 200
+    InProgress = 300
+    Completed = 400
+    Failed = 500
+    Canceled = 600
+
+    @classmethod
+    def parse(cls, value: str | int) -> JobStatus:
+        """Accept a name (case-insensitive, ``in_progress`` too) or a wire code.
+
+        Raises ValueError naming the accepted values."""
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            try:
+                return cls(int(value))
+            except ValueError:
+                pass
+        else:
+            wanted = value.replace("_", "").replace("-", "").lower()
+            for status in cls:
+                if status.name.lower() == wanted:
+                    return status
+        names = ", ".join(s.name for s in cls)
+        raise ValueError(f"unknown status {value!r}; expected one of {names}")
+
+
+S = JobStatus
+
+#: Legal transitions, exactly DESIGN.md section 3. Anything else is refused.
+TRANSITIONS: Final[dict[JobStatus, frozenset[JobStatus]]] = {
+    S.Queued: frozenset({S.InProgress, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
+    S.Scheduled: frozenset({S.Queued, S.InProgress, S.Canceled}),
+    S.InProgress: frozenset({S.Completed, S.Failed, S.Scheduled, S.Canceled}),
+    S.Failed: frozenset({S.Queued, S.Scheduled, S.Canceled}),
+    S.Completed: frozenset({S.Canceled}),
+    S.Canceled: frozenset({S.Queued}),
+}
+
+#: Statuses a job never leaves on its own (only an operator moves it on).
+TERMINAL: Final[frozenset[JobStatus]] = frozenset({S.Completed, S.Failed, S.Canceled})
+
+
+def is_legal(source: JobStatus, target: JobStatus) -> bool:
+    """True when ``source -> target`` is in the transition table."""
+    return target in TRANSITIONS[source]
+
+
+def check_transition(job_id: str, source: JobStatus, target: JobStatus) -> None:
+    """Raise InvalidTransition unless ``source -> target`` is legal."""
+    if not is_legal(source, target):
+        raise InvalidTransition(job_id, source.name, target.name)
+
+
+class Operation(enum.Enum):
+    """The store operations that change a job's status."""
+
+    CLAIM = "claim"  # worker takes a due job
+    COMPLETE = "complete"  # ack
+    FAIL = "fail"  # nack, timeout, lease expiry: through the retry decision
+    RELEASE = "release"  # graceful shutdown gives a lease back, due at once
+    CANCEL = "cancel"  # operator
+    REQUEUE = "requeue"  # operator: back to Queued (retries reset or kept)
+    RETRY_NOW = "retry_now"  # operator: due now, retries kept
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRule:
+    """Which statuses an operation may start from, and where it leads.
+
+    ``targets`` lists every status the operation can produce (FAIL can end in
+    Scheduled or Failed); every (source, target) pair is in TRANSITIONS."""
+
+    sources: frozenset[JobStatus]
+    targets: frozenset[JobStatus]
+
+
+#: The one table the stores read to guard their writes (``status IN sources``).
+OPERATIONS: Final[dict[Operation, OperationRule]] = {
+    Operation.CLAIM: OperationRule(frozenset({S.Queued, S.Scheduled}), frozenset({S.InProgress})),
+    Operation.COMPLETE: OperationRule(frozenset({S.InProgress}), frozenset({S.Completed})),
+    Operation.FAIL: OperationRule(frozenset({S.InProgress}), frozenset({S.Scheduled, S.Failed})),
+    # A released lease is due at once: InProgress -> Scheduled with no delay
+    # (InProgress -> Queued is not a legal transition).
+    Operation.RELEASE: OperationRule(frozenset({S.InProgress}), frozenset({S.Scheduled})),
+    Operation.CANCEL: OperationRule(
+        frozenset({S.Queued, S.Scheduled, S.InProgress, S.Failed, S.Completed}),
+        frozenset({S.Canceled}),
+    ),
+    Operation.REQUEUE: OperationRule(
+        frozenset({S.Scheduled, S.Failed, S.Canceled}), frozenset({S.Queued})
+    ),
+    Operation.RETRY_NOW: OperationRule(frozenset({S.Scheduled, S.Failed}), frozenset({S.Queued})),
+}
+
+
+def sources(op: Operation) -> frozenset[JobStatus]:
+    """Statuses ``op`` may start from."""
+    return OPERATIONS[op].sources
+
+
+def source_codes(op: Operation) -> tuple[int, ...]:
+    """Wire codes of ``sources(op)``, sorted, for ``status IN (...)`` guards."""
+    return tuple(sorted(int(s) for s in OPERATIONS[op].sources))
+
+
+def check_operation(job_id: str, op: Operation, current: JobStatus) -> None:
+    """Raise InvalidTransition when ``op`` may not start from ``current``."""
+    rule = OPERATIONS[op]
+    if current not in rule.sources:
+        target = min(rule.targets)
+        raise InvalidTransition(job_id, current.name, target.name, operation=op.value)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff for retries.
+
+    ``delay = min(max_delay_s, base_s * 2**retry_count)``, with ``retry_count``
+    the count after the failure (first retry waits ``2 * base_s``), as in
+    DESIGN.md section 3. With ``jitter`` = j in [0, 1] the delay is drawn
+    uniformly from ``[delay * (1 - j), delay]`` ("equal/full jitter" of the AWS
+    Architecture Blog, "Exponential Backoff and Jitter", 2015), so a burst of
+    failures does not retry in lockstep.
+    """
+
+    base_s: float = 2.0
+    max_delay_s: float = 3600.0
+    jitter: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.base_s < 0:
+            raise ValueError("retry base must be >= 0 seconds")
+        if self.max_delay_s < 0:
+            raise ValueError("retry max delay must be >= 0 seconds")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError("retry jitter must be within [0, 1]")
+
+    def delay_s(self, retry_count: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait before retry number ``retry_count`` (>= 1)."""
+        # Cap the exponent first: 2**retry_count overflows float beyond ~1024.
+        exponent = min(retry_count, 64)
+        delay = min(self.max_delay_s, self.base_s * float(2**exponent))
+        if self.jitter and delay:
+            low = delay * (1.0 - self.jitter)
+            delay = (rng or random).uniform(low, delay)
+        return delay
+
+
+@dataclass(frozen=True, slots=True)
+class FailureDecision:
+    """What one failure (nack, timeout or expired lease) turns a job into.
+
+    ``delay_s`` is seconds after the store's clock at which a Scheduled job
+    becomes due; None when the job ends Failed."""
+
+    status: JobStatus
+    retry_count: int
+    delay_s: float | None
+
+
+def decide_failure(
+    retry_count: int,
+    max_retries: int,
+    policy: RetryPolicy,
+    *,
+    permanent: bool = False,
+    rng: random.Random | None = None,
+) -> FailureDecision:
+    """The one retry decision, for handler failure, timeout and lease expiry.
+
+    A failure uses one retry: ``n = retry_count + 1``. If ``n <= max_retries``
+    the job becomes Scheduled with ``retry_count = n`` after
+    ``policy.delay_s(n)``; otherwise it ends Failed with ``retry_count`` left
+    as it was, so ``retry_count <= max_retries`` always holds (max_retries=3:
+    up to 4 attempts). A permanent error ends Failed without using a retry.
+    """
+    if permanent:
+        return FailureDecision(S.Failed, retry_count, None)
+    attempt = retry_count + 1
+    if attempt <= max_retries:
+        return FailureDecision(S.Scheduled, attempt, policy.delay_s(attempt, rng))
+    return FailureDecision(S.Failed, retry_count, None)
+
+
+def _check_table() -> None:
+    for op, rule in OPERATIONS.items():
+        for source in rule.sources:
+            for target in rule.targets:
+                if not is_legal(source, target):  # pragma: no cover - import-time guard
+                    raise AssertionError(f"{op}: {source.name} -> {target.name} is not legal")
+
+
+_check_table()

@@ -1,0 +1,331 @@
+"""Value objects of the JobStore contract: jobs, leases, events, pages, reports.
+
+Times are timezone-aware UTC datetimes; durations are float seconds (``_s``)
+or integer milliseconds (``_ms``). Stores build these from their rows; nothing
+here does I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from store.errors import ValidationError
+from store.lifecycle import JobStatus
+
+#: Limits checked at enqueue (the API checks them earlier, with the same numbers).
+MAX_NAME_LEN = 200
+MAX_QUEUE_LEN = 100
+MAX_IDEMPOTENCY_KEY_LEN = 200
+MAX_PRIORITY = 1_000_000
+MAX_RETRIES_LIMIT = 100
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_DELAY_S = 365 * 24 * 3600.0
+MIN_LEASE_TTL_S = 0.1
+
+
+def ts(value: float | None) -> datetime | None:
+    """Epoch seconds (store form) to an aware UTC datetime."""
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO 8601 UTC with a ``Z``, millisecond precision (API form)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(slots=True)
+class Job:
+    """A job as DESIGN.md section 2 defines it."""
+
+    id: str
+    name: str
+    queue: str
+    status: JobStatus
+    payload: Any
+    priority: int = 0
+    headers: dict[str, str] | None = None
+    route_params: dict[str, Any] | None = None
+    query_params: dict[str, Any] | None = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    retry_count: int = 0
+    max_retries: int = 3
+    lease_expirations: int = 0
+    retry_delay_until: datetime | None = None
+    worker_id: str | None = None
+    lease_token: int = 0
+    lease_expires_at: datetime | None = None
+    last_heartbeat_at: datetime | None = None
+    timeout_seconds: float = 1800.0
+    lease_ttl_seconds: float | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    last_updated_at: datetime | None = None
+    idempotency_key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The API's job JSON: DESIGN field names, ``status`` as its name and
+        ``status_code`` as its number, times ISO 8601 UTC."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "queue": self.queue,
+            "status": self.status.name,
+            "status_code": int(self.status),
+            "priority": self.priority,
+            "payload": self.payload,
+            "headers": self.headers,
+            "route_params": self.route_params,
+            "query_params": self.query_params,
+            "result": self.result,
+            "error": self.error,
+            "retry_count": self.retry_count,
+            "max_retries": self.max_retries,
+            "lease_expirations": self.lease_expirations,
+            "retry_delay_until": iso(self.retry_delay_until),
+            "worker_id": self.worker_id,
+            "lease_token": self.lease_token,
+            "lease_expires_at": iso(self.lease_expires_at),
+            "last_heartbeat_at": iso(self.last_heartbeat_at),
+            "timeout_seconds": self.timeout_seconds,
+            "lease_ttl_seconds": self.lease_ttl_seconds,
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "completed_at": iso(self.completed_at),
+            "last_updated_at": iso(self.last_updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What ``enqueue`` takes. None fields take the store's defaults."""
+
+    name: str
+    payload: Any = None
+    queue: str = "default"
+    priority: int = 0
+    max_retries: int | None = None
+    timeout_s: float | None = None
+    lease_ttl_s: float | None = None
+    delay_s: float = 0.0
+    headers: dict[str, str] | None = None
+    route_params: dict[str, Any] | None = None
+    query_params: dict[str, Any] | None = None
+    idempotency_key: str | None = None
+
+
+def _finite(fld: str, value: float | None, low: float, high: float) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(fld, "must be a finite number")
+    if not low <= value <= high:
+        raise ValidationError(fld, f"must be within [{low:g}, {high:g}]")
+
+
+def _int(fld: str, value: int | None, low: int, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(fld, "must be an integer")
+    if not low <= value <= high:
+        raise ValidationError(fld, f"must be within [{low}, {high}]")
+
+
+def _text(fld: str, value: str | None, limit: int, required: bool) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(fld, "must be a non-empty string")
+    if len(value) > limit:
+        raise ValidationError(fld, f"must be at most {limit} characters")
+
+
+def validate_spec(spec: JobSpec) -> JobSpec:
+    """Check a spec before anything is written.
+
+    Raises ValidationError naming the first bad field. JSON fields must
+    serialise (orjson, strict: no NaN, str keys)."""
+    _text("name", spec.name, MAX_NAME_LEN, True)
+    _text("queue", spec.queue, MAX_QUEUE_LEN, True)
+    _text("idempotency_key", spec.idempotency_key, MAX_IDEMPOTENCY_KEY_LEN, False)
+    _int("priority", spec.priority, -MAX_PRIORITY, MAX_PRIORITY)
+    _int("max_retries", spec.max_retries, 0, MAX_RETRIES_LIMIT)
+    _finite("timeout_s", spec.timeout_s, 0.001, MAX_TIMEOUT_S)
+    _finite("lease_ttl_s", spec.lease_ttl_s, MIN_LEASE_TTL_S, MAX_TIMEOUT_S)
+    _finite("delay_s", spec.delay_s, 0.0, MAX_DELAY_S)
+    for fld in ("payload", "headers", "route_params", "query_params"):
+        try:
+            orjson.dumps(getattr(spec, fld))
+        except TypeError as exc:
+            raise ValidationError(fld, f"must be JSON-serialisable ({exc})") from None
+    return spec
+
+
+def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
+    """Accept a JobSpec or a ``(name, payload)`` / ``(name, payload, queue)`` tuple."""
+    if isinstance(item, JobSpec):
+        return item
+    if isinstance(item, tuple) and 1 <= len(item) <= 3:
+        return JobSpec(*item)
+    raise ValidationError("jobs", "each item must be a JobSpec or (name, payload[, queue])")
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A lease a worker holds: the job, its fencing token and when it expires."""
+
+    job_id: str
+    token: int
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    """Outcome of a batched heartbeat: leases renewed (new expiry) and leases
+    refused (stale token, job canceled or no longer InProgress)."""
+
+    renewed: list[Lease]
+    refused: list[Lease]
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """One entry of a job's timeline. ``actor`` is a worker id or ``operator:<name>``."""
+
+    job_id: str
+    at: datetime
+    kind: str
+    from_status: JobStatus | None
+    to_status: JobStatus | None
+    actor: str | None
+    token: int | None
+    message: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "at": iso(self.at),
+            "kind": self.kind,
+            "from_status": self.from_status.name if self.from_status else None,
+            "to_status": self.to_status.name if self.to_status else None,
+            "actor": self.actor,
+            "token": self.token,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing. ``next_cursor`` is opaque; None on the last page."""
+
+    items: list[Job]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveredJob:
+    """One expired lease and what recovery does (or would do) with it."""
+
+    job_id: str
+    name: str
+    queue: str
+    worker_id: str | None
+    token: int
+    outcome: JobStatus  # Scheduled (retried) or Failed (retries spent)
+    retry_count: int
+    delay_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What one recovery batch did (or, with ``dry_run``, would do).
+
+    ``recovered``: jobs rescheduled for a retry; ``failed``: jobs whose retries
+    were spent. ``more`` is True when the batch was full, so expired leases may
+    remain."""
+
+    recovered: list[RecoveredJob]
+    failed: list[RecoveredJob]
+    dry_run: bool
+    more: bool
+    owner: str | None = None
+    duration_ms: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        def one(r: RecoveredJob) -> dict[str, Any]:
+            return {
+                "id": r.job_id,
+                "name": r.name,
+                "queue": r.queue,
+                "worker_id": r.worker_id,
+                "lease_token": r.token,
+                "retry_count": r.retry_count,
+                "delay_s": r.delay_s,
+            }
+
+        return {
+            "recovered": [one(r) for r in self.recovered],
+            "failed": [one(r) for r in self.failed],
+            "dry_run": self.dry_run,
+            "more": self.more,
+            "owner": self.owner,
+            "duration_ms": round(self.duration_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryRun:
+    """A recorded recovery run (history shown by the console)."""
+
+    id: str
+    started_at: datetime
+    finished_at: datetime
+    owner: str
+    trigger: str
+    recovered: int
+    failed: int
+    duration_ms: float
+
+
+@dataclass(slots=True)
+class WorkerInfo:
+    """A worker process's registry entry, refreshed by its heartbeat."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    jobs_in_hand: list[str] = field(default_factory=list)
+    started_at: datetime | None = None
+    last_seen_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LockInfo:
+    """Holder of a named distributed lock, or None fields when free."""
+
+    name: str
+    owner: str | None
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Job counts: ``by_status`` has all six names; ``by_queue`` maps queue to
+    counts by status name (statuses with no jobs omitted)."""
+
+    by_status: dict[str, int]
+    by_queue: dict[str, dict[str, int]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": dict(self.by_status), "queues": {q: dict(c) for q, c in self.by_queue.items()}}

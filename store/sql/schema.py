@@ -1,0 +1,150 @@
+"""SQLAlchemy 2.0 schema of the SQL store (SQLite and PostgreSQL).
+
+Times are epoch seconds (double precision) read from the store's clock, so
+both engines compare and index them the same way. The Alembic migrations in
+``store/sql/migrations`` create exactly this schema (a test compares them).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Double,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+#: JSON as JSONB on PostgreSQL; Python None stays SQL NULL.
+Json = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+#: Auto-increment ids: BIGINT on PostgreSQL, INTEGER (the rowid) on SQLite.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("queue", String(100), nullable=False),
+    Column("status", SmallInteger, nullable=False),
+    Column("priority", Integer, nullable=False, server_default=text("0")),
+    Column("payload", Json),
+    Column("headers", Json),
+    Column("route_params", Json),
+    Column("query_params", Json),
+    Column("result", Json),
+    Column("error", Json),
+    Column("retry_count", Integer, nullable=False, server_default=text("0")),
+    Column("max_retries", Integer, nullable=False),
+    Column("lease_expirations", Integer, nullable=False, server_default=text("0")),
+    # When a Queued or Scheduled job may be claimed (enqueue time, or the end of its backoff).
+    Column("due_at", Double, nullable=False),
+    Column("retry_delay_until", Double),
+    Column("worker_id", String(200)),
+    Column("lease_token", BigInteger, nullable=False, server_default=text("0")),
+    Column("lease_expires_at", Double),
+    Column("last_heartbeat_at", Double),
+    Column("timeout_seconds", Double, nullable=False),
+    Column("lease_ttl_seconds", Double),
+    Column("created_at", Double, nullable=False),
+    Column("started_at", Double),
+    Column("completed_at", Double),
+    Column("last_updated_at", Double, nullable=False),
+    Column("idempotency_key", String(200)),
+    # Claim: due jobs of a queue, highest priority first, oldest due first.
+    Index(
+        "ix_jobs_ready",
+        "queue",
+        text("priority DESC"),
+        "due_at",
+        postgresql_where=text("status IN (100, 200)"),
+        sqlite_where=text("status IN (100, 200)"),
+    ),
+    # Recovery reads only expired leases.
+    Index(
+        "ix_jobs_lease",
+        "lease_expires_at",
+        postgresql_where=text("status = 300"),
+        sqlite_where=text("status = 300"),
+    ),
+    # Keyset paging, newest update first, per status / queue / name / all.
+    Index("ix_jobs_status_updated", "status", "last_updated_at", "id"),
+    Index("ix_jobs_queue_updated", "queue", "last_updated_at", "id"),
+    Index("ix_jobs_name_updated", "name", "last_updated_at", "id"),
+    Index("ix_jobs_updated", "last_updated_at", "id"),
+    Index("ux_jobs_idempotency_key", "idempotency_key", unique=True),
+)
+
+job_events = Table(
+    "job_events",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), nullable=False),
+    Column("at", Double, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("from_status", SmallInteger),
+    Column("to_status", SmallInteger),
+    Column("actor", String(200)),
+    Column("token", BigInteger),
+    Column("message", Text),
+    Index("ix_job_events_job", "job_id", "id"),
+    Index("ix_job_events_actor", "actor", "id"),
+)
+
+# Sharded counters: job counts by (status, queue) and event counts by kind,
+# kept in the same transaction as each change. Writers in different processes
+# add to different shards, so hot counters do not serialise PostgreSQL claims.
+counters = Table(
+    "counters",
+    metadata,
+    Column("key", String(160), nullable=False),
+    Column("shard", SmallInteger, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    PrimaryKeyConstraint("key", "shard", name="pk_counters"),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("queues", Json, nullable=False),
+    Column("concurrency", Integer, nullable=False),
+    Column("jobs_in_hand", Json, nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("last_seen_at", Double, nullable=False),
+)
+
+locks = Table(
+    "locks",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("expires_at", Double, nullable=False),
+)
+
+recovery_runs = Table(
+    "recovery_runs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("started_at", Double, nullable=False),
+    Column("finished_at", Double, nullable=False),
+    Column("owner", String(200), nullable=False),
+    Column("trigger", String(100), nullable=False),
+    Column("recovered", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("duration_ms", Double, nullable=False),
+    Index("ix_recovery_runs_started", "started_at"),
+)

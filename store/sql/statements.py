@@ -1,0 +1,418 @@
+"""Named SQL statements of the SQL store, one function per operation.
+
+Each function takes ``now``, the store's clock as a SQL expression (see
+``store_now``), and returns a SQLAlchemy Core statement whose bind parameters
+are named in its docstring. The store builds them once and reuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Double,
+    Insert,
+    Select,
+    SmallInteger,
+    Update,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import FunctionElement
+
+from store.lifecycle import JobStatus, Operation, source_codes
+from store.sql.schema import counters, job_events, jobs, locks, recovery_runs, workers
+
+IN_PROGRESS = int(JobStatus.InProgress)
+FINISHED = (int(JobStatus.Completed), int(JobStatus.Failed), int(JobStatus.Canceled))
+
+
+class store_now(FunctionElement):
+    """The database server's clock in epoch seconds (double precision)."""
+
+    type = Double()
+    inherit_cache = True
+
+
+@compiles(store_now, "postgresql")
+def _now_pg(element: store_now, compiler: object, **kw: object) -> str:
+    # date_part returns double precision; statement_timestamp() moves within a transaction.
+    return "date_part('epoch', statement_timestamp())"
+
+
+@compiles(store_now, "sqlite")
+def _now_sqlite(element: store_now, compiler: object, **kw: object) -> str:
+    # julianday('now') has millisecond precision; 2440587.5 is the Julian day of 1970-01-01.
+    return "((julianday('now') - 2440587.5) * 86400.0)"
+
+
+def clock(offset_s: object) -> ColumnElement[float]:
+    """``store_now() + :clock_offset``; ``offset_s`` is a callable giving the
+    offset in seconds at execution time (0 except when tests move the clock)."""
+    return store_now() + bindparam("clock_offset", callable_=offset_s, type_=Double())
+
+
+def select_now(now: ColumnElement[float]) -> Select:
+    """The store's clock. No parameters."""
+    return select(now)
+
+
+def insert_jobs(now: ColumnElement[float]) -> Insert:
+    """Insert jobs (executemany). Params: the job columns except times, ``delay``
+    (seconds until due) and ``delay_until`` (the same, or None when not delayed)."""
+    return (
+        insert(jobs)
+        .values(
+            created_at=now,
+            last_updated_at=now,
+            due_at=now + bindparam("delay", type_=Double()),
+            retry_delay_until=now + bindparam("delay_until", type_=Double()),
+        )
+        .returning(*jobs.c, sort_by_parameter_order=True)
+    )
+
+
+def insert_events(now: ColumnElement[float]) -> Insert:
+    """Append job events (executemany). Params: job_id, kind, from_status,
+    to_status, actor, token, message."""
+    return insert(job_events).values(at=now)
+
+
+def job_by_id() -> Select:
+    """One job. Params: j_id."""
+    return select(jobs).where(jobs.c.id == bindparam("j_id"))
+
+
+def job_by_idempotency_key() -> Select:
+    """The job enqueued with a key. Params: key."""
+    return select(jobs).where(jobs.c.idempotency_key == bindparam("key"))
+
+
+def lock_job_for_update() -> Select:
+    """Lock one job row for a read-decide-write change. Params: j_id."""
+    return select(jobs).where(jobs.c.id == bindparam("j_id")).with_for_update()
+
+
+def claim_pg(now: ColumnElement[float], queues: int) -> Update:
+    """PostgreSQL claim: pick due jobs with FOR UPDATE SKIP LOCKED and lease
+    them in one statement. Params: q0..qN, limit, worker_id, ttl."""
+    picked = (
+        select(jobs.c.id, jobs.c.status.label("old_status"))
+        .where(
+            jobs.c.status.in_(source_codes(Operation.CLAIM)),
+            jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
+            jobs.c.due_at <= now,
+        )
+        .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
+        .limit(bindparam("limit"))
+        .with_for_update(skip_locked=True)
+        .subquery("picked")
+    )
+    return (
+        _lease(update(jobs), now)
+        .where(jobs.c.id == picked.c.id)
+        .returning(*jobs.c, picked.c.old_status)
+    )
+
+
+def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
+    """SQLite claim, step 1 (inside BEGIN IMMEDIATE): due jobs. Params: q0..qN, limit."""
+    return (
+        select(jobs.c.id, jobs.c.status)
+        .where(
+            jobs.c.status.in_(source_codes(Operation.CLAIM)),
+            jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
+            jobs.c.due_at <= now,
+        )
+        .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
+        .limit(bindparam("limit"))
+    )
+
+
+def claim_sqlite(now: ColumnElement[float]) -> Update:
+    """SQLite claim, step 2: lease the picked ids. Params: ids (expanding), worker_id, ttl."""
+    return (
+        _lease(update(jobs), now)
+        .where(
+            jobs.c.id.in_(bindparam("ids", expanding=True)),
+            jobs.c.status.in_(source_codes(Operation.CLAIM)),
+        )
+        .returning(*jobs.c)
+    )
+
+
+def _lease(stmt: Update, now: ColumnElement[float]) -> Update:
+    ttl = func.coalesce(jobs.c.lease_ttl_seconds, bindparam("ttl", type_=Double()))
+    return stmt.values(
+        status=IN_PROGRESS,
+        worker_id=bindparam("worker_id"),
+        lease_token=jobs.c.lease_token + 1,
+        lease_expires_at=now + ttl,
+        last_heartbeat_at=now,
+        started_at=now,
+        last_updated_at=now,
+        retry_delay_until=None,
+    )
+
+
+def renew_leases(now: ColumnElement[float]) -> Update:
+    """Heartbeat: extend current, unexpired leases. Params: pairs (expanding
+    (id, token) tuples), ttl. Returns the renewed (id, lease_token, lease_expires_at)."""
+    ttl = func.coalesce(jobs.c.lease_ttl_seconds, bindparam("ttl", type_=Double()))
+    return (
+        update(jobs)
+        .where(
+            tuple_(jobs.c.id, jobs.c.lease_token).in_(bindparam("pairs", expanding=True)),
+            jobs.c.status == IN_PROGRESS,
+            jobs.c.lease_expires_at >= now,
+        )
+        .values(lease_expires_at=now + ttl, last_heartbeat_at=now)
+        .returning(jobs.c.id, jobs.c.lease_token, jobs.c.lease_expires_at)
+    )
+
+
+def tokens_of() -> Select:
+    """Current token and status of some jobs (for refusal messages). Params: ids (expanding)."""
+    return select(jobs.c.id, jobs.c.lease_token, jobs.c.status, jobs.c.queue).where(
+        jobs.c.id.in_(bindparam("ids", expanding=True))
+    )
+
+
+def complete_job(now: ColumnElement[float]) -> Update:
+    """Ack guarded by status and token. Params: j_id, token, new_result."""
+    return (
+        update(jobs)
+        .where(
+            jobs.c.id == bindparam("j_id"),
+            jobs.c.status.in_(source_codes(Operation.COMPLETE)),
+            jobs.c.lease_token == bindparam("token"),
+        )
+        .values(
+            status=int(JobStatus.Completed),
+            result=bindparam("new_result"),
+            completed_at=now,
+            last_updated_at=now,
+            lease_expires_at=None,
+        )
+        .returning(*jobs.c)
+    )
+
+
+def apply_failure(now: ColumnElement[float], expired_only: bool = False) -> Update:
+    """Apply a retry decision guarded by status and token (and, for recovery,
+    by the lease still being expired). Params: j_id, token, new_status,
+    new_retry_count, delay (seconds or None), new_error, expired (0 or 1 added to
+    lease_expirations)."""
+    delay = bindparam("delay", type_=Double())
+    guard = [
+        jobs.c.id == bindparam("j_id"),
+        jobs.c.status.in_(source_codes(Operation.FAIL)),
+        jobs.c.lease_token == bindparam("token"),
+    ]
+    if expired_only:
+        guard.append(jobs.c.lease_expires_at < now)
+    due = func.coalesce(now + delay, now)
+    new_status = bindparam("new_status", type_=SmallInteger())
+    return (
+        update(jobs)
+        .where(*guard)
+        .values(
+            status=new_status,
+            retry_count=bindparam("new_retry_count"),
+            lease_expirations=jobs.c.lease_expirations + bindparam("expired"),
+            error=bindparam("new_error"),
+            retry_delay_until=now + delay,
+            due_at=due,
+            lease_expires_at=None,
+            completed_at=case((new_status == int(JobStatus.Failed), now), else_=None),
+            last_updated_at=now,
+        )
+        .returning(*jobs.c)
+    )
+
+
+def release_job(now: ColumnElement[float]) -> Update:
+    """Give a lease back: InProgress -> Scheduled due now. Params: j_id, token."""
+    return (
+        update(jobs)
+        .where(
+            jobs.c.id == bindparam("j_id"),
+            jobs.c.status.in_(source_codes(Operation.RELEASE)),
+            jobs.c.lease_token == bindparam("token"),
+        )
+        .values(
+            status=int(JobStatus.Scheduled),
+            due_at=now,
+            retry_delay_until=now,
+            worker_id=None,
+            lease_expires_at=None,
+            last_updated_at=now,
+        )
+        .returning(*jobs.c)
+    )
+
+
+def operator_change(now: ColumnElement[float], values: dict[str, object]) -> Update:
+    """Operator transition guarded by the status read under lock. Params: j_id,
+    old_status, plus any bind parameters in ``values``."""
+    return (
+        update(jobs)
+        .where(jobs.c.id == bindparam("j_id"), jobs.c.status == bindparam("old_status"))
+        .values(last_updated_at=now, **values)
+        .returning(*jobs.c)
+    )
+
+
+def expired_leases(now: ColumnElement[float], lock: bool) -> Select:
+    """InProgress jobs whose lease expired, oldest first; with ``lock``, rows
+    another recoverer holds are skipped (FOR UPDATE SKIP LOCKED). Params: limit."""
+    stmt = (
+        select(
+            jobs.c.id,
+            jobs.c.name,
+            jobs.c.queue,
+            jobs.c.worker_id,
+            jobs.c.lease_token,
+            jobs.c.retry_count,
+            jobs.c.max_retries,
+            jobs.c.lease_expires_at,
+        )
+        .where(jobs.c.status == IN_PROGRESS, jobs.c.lease_expires_at < now)
+        .order_by(jobs.c.lease_expires_at)
+        .limit(bindparam("limit"))
+    )
+    return stmt.with_for_update(skip_locked=True) if lock else stmt
+
+
+def count_expired(now: ColumnElement[float]) -> Select:
+    """How many leases have expired (index range on ix_jobs_lease). No params."""
+    return select(func.count()).where(jobs.c.status == IN_PROGRESS, jobs.c.lease_expires_at < now)
+
+
+def list_jobs(filters: Sequence[ColumnElement[bool]], with_cursor: bool) -> Select:
+    """Keyset page, newest update first. Params: limit, and c_at, c_id with a cursor."""
+    stmt = select(jobs).where(*filters)
+    if with_cursor:
+        stmt = stmt.where(
+            tuple_(jobs.c.last_updated_at, jobs.c.id) < tuple_(bindparam("c_at"), bindparam("c_id"))
+        )
+    return stmt.order_by(jobs.c.last_updated_at.desc(), jobs.c.id.desc()).limit(bindparam("limit"))
+
+
+def job_events_of() -> Select:
+    """The newest events of a job. Params: job_id, limit."""
+    return (
+        select(job_events)
+        .where(job_events.c.job_id == bindparam("job_id"))
+        .order_by(job_events.c.id.desc())
+        .limit(bindparam("limit"))
+    )
+
+
+def upsert_counters(dialect: str) -> Insert:
+    """Add to sharded counters (executemany). Params: key, shard, n."""
+    ins = postgresql.insert(counters) if dialect == "postgresql" else sqlite.insert(counters)
+    return ins.on_conflict_do_update(
+        index_elements=[counters.c.key, counters.c.shard],
+        set_={"n": counters.c.n + ins.excluded.n},
+    )
+
+
+def sum_counters() -> Select:
+    """Every counter summed over its shards. No params."""
+    return select(counters.c.key, func.sum(counters.c.n)).group_by(counters.c.key)
+
+
+def acquire_lock(dialect: str, now: ColumnElement[float]) -> Insert:
+    """Take the lock if free, expired or ours. Params: name, owner, ttl.
+    Returns the owner when taken."""
+    ins = postgresql.insert(locks) if dialect == "postgresql" else sqlite.insert(locks)
+    ins = ins.values(
+        name=bindparam("name"),
+        owner=bindparam("owner"),
+        expires_at=now + bindparam("ttl", type_=Double()),
+    )
+    return ins.on_conflict_do_update(
+        index_elements=[locks.c.name],
+        set_={"owner": ins.excluded.owner, "expires_at": ins.excluded.expires_at},
+        where=(locks.c.owner == ins.excluded.owner) | (locks.c.expires_at < now),
+    ).returning(locks.c.owner)
+
+
+def release_lock() -> Delete:
+    """Compare-and-delete the lock. Params: name, owner."""
+    return delete(locks).where(locks.c.name == bindparam("name"), locks.c.owner == bindparam("owner"))
+
+
+def lock_holder(now: ColumnElement[float]) -> Select:
+    """The lock's unexpired holder. Params: name."""
+    return select(locks.c.owner, locks.c.expires_at).where(
+        locks.c.name == bindparam("name"), locks.c.expires_at >= now
+    )
+
+
+def upsert_worker(dialect: str, now: ColumnElement[float]) -> Insert:
+    """Register or refresh a worker. Params: id, host, pid, queues, concurrency,
+    jobs_in_hand, started_at."""
+    ins = postgresql.insert(workers) if dialect == "postgresql" else sqlite.insert(workers)
+    ins = ins.values(last_seen_at=now)
+    return ins.on_conflict_do_update(
+        index_elements=[workers.c.id],
+        set_={
+            "queues": ins.excluded.queues,
+            "concurrency": ins.excluded.concurrency,
+            "jobs_in_hand": ins.excluded.jobs_in_hand,
+            "last_seen_at": ins.excluded.last_seen_at,
+        },
+    )
+
+
+def delete_worker() -> Delete:
+    """Drop a worker. Params: id."""
+    return delete(workers).where(workers.c.id == bindparam("id"))
+
+
+def all_workers() -> Select:
+    """Workers, most recently seen first. No params."""
+    return select(workers).order_by(workers.c.last_seen_at.desc())
+
+
+def insert_recovery_run() -> Insert:
+    """Record a recovery run. Params: the recovery_runs columns."""
+    return insert(recovery_runs)
+
+
+def recent_recovery_runs() -> Select:
+    """Recovery history, newest first. Params: limit."""
+    return select(recovery_runs).order_by(recovery_runs.c.started_at.desc()).limit(bindparam("limit"))
+
+
+def purge_candidates(now: ColumnElement[float]) -> Select:
+    """Finished jobs last updated before ``now - age``. Params: age, limit."""
+    return (
+        select(jobs.c.id, jobs.c.status, jobs.c.queue)
+        .where(jobs.c.status.in_(FINISHED), jobs.c.last_updated_at < now - bindparam("age", type_=Double()))
+        .order_by(jobs.c.status, jobs.c.last_updated_at)
+        .limit(bindparam("limit"))
+    )
+
+
+def delete_jobs() -> Delete:
+    """Delete jobs by id. Params: ids (expanding)."""
+    return delete(jobs).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def delete_events_of() -> Delete:
+    """Delete the events of jobs. Params: ids (expanding)."""
+    return delete(job_events).where(job_events.c.job_id.in_(bindparam("ids", expanding=True)))
+
