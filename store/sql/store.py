@@ -341,6 +341,8 @@ class SqlStore(JobStore):
                 if not old:
                     return []
                 rows = conn.execute(self._q_claim_sqlite, {**params, "ids": list(old)}).mappings().all()
+            # RETURNING order is unspecified: hand jobs out in claim order.
+            rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
             claimed = [job_from_row(r) for r in rows]
             deltas: Counter[str] = Counter()
             events = []

@@ -1,0 +1,36 @@
+"""Helpers for the contract suite: put a job in any status through the contract."""
+
+from __future__ import annotations
+
+from store.base import JobStore
+from store.lifecycle import JobStatus
+from store.models import Job
+
+S = JobStatus
+ERROR = {"type": "RuntimeError", "message": "boom", "traceback": None}
+
+
+def job_in(store: JobStore, status: JobStatus, queue: str = "default", **options: object) -> Job:
+    """Enqueue a job and move it to ``status`` with the store's own operations.
+
+    For InProgress, Completed and Failed it claims every due job of ``queue``."""
+    if status is S.Scheduled:
+        return store.enqueue("t", {"s": status.name}, queue=queue, delay_s=3600, **options)
+    job = store.enqueue("t", {"s": status.name}, queue=queue, **options)
+    if status is S.Queued:
+        return job
+    if status is S.Canceled:
+        return store.cancel(job.id)
+    [claimed] = [j for j in store.claim("w-setup", [queue], limit=1000) if j.id == job.id]
+    if status is S.InProgress:
+        return claimed
+    if status is S.Completed:
+        return store.complete(job.id, claimed.lease_token, {"ok": True})
+    if status is S.Failed:
+        return store.fail(job.id, claimed.lease_token, ERROR, permanent=True)
+    raise AssertionError(status)
+
+
+def expire_leases(store: JobStore, seconds: float | None = None) -> None:
+    """Move the store's clock past every lease granted so far (no sleeping)."""
+    store.clock_offset_s += seconds if seconds is not None else store.settings.lease_ttl_s + 1
