@@ -172,6 +172,11 @@ class JobStore(abc.ABC):
         """A job's timeline, oldest first (the last ``limit`` events)."""
 
     @abc.abstractmethod
+    def audit(self, limit: int = 100) -> list[JobEvent]:
+        """Operator actions (events whose actor starts with ``operator:``),
+        newest first, read through an index (not a scan of all events)."""
+
+    @abc.abstractmethod
     def expired_lease_count(self) -> int:
         """InProgress jobs whose lease has expired, awaiting recovery."""
 

@@ -99,7 +99,13 @@ job_events = Table(
     Column("token", BigInteger),
     Column("message", Text),
     Index("ix_job_events_job", "job_id", "id"),
-    Index("ix_job_events_actor", "actor", "id"),
+    # The audit log: operator actions only.
+    Index(
+        "ix_job_events_audit",
+        "id",
+        postgresql_where=text("actor LIKE 'operator:%'"),
+        sqlite_where=text("actor LIKE 'operator:%'"),
+    ),
 )
 
 # Sharded counters: job counts by (status, queue) and event counts by kind,

@@ -319,6 +319,16 @@ def job_events_of() -> Select:
     )
 
 
+def operator_events() -> Select:
+    """Operator actions, newest first (partial index ix_job_events_audit). Params: limit."""
+    return (
+        select(job_events)
+        .where(job_events.c.actor.like("operator:%"))
+        .order_by(job_events.c.id.desc())
+        .limit(bindparam("limit"))
+    )
+
+
 def upsert_counters(dialect: str) -> Insert:
     """Add to sharded counters (executemany). Params: key, shard, n."""
     ins = postgresql.insert(counters) if dialect == "postgresql" else sqlite.insert(counters)

@@ -310,6 +310,10 @@ class SqlStore(JobStore):
         rows = self._tx(lambda c: c.execute(sql.job_events_of(), params).mappings().all(), write=False)
         return [event_from_row(r) for r in reversed(rows)]
 
+    def audit(self, limit: int = 100) -> list[JobEvent]:
+        rows = self._tx(lambda c: c.execute(sql.operator_events(), {"limit": limit}).mappings().all(), write=False)
+        return [event_from_row(r) for r in rows]
+
     def expired_lease_count(self) -> int:
         return self._tx(lambda c: c.execute(sql.count_expired(self._now)).scalar_one(), write=False)
 

@@ -77,3 +77,17 @@ def test_retry_now_makes_a_scheduled_job_due(store: JobStore) -> None:
     assert store.claim("w", ["default"], 1) == []
     assert store.retry_now(job.id).status is S.Queued
     assert [j.id for j in store.claim("w", ["default"], 1)] == [job.id]
+
+
+def test_audit_lists_operator_actions_newest_first(store: JobStore) -> None:
+    a, b = store.enqueue("t"), store.enqueue("t")
+    store.claim("w-1", ["default"], 1)  # worker events are not audited
+    store.cancel(b.id, actor="operator:ann")
+    store.requeue(b.id, actor="operator:bob")
+    audit = store.audit(limit=10)
+    assert [(e.job_id, e.kind, e.actor) for e in audit] == [
+        (b.id, "requeued", "operator:bob"),
+        (b.id, "canceled", "operator:ann"),
+    ]
+    assert a.id not in {e.job_id for e in audit}
+    assert len(store.audit(limit=1)) == 1

@@ -82,7 +82,8 @@ def upgrade() -> None:
         sa.Column("message", sa.Text),
     )
     op.create_index("ix_job_events_job", "job_events", ["job_id", "id"])
-    op.create_index("ix_job_events_actor", "job_events", ["actor", "id"])
+    audit = sa.text("actor LIKE 'operator:%'")
+    op.create_index("ix_job_events_audit", "job_events", ["id"], postgresql_where=audit, sqlite_where=audit)
 
     op.create_table(
         "counters",

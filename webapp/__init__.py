@@ -1,0 +1,35 @@
+"""The Leasehold web app: JSON API, ops console, metrics, and the CLI.
+
+``create_app(overrides=None)``: defaults, then ``LEASEHOLD_*`` from the
+environment, then ``overrides``; the settings are validated; the store is
+opened once per process into ``app.extensions["leasehold"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+
+from store import open_store
+from webapp.config import DEFAULTS, load_settings
+
+
+def create_app(overrides: dict[str, Any] | None = None) -> Flask:
+    """Build the app. Raises webapp.config.ConfigError for a bad setting."""
+    app = Flask(__name__, instance_relative_config=False, template_folder="../templates", static_folder="../static")
+    app.config.update(DEFAULTS)
+    app.config.from_prefixed_env("LEASEHOLD")
+    if overrides:
+        app.config.update(overrides)
+    settings = load_settings(app.config)
+    app.extensions["leasehold.settings"] = settings
+    app.extensions["leasehold"] = open_store(settings.store_url, settings.store_settings())
+
+    from webapp import api, console
+    from workers import cli
+
+    cli.init_app(app)
+    api.init_app(app)
+    console.init_app(app)
+    return app
