@@ -102,7 +102,7 @@ start_redis() {
     rm -f "$REDIS_DIR/redis.pid"
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
         --daemonize yes --dir "$REDIS_DIR" --pidfile "$REDIS_DIR/redis.pid" \
-        --logfile "$REDIS_DIR/redis.log"
+        --logfile "$REDIS_DIR/redis.log" </dev/null 3>&- 9>&-
     echo "$port" >"$REDIS_DIR/port"
     deadline=$((SECONDS + START_TIMEOUT_S))
     until redis_answers "$port"; do
@@ -245,7 +245,8 @@ EOF
         fi
         port="$(spare_port "$PG_FIRST_SPARE_PORT")"
         log "starting throwaway PostgreSQL on port $port"
-        as_pg "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/postgres.log" -o "-p $port" -W start >/dev/null
+        as_pg "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/postgres.log" -o "-p $port" -W start \
+            </dev/null >/dev/null 3>&- 9>&-
     fi
     deadline=$((SECONDS + START_TIMEOUT_S))
     until pg_answers "$port"; do
@@ -294,6 +295,8 @@ install_missing_packages() {
 
 # ----------------------------------------------------------------- main
 
+# Serialise runs of this script. The servers are started with fd 9 (and fd 3, the
+# captured stdout) closed so that they hold neither the lock nor the caller's pipe.
 with_lock() {
     mkdir -p "$SERVICES_DIR"
     if command -v flock >/dev/null; then

@@ -107,9 +107,7 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         frozenset({S.Queued, S.Scheduled, S.InProgress, S.Failed, S.Completed}),
         frozenset({S.Canceled}),
     ),
-    Operation.REQUEUE: OperationRule(
-        frozenset({S.Scheduled, S.Failed, S.Canceled}), frozenset({S.Queued})
-    ),
+    Operation.REQUEUE: OperationRule(frozenset({S.Scheduled, S.Failed, S.Canceled}), frozenset({S.Queued})),
     Operation.RETRY_NOW: OperationRule(frozenset({S.Scheduled, S.Failed}), frozenset({S.Queued})),
 }
 

@@ -26,7 +26,9 @@ from sqlalchemy.engine import make_url
 from store import JobStore, StoreSettings, open_store
 from store.sql import migrate
 
-PG_ADMIN_URL = os.environ.get("LEASEHOLD_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_URL = os.environ.get(
+    "LEASEHOLD_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_URL = os.environ.get("LEASEHOLD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Backends the contract suite runs on (comma-separated).
 BACKENDS = [b for b in os.environ.get("LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql").split(",") if b]

@@ -30,7 +30,9 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
     return SqliteTemplate(tmp_path_factory.mktemp("sqlite-template"))
 
 
-def make_handle(backend: str, request: pytest.FixtureRequest, tmp_path: Path, settings: StoreSettings) -> StoreHandle:
+def make_handle(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, settings: StoreSettings
+) -> StoreHandle:
     """A fresh store on ``backend``; clean-up is registered on the handle."""
     if backend == "sqlite":
         url = request.getfixturevalue("sqlite_template").clone(tmp_path)
@@ -64,5 +66,5 @@ def handle(
 
 
 @pytest.fixture
-def store(handle: StoreHandle):  # noqa: ANN201 - a JobStore
+def store(handle: StoreHandle):
     return handle.store

@@ -17,7 +17,9 @@ from webapp.config import DEFAULTS, load_settings
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app. Raises webapp.config.ConfigError for a bad setting."""
-    app = Flask(__name__, instance_relative_config=False, template_folder="../templates", static_folder="../static")
+    app = Flask(
+        __name__, instance_relative_config=False, template_folder="../templates", static_folder="../static"
+    )
     app.config.update(DEFAULTS)
     app.config.from_prefixed_env("LEASEHOLD")
     if overrides:

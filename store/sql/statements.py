@@ -37,7 +37,7 @@ IN_PROGRESS = int(JobStatus.InProgress)
 FINISHED = (int(JobStatus.Completed), int(JobStatus.Failed), int(JobStatus.Canceled))
 
 
-class store_now(FunctionElement):
+class store_now(FunctionElement):  # noqa: N801 - named like the SQL function it renders
     """The database server's clock in epoch seconds (double precision)."""
 
     type = Double()
@@ -118,11 +118,7 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
         .with_for_update(skip_locked=True)
         .subquery("picked")
     )
-    return (
-        _lease(update(jobs), now)
-        .where(jobs.c.id == picked.c.id)
-        .returning(*jobs.c, picked.c.old_status)
-    )
+    return _lease(update(jobs), now).where(jobs.c.id == picked.c.id).returning(*jobs.c, picked.c.old_status)
 
 
 def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
@@ -425,4 +421,3 @@ def delete_jobs() -> Delete:
 def delete_events_of() -> Delete:
     """Delete the events of jobs. Params: ids (expanding)."""
     return delete(job_events).where(job_events.c.job_id.in_(bindparam("ids", expanding=True)))
-

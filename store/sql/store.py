@@ -121,7 +121,12 @@ class SqlStore(JobStore):
                     continue
                 if isinstance(exc, IntegrityError):
                     raise
-                if exc.connection_invalidated or code is None or code.startswith("08") or "locked" in str(exc):
+                if (
+                    exc.connection_invalidated
+                    or code is None
+                    or code.startswith("08")
+                    or "locked" in str(exc)
+                ):
                     raise StoreUnavailable(f"SQL store unavailable: {exc.orig}") from exc
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
@@ -171,7 +176,9 @@ class SqlStore(JobStore):
                 f"{refused.token}; current token {row['lease_token']}, status {status.name}"
             )
             deltas: Counter[str] = Counter()
-            event = self._event(refused.job_id, refused.kind, None, None, refused.actor, refused.token, message)
+            event = self._event(
+                refused.job_id, refused.kind, None, None, refused.actor, refused.token, message
+            )
             self._events(conn, [event], deltas)
             self._bump(conn, deltas)
             return LeaseLost(refused.job_id, refused.token, row["lease_token"], status.name)
@@ -311,7 +318,9 @@ class SqlStore(JobStore):
         return [event_from_row(r) for r in reversed(rows)]
 
     def audit(self, limit: int = 100) -> list[JobEvent]:
-        rows = self._tx(lambda c: c.execute(sql.operator_events(), {"limit": limit}).mappings().all(), write=False)
+        rows = self._tx(
+            lambda c: c.execute(sql.operator_events(), {"limit": limit}).mappings().all(), write=False
+        )
         return [event_from_row(r) for r in rows]
 
     def expired_lease_count(self) -> int:
@@ -390,7 +399,9 @@ class SqlStore(JobStore):
                         f"current token {cur[1]}, status {S(cur[2]).name}"
                     )
                     events.append(
-                        self._event(lease.job_id, "heartbeat_refused", None, None, worker_id, lease.token, msg)
+                        self._event(
+                            lease.job_id, "heartbeat_refused", None, None, worker_id, lease.token, msg
+                        )
                     )
                 self._events(conn, events, deltas)
                 self._bump(conn, deltas)
@@ -410,7 +421,9 @@ class SqlStore(JobStore):
             if found is None:
                 raise _Refused(job_id, token, "completion_refused", worker_id)
             job = job_from_row(found)
-            deltas = Counter({f"s:{int(S.InProgress)}:{job.queue}": -1, f"s:{int(S.Completed)}:{job.queue}": 1})
+            deltas = Counter(
+                {f"s:{int(S.InProgress)}:{job.queue}": -1, f"s:{int(S.Completed)}:{job.queue}": 1}
+            )
             ev = self._event(job_id, "completed", int(S.InProgress), int(S.Completed), worker_id, token)
             self._events(conn, [ev], deltas)
             self._bump(conn, deltas)
@@ -491,7 +504,9 @@ class SqlStore(JobStore):
             if found is None:
                 raise _Refused(job_id, token, "release_refused", worker_id)
             job = job_from_row(found)
-            deltas = Counter({f"s:{int(S.InProgress)}:{job.queue}": -1, f"s:{int(S.Scheduled)}:{job.queue}": 1})
+            deltas = Counter(
+                {f"s:{int(S.InProgress)}:{job.queue}": -1, f"s:{int(S.Scheduled)}:{job.queue}": 1}
+            )
             ev = self._event(job_id, "released", int(S.InProgress), int(S.Scheduled), worker_id, token)
             self._events(conn, [ev], deltas)
             self._bump(conn, deltas)

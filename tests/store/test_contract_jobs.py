@@ -56,7 +56,9 @@ def test_delayed_job_is_scheduled_for_later(store: JobStore) -> None:
     job = store.enqueue("t", delay_s=60)
     assert job.status is S.Scheduled
     assert job.retry_delay_until is not None
-    assert job.retry_delay_until - job.created_at == pytest.approx(timedelta(seconds=60), abs=timedelta(seconds=1))
+    assert job.retry_delay_until - job.created_at == pytest.approx(
+        timedelta(seconds=60), abs=timedelta(seconds=1)
+    )
     assert store.claim("w", ["default"], 10) == []
     store.clock_offset_s += 61
     assert [j.id for j in store.claim("w", ["default"], 10)] == [job.id]

@@ -39,7 +39,9 @@ def test_claim_sets_the_lease(store: JobStore) -> None:
 def test_job_lease_ttl_overrides_worker_ttl(store: JobStore) -> None:
     store.enqueue("t", lease_ttl_s=2)
     [c] = store.claim("w", ["default"], 1, lease_ttl_s=100)
-    assert c.lease_expires_at - c.started_at == pytest.approx(timedelta(seconds=2), abs=timedelta(seconds=0.5))
+    assert c.lease_expires_at - c.started_at == pytest.approx(
+        timedelta(seconds=2), abs=timedelta(seconds=0.5)
+    )
 
 
 def test_claim_batch_is_bounded_and_multi_queue(store: JobStore) -> None:

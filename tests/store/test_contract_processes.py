@@ -37,9 +37,7 @@ def test_five_concurrent_recoverers_recover_each_job_once(handle: StoreHandle) -
     [live] = store.claim("w-live", ["default"], 1, lease_ttl_s=3600)
 
     expire_leases(store, 10)
-    results = run_children(
-        recover_all, [(handle.url, f"rec-{n}", store.clock_offset_s) for n in range(5)]
-    )
+    results = run_children(recover_all, [(handle.url, f"rec-{n}", store.clock_offset_s) for n in range(5)])
     recovered = Counter(job_id for _, got, _ in results for job_id in got)
     assert len(recovered) == 1000 and max(recovered.values()) == 1
     assert set(recovered) == {j.id for j in claimed}

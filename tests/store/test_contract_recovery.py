@@ -17,7 +17,7 @@ S = JobStatus
 
 def test_expired_lease_is_retried_with_backoff(store: JobStore) -> None:
     job = store.enqueue("t", max_retries=2)
-    [c] = store.claim("w-dead", ["default"], 1, lease_ttl_s=5)
+    store.claim("w-dead", ["default"], 1, lease_ttl_s=5)
     assert store.recover_expired().recovered == []  # still live
     expire_leases(store, 6)
     assert store.expired_lease_count() == 1
@@ -100,7 +100,9 @@ def test_lock_is_exclusive_until_released_or_expired(store: JobStore) -> None:
 def test_recovery_runs_are_recorded(store: JobStore) -> None:
     t = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     for i in range(3):
-        run = RecoveryRun(str(uuid.uuid4()), t.replace(minute=i), t.replace(minute=i), "rec", "interval", i, 0, 1.5)
+        run = RecoveryRun(
+            str(uuid.uuid4()), t.replace(minute=i), t.replace(minute=i), "rec", "interval", i, 0, 1.5
+        )
         store.record_recovery_run(run)
     runs = store.recovery_runs(limit=2)
     assert [r.recovered for r in runs] == [2, 1]

@@ -24,7 +24,9 @@ def test_sqlite_migration_matches_schema(sqlite_template: SqliteTemplate) -> Non
     url = f"sqlite:///{sqlite_template.path}"
     # Alembic cannot reflect SQLite expression indexes ("priority DESC"): it reports
     # them as removed and added again. Compare those by their DDL instead.
-    diff = [d for d in _diff(url) if not (d[0] in ("add_index", "remove_index") and d[1].name == "ix_jobs_ready")]
+    diff = [
+        d for d in _diff(url) if not (d[0] in ("add_index", "remove_index") and d[1].name == "ix_jobs_ready")
+    ]
     assert diff == []
     engine = create_engine(url)
     with engine.connect() as conn:

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from store import StoreSettings
 from store.base import JobStore
@@ -114,7 +120,9 @@ class LifecycleMachine(RuleBasedStateMachine):
     def fail(self, data: st.DataObject, permanent: bool) -> None:
         job_id = data.draw(st.sampled_from(self._running()))
         model = self.jobs[job_id]
-        decision = decide_failure(model.retry_count, model.max_retries, RetryPolicy(0, 0), permanent=permanent)
+        decision = decide_failure(
+            model.retry_count, model.max_retries, RetryPolicy(0, 0), permanent=permanent
+        )
         self.store.fail(job_id, model.token, ERROR, permanent=permanent)
         model.status, model.retry_count, model.expires_at = decision.status, decision.retry_count, None
 
@@ -176,7 +184,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             assert job.retry_count <= job.max_retries
 
 
-def test_store_follows_the_lifecycle_model(handle) -> None:  # noqa: ANN001
+def test_store_follows_the_lifecycle_model(handle) -> None:
     store = handle.open(zero_backoff_settings())
     run_state_machine_as_test(
         lambda: LifecycleMachine(store),

@@ -81,7 +81,13 @@ def test_operation_guards(op: Operation, current: JobStatus) -> None:
 
 
 def test_operator_actions_start_where_the_console_offers_them() -> None:
-    assert OPERATIONS[Operation.CANCEL].sources == {S.Queued, S.Scheduled, S.InProgress, S.Failed, S.Completed}
+    assert OPERATIONS[Operation.CANCEL].sources == {
+        S.Queued,
+        S.Scheduled,
+        S.InProgress,
+        S.Failed,
+        S.Completed,
+    }
     assert OPERATIONS[Operation.REQUEUE].sources == {S.Scheduled, S.Failed, S.Canceled}
     assert OPERATIONS[Operation.RETRY_NOW].sources == {S.Scheduled, S.Failed}
     assert OPERATIONS[Operation.CLAIM].sources == {S.Queued, S.Scheduled}

@@ -1,0 +1,162 @@
+"""Redis hashes and JSON texts of the Redis store to contract models and back.
+
+Hash values are text: integers in decimal, times as epoch seconds written by
+Lua with 17 significant digits (they read back as the same double), JSON
+fields as JSON. A field that is absent is None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from store.base import StoreSettings
+from store.lifecycle import JobStatus
+from store.models import Job, JobEvent, JobSpec, RecoveryRun, WorkerInfo, ts
+
+_JSON_FIELDS = ("payload", "headers", "route_params", "query_params")
+
+
+def dumps(value: Any) -> str:
+    """JSON text (orjson). Raises TypeError for a value that is not JSON."""
+    return orjson.dumps(value).decode()
+
+
+def flat_to_dict(flat: Sequence[str]) -> dict[str, str]:
+    """A flat ``HGETALL`` array (as a script returns it) as a dict."""
+    it = iter(flat)
+    return dict(zip(it, it, strict=True))
+
+
+def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str, str]:
+    """The hash fields ``enqueue`` writes as given (the script adds status,
+    created_at, last_updated_at, due_at, retry_delay_until and rank)."""
+    out = {
+        "id": job_id,
+        "name": spec.name,
+        "queue": spec.queue,
+        "priority": str(spec.priority),
+        "max_retries": str(settings.max_retries if spec.max_retries is None else spec.max_retries),
+        "timeout_seconds": repr(float(settings.job_timeout_s if spec.timeout_s is None else spec.timeout_s)),
+        "retry_count": "0",
+        "lease_expirations": "0",
+        "lease_token": "0",
+    }
+    if spec.lease_ttl_s is not None:
+        out["lease_ttl_seconds"] = repr(float(spec.lease_ttl_s))
+    if spec.idempotency_key is not None:
+        out["idempotency_key"] = spec.idempotency_key
+    for name in _JSON_FIELDS:
+        value = getattr(spec, name)
+        if value is not None:
+            out[name] = dumps(value)
+    return out
+
+
+def _float(h: Mapping[str, str], name: str) -> float | None:
+    value = h.get(name)
+    return None if value is None else float(value)
+
+
+def _json(h: Mapping[str, str], name: str) -> Any:
+    value = h.get(name)
+    return None if value is None else orjson.loads(value)
+
+
+def job_from_hash(h: Mapping[str, str]) -> Job:
+    """A job hash as a Job."""
+    return Job(
+        id=h["id"],
+        name=h["name"],
+        queue=h["queue"],
+        status=JobStatus(int(h["status"])),
+        payload=_json(h, "payload"),
+        priority=int(h.get("priority", 0)),
+        headers=_json(h, "headers"),
+        route_params=_json(h, "route_params"),
+        query_params=_json(h, "query_params"),
+        result=_json(h, "result"),
+        error=_json(h, "error"),
+        retry_count=int(h.get("retry_count", 0)),
+        max_retries=int(h["max_retries"]),
+        lease_expirations=int(h.get("lease_expirations", 0)),
+        retry_delay_until=ts(_float(h, "retry_delay_until")),
+        worker_id=h.get("worker_id"),
+        lease_token=int(h.get("lease_token", 0)),
+        lease_expires_at=ts(_float(h, "lease_expires_at")),
+        last_heartbeat_at=ts(_float(h, "last_heartbeat_at")),
+        timeout_seconds=float(h["timeout_seconds"]),
+        lease_ttl_seconds=_float(h, "lease_ttl_seconds"),
+        created_at=ts(_float(h, "created_at")),
+        started_at=ts(_float(h, "started_at")),
+        completed_at=ts(_float(h, "completed_at")),
+        last_updated_at=ts(_float(h, "last_updated_at")),
+        idempotency_key=h.get("idempotency_key"),
+    )
+
+
+def job_from_flat(flat: Sequence[str]) -> Job:
+    """A job from a flat ``HGETALL`` array returned by a script."""
+    return job_from_hash(flat_to_dict(flat))
+
+
+def event_from_json(job_id: str, text: str) -> JobEvent:
+    """One entry of a job's event list (written by lua/lib/job.lua)."""
+    e = orjson.loads(text)
+    return JobEvent(
+        job_id=job_id,
+        at=ts(float(e["at"])),  # type: ignore[arg-type]
+        kind=e["kind"],
+        from_status=JobStatus(e["from"]) if "from" in e else None,
+        to_status=JobStatus(e["to"]) if "to" in e else None,
+        actor=e.get("actor"),
+        token=e.get("token"),
+        message=e.get("message"),
+    )
+
+
+def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
+    """A worker hash (lua/worker_heartbeat.lua) as a WorkerInfo."""
+    return WorkerInfo(
+        id=h["id"],
+        host=h["host"],
+        pid=int(h["pid"]),
+        queues=orjson.loads(h["queues"]),
+        concurrency=int(h["concurrency"]),
+        jobs_in_hand=orjson.loads(h["jobs_in_hand"]),
+        started_at=ts(_float(h, "started_at")),
+        last_seen_at=ts(_float(h, "last_seen_at")),
+    )
+
+
+def run_to_json(run: RecoveryRun) -> str:
+    """A recovery run as the JSON member of the runs zset."""
+    return dumps(
+        {
+            "id": run.id,
+            "started_at": run.started_at.timestamp(),
+            "finished_at": run.finished_at.timestamp(),
+            "owner": run.owner,
+            "trigger": run.trigger,
+            "recovered": run.recovered,
+            "failed": run.failed,
+            "duration_ms": run.duration_ms,
+        }
+    )
+
+
+def run_from_json(text: str) -> RecoveryRun:
+    """Inverse of run_to_json."""
+    r = orjson.loads(text)
+    return RecoveryRun(
+        id=r["id"],
+        started_at=ts(r["started_at"]),  # type: ignore[arg-type]
+        finished_at=ts(r["finished_at"]),  # type: ignore[arg-type]
+        owner=r["owner"],
+        trigger=r["trigger"],
+        recovered=r["recovered"],
+        failed=r["failed"],
+        duration_ms=r["duration_ms"],
+    )

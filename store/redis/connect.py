@@ -1,0 +1,95 @@
+"""Opening the Redis client of a store URL, and mapping outages to StoreUnavailable.
+
+URLs: ``redis://host:port/db``, ``rediss://…``, ``unix:///path.sock`` (one
+server) and ``redis+cluster://host:port`` / ``rediss+cluster://…`` (Redis
+Cluster, any node as the seed). The query parameter ``prefix`` names the
+deployment (default ``leasehold``); other query parameters go to redis-py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from redis import Redis
+from redis import exceptions as rx
+from redis.backoff import ExponentialBackoff
+from redis.cluster import RedisCluster
+from redis.retry import Retry
+
+from store.errors import StoreUnavailable
+from store.redis.keys import DEFAULT_PREFIX
+
+#: Errors that mean "Redis did not answer": the operation may or may not have
+#: been applied (every write script is guarded, so retrying is safe).
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    rx.ConnectionError,  # includes BusyLoadingError
+    rx.TimeoutError,
+    rx.ClusterDownError,
+    rx.TryAgainError,
+    rx.MasterDownError,
+    rx.RedisClusterException,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """How the store talks to Redis.
+
+    socket_timeout_s: most seconds to wait for a reply (5).
+    connect_timeout_s: most seconds to wait for a connection (5).
+    retries: retries of a command after a connection error or timeout, with
+    exponential backoff from backoff_base_s up to backoff_cap_s (3, 0.05 s, 1 s);
+    the worst case before StoreUnavailable is about
+    ``(retries + 1) * (connect_timeout_s + socket_timeout_s) + retries * backoff_cap_s``.
+    """
+
+    socket_timeout_s: float = 5.0
+    connect_timeout_s: float = 5.0
+    retries: int = 3
+    backoff_base_s: float = 0.05
+    backoff_cap_s: float = 1.0
+
+
+@contextmanager
+def unavailable() -> Iterator[None]:
+    """Turn redis-py's connection errors and timeouts into StoreUnavailable."""
+    try:
+        yield
+    except UNAVAILABLE as exc:
+        raise StoreUnavailable(f"Redis store unavailable: {exc}") from exc
+
+
+def split_url(url: str) -> tuple[str, str | None, bool]:
+    """``(url for redis-py, prefix from the URL or None, is_cluster)``."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [v for k, v in query if k == "prefix"]
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    scheme = parts.scheme.lower()
+    cluster = scheme.endswith("+cluster")
+    if cluster:
+        scheme = scheme.removesuffix("+cluster")
+    clean = urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment))
+    return clean, (prefixes[-1] if prefixes else None), cluster
+
+
+def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[Redis | RedisCluster, str]:
+    """The client for ``url`` and the deployment prefix (argument, else URL,
+    else DEFAULT_PREFIX). A cluster client connects at once (it reads the slot
+    map); a single-server client connects on first use. Raises StoreUnavailable."""
+    clean, url_prefix, cluster = split_url(url)
+    kwargs: dict[str, Any] = {
+        "socket_timeout": options.socket_timeout_s,
+        "socket_connect_timeout": options.connect_timeout_s,
+        "retry": Retry(
+            ExponentialBackoff(cap=options.backoff_cap_s, base=options.backoff_base_s), options.retries
+        ),
+        "decode_responses": True,
+    }
+    with unavailable():
+        client = RedisCluster.from_url(clean, **kwargs) if cluster else Redis.from_url(clean, **kwargs)
+    return client, prefix or url_prefix or DEFAULT_PREFIX

@@ -1,0 +1,108 @@
+"""Key names of the Redis store: every key of a deployment starts with one
+hash tag, ``{prefix}:``, so all of them live in one Redis Cluster slot and any
+script may touch any of them (the scripts still receive every key in KEYS).
+
+Key schema (``P`` = prefix):
+
+``{P}:job:<id>``          hash: the job's fields (store/sql/schema.py ``jobs``),
+                          JSON fields as JSON text, plus ``rank`` (its member
+                          in the ready/scheduled zsets)
+``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped
+``{P}:ready:<queue>``     zset, every score 0: claimable jobs, member ``rank``
+``{P}:scheduled:<queue>`` zset: Scheduled jobs not yet due, score due time
+``{P}:leases``            zset: InProgress jobs, score lease_expires_at
+``{P}:updated``           zset: every job, score last_updated_at (listing)
+``{P}:updated:<status>``  zset: the jobs of one status, score last_updated_at
+``{P}:counters``          hash: ``s:<status>:<queue>`` counts, ``e:<kind>`` totals
+``{P}:idempotency``       hash: idempotency key -> job id
+``{P}:worker:<id>``       hash: a worker's registry entry
+``{P}:workers``           zset: worker ids, score last_seen_at
+``{P}:lock:<name>``       hash: owner, expires_at
+``{P}:recovery_runs``     zset: runs as JSON, score started_at
+
+``rank`` is ``%07d`` of ``MAX_PRIORITY - priority``, ``%017d`` of the due time
+in microseconds, ``:`` and the id (built in ``lua/lib/job.lua``): byte order is
+claim order (priority descending, then oldest due, then id), as the SQL store's
+``ORDER BY priority DESC, due_at, id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from store.errors import ValidationError
+from store.lifecycle import JobStatus
+
+#: Prefix when neither the URL (``?prefix=``) nor the constructor names one.
+DEFAULT_PREFIX = "leasehold"
+#: Length of ``rank`` before the ``:`` that precedes the job id.
+RANK_HEAD = 7 + 17
+
+# lua/lib/job.lua finds the zset of status s at KEYS[2 + s / 100].
+assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
+
+
+def rank_job_id(member: str) -> str:
+    """The job id inside a ready/scheduled member (``rank``)."""
+    return member[RANK_HEAD + 1 :]
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Key builders for one deployment. Raises ValidationError for a prefix
+    that is empty or contains a brace (it would break the hash tag)."""
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        if not self.prefix or "{" in self.prefix or "}" in self.prefix:
+            raise ValidationError("prefix", "must be non-empty, without { or }")
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((f"{{{self.prefix}}}", *parts))
+
+    def job(self, job_id: str) -> str:
+        return self._key("job", job_id)
+
+    def events(self, job_id: str) -> str:
+        return self._key("events", job_id)
+
+    def ready(self, queue: str) -> str:
+        return self._key("ready", queue)
+
+    def scheduled(self, queue: str) -> str:
+        return self._key("scheduled", queue)
+
+    def updated(self, status: JobStatus | None = None) -> str:
+        return self._key("updated") if status is None else self._key("updated", str(int(status)))
+
+    @property
+    def leases(self) -> str:
+        return self._key("leases")
+
+    @property
+    def counters(self) -> str:
+        return self._key("counters")
+
+    @property
+    def idempotency(self) -> str:
+        return self._key("idempotency")
+
+    def worker(self, worker_id: str) -> str:
+        return self._key("worker", worker_id)
+
+    @property
+    def workers(self) -> str:
+        return self._key("workers")
+
+    def lock(self, name: str) -> str:
+        return self._key("lock", name)
+
+    @property
+    def recovery_runs(self) -> str:
+        return self._key("recovery_runs")
+
+    def common(self) -> list[str]:
+        """KEYS[1..9] of every script that changes jobs (lua/lib/job.lua):
+        counters, updated, updated:100 .. updated:600, leases."""
+        return [self.counters, self.updated(), *(self.updated(s) for s in JobStatus), self.leases]

@@ -1,0 +1,25 @@
+-- worker_heartbeat: register or refresh a worker process.
+--
+-- KEYS[1]      worker hash
+-- KEYS[2]      workers zset: worker ids by last_seen_at
+-- ARGV[1]      clock offset, seconds
+-- ARGV[2]      worker id
+-- ARGV[3]      host
+-- ARGV[4]      pid
+-- ARGV[5]      queues, JSON list
+-- ARGV[6]      concurrency
+-- ARGV[7]      jobs in hand, JSON list
+-- ARGV[8]      started_at, epoch seconds
+-- id, host, pid and started_at are kept from the first heartbeat; the rest and
+-- last_seen_at (= now) are refreshed.
+-- Returns:     1
+--
+-- @include lib/clock.lua
+
+redis.call('HSETNX', KEYS[1], 'id', ARGV[2])
+redis.call('HSETNX', KEYS[1], 'host', ARGV[3])
+redis.call('HSETNX', KEYS[1], 'pid', ARGV[4])
+redis.call('HSETNX', KEYS[1], 'started_at', ARGV[8])
+redis.call('HSET', KEYS[1], 'queues', ARGV[5], 'concurrency', ARGV[6], 'jobs_in_hand', ARGV[7], 'last_seen_at', now)
+redis.call('ZADD', KEYS[2], now, ARGV[2])
+return 1
