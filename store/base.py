@@ -206,6 +206,27 @@ class JobStore(abc.ABC):
         (stale token or not InProgress; a refusal event is recorded),
         JobNotFound, ValidationError (result not JSON)."""
 
+    def complete_many(
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
+    ) -> list[Job | LeaseLost]:
+        """Ack many jobs at once: ``acks`` are ``(job_id, token, result)``.
+
+        Each ack is guarded on its own exactly as ``complete``; the answer has
+        one entry per ack, in order: the Completed job, or the LeaseLost that
+        refused it (a refusal event is recorded). Stores override this to use
+        one transaction (one round trip) for the batch; this default loops.
+        A job that no longer exists is refused too (LeaseLost with no current
+        token). Raises ValidationError (a result not JSON; nothing written)."""
+        out: list[Job | LeaseLost] = []
+        for job_id, token, result in acks:
+            try:
+                out.append(self.complete(job_id, token, result, worker_id=worker_id))
+            except LeaseLost as lost:
+                out.append(lost)
+            except JobNotFound:
+                out.append(LeaseLost(job_id, token, None, None))
+        return out
+
     @abc.abstractmethod
     def fail(
         self,

@@ -10,15 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Delete,
     Double,
     Insert,
     Select,
     SmallInteger,
+    String,
+    Text,
     Update,
     bindparam,
     case,
+    cast,
     delete,
     func,
     insert,
@@ -196,6 +200,36 @@ def complete_job(now: ColumnElement[float]) -> Update:
         .values(
             status=int(JobStatus.Completed),
             result=bindparam("new_result"),
+            completed_at=now,
+            last_updated_at=now,
+            lease_expires_at=None,
+        )
+        .returning(*jobs.c)
+    )
+
+
+def complete_jobs_pg(now: ColumnElement[float]) -> Update:
+    """PostgreSQL batch ack: one UPDATE over ``unnest`` of three arrays, each row
+    guarded by status and token. Params: ids, tokens, results (JSON texts)."""
+    acks = (
+        func.unnest(
+            bindparam("ids", type_=postgresql.ARRAY(String())),
+            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("results", type_=postgresql.ARRAY(Text())),
+        )
+        .table_valued("a_id", "a_token", "a_result")
+        .render_derived(name="acks")
+    )
+    return (
+        update(jobs)
+        .where(
+            jobs.c.id == acks.c.a_id,
+            jobs.c.lease_token == acks.c.a_token,
+            jobs.c.status.in_(source_codes(Operation.COMPLETE)),
+        )
+        .values(
+            status=int(JobStatus.Completed),
+            result=cast(acks.c.a_result, postgresql.JSONB),
             completed_at=now,
             last_updated_at=now,
             lease_expires_at=None,

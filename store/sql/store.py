@@ -78,6 +78,7 @@ class SqlStore(JobStore):
         self._q_insert = sql.insert_jobs(now)
         self._q_events = sql.insert_events(now)
         self._q_complete = sql.complete_job(now)
+        self._q_complete_many = sql.complete_jobs_pg(now)
         self._q_fail = sql.apply_failure(now)
         self._q_recover = sql.apply_failure(now, expired_only=True)
         self._q_release = sql.release_job(now)
@@ -167,21 +168,15 @@ class SqlStore(JobStore):
         """Record a refused stale write as an event and return the error to raise."""
 
         def body(conn: Connection) -> LeaseLost:
-            row = conn.execute(sql.job_by_id(), {"j_id": refused.job_id}).mappings().first()
-            if row is None:
+            events: list[dict[str, Any]] = []
+            key = (refused.job_id, refused.token)
+            lost = self._refuse(conn, [Lease(*key)], refused.kind, refused.actor, events)[key]
+            if lost.current_token is None:
                 raise JobNotFound(refused.job_id)
-            status = S(row["status"])
-            message = (
-                f"{refused.kind.replace('_', ' ')} by {refused.actor or 'a worker'} with token "
-                f"{refused.token}; current token {row['lease_token']}, status {status.name}"
-            )
             deltas: Counter[str] = Counter()
-            event = self._event(
-                refused.job_id, refused.kind, None, None, refused.actor, refused.token, message
-            )
-            self._events(conn, [event], deltas)
+            self._events(conn, events, deltas)
             self._bump(conn, deltas)
-            return LeaseLost(refused.job_id, refused.token, row["lease_token"], status.name)
+            return lost
 
         return self._tx(body)
 
@@ -385,24 +380,9 @@ class SqlStore(JobStore):
             done = {(r[0], r[1]) for r in rows}
             refused = [lease for lease in leases if (lease.job_id, lease.token) not in done]
             if refused:
-                current = {
-                    r[0]: r for r in conn.execute(sql.tokens_of(), {"ids": [x.job_id for x in refused]})
-                }
+                events: list[dict[str, Any]] = []
+                self._refuse(conn, refused, "heartbeat_refused", worker_id, events)
                 deltas: Counter[str] = Counter()
-                events = []
-                for lease in refused:
-                    cur = current.get(lease.job_id)
-                    if cur is None:
-                        continue
-                    msg = (
-                        f"heartbeat by {worker_id} with token {lease.token} refused; "
-                        f"current token {cur[1]}, status {S(cur[2]).name}"
-                    )
-                    events.append(
-                        self._event(
-                            lease.job_id, "heartbeat_refused", None, None, worker_id, lease.token, msg
-                        )
-                    )
                 self._events(conn, events, deltas)
                 self._bump(conn, deltas)
             return HeartbeatResult(renewed, refused)
@@ -410,29 +390,80 @@ class SqlStore(JobStore):
         return self._tx(body)
 
     def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
-        try:
-            orjson.dumps(result)
-        except TypeError as exc:
-            raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+        [outcome] = self.complete_many([(job_id, token, result)], worker_id=worker_id)
+        if isinstance(outcome, LeaseLost):
+            if outcome.current_token is None:
+                raise JobNotFound(job_id)
+            raise outcome
+        return outcome
 
-        def body(conn: Connection) -> Job:
-            row = conn.execute(self._q_complete, {"j_id": job_id, "token": token, "new_result": result})
-            found = row.mappings().first()
-            if found is None:
-                raise _Refused(job_id, token, "completion_refused", worker_id)
-            job = job_from_row(found)
-            deltas = Counter(
-                {f"s:{int(S.InProgress)}:{job.queue}": -1, f"s:{int(S.Completed)}:{job.queue}": 1}
-            )
-            ev = self._event(job_id, "completed", int(S.InProgress), int(S.Completed), worker_id, token)
-            self._events(conn, [ev], deltas)
+    def complete_many(
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
+    ) -> list[Job | LeaseLost]:
+        texts = []
+        for _, _, result in acks:
+            try:
+                texts.append(None if result is None else orjson.dumps(result).decode())
+            except TypeError as exc:
+                raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+        if not acks:
+            return []
+
+        def body(conn: Connection) -> list[Job | LeaseLost]:
+            if self.dialect == "postgresql":
+                params = {"ids": [a[0] for a in acks], "tokens": [a[1] for a in acks], "results": texts}
+                rows = conn.execute(self._q_complete_many, params).mappings().all()
+            else:  # in-process SQLite: one statement per ack, one transaction
+                rows = []
+                for job_id, token, result in acks:
+                    params = {"j_id": job_id, "token": token, "new_result": result}
+                    rows.extend(conn.execute(self._q_complete, params).mappings().all())
+            done = {(r["id"], r["lease_token"]): job_from_row(r) for r in rows}
+            deltas: Counter[str] = Counter()
+            events = []
+            for job in done.values():
+                deltas[f"s:{int(S.InProgress)}:{job.queue}"] -= 1
+                deltas[f"s:{int(S.Completed)}:{job.queue}"] += 1
+                events.append(
+                    self._event(
+                        job.id, "completed", int(S.InProgress), int(S.Completed), worker_id, job.lease_token
+                    )
+                )
+            refused = [Lease(a[0], a[1]) for a in acks if (a[0], a[1]) not in done]
+            lost = self._refuse(conn, refused, "completion_refused", worker_id, events)
+            self._events(conn, events, deltas)
             self._bump(conn, deltas)
-            return job
+            return [done.get((a[0], a[1])) or lost[(a[0], a[1])] for a in acks]
 
-        try:
-            return self._tx(body)
-        except _Refused as refused:
-            raise self._record_refusal(refused) from None
+        return self._tx(body)
+
+    def _refuse(
+        self,
+        conn: Connection,
+        refused: Sequence[Lease],
+        kind: str,
+        actor: str | None,
+        events: list[dict[str, Any]],
+    ) -> dict[tuple[str, int], LeaseLost]:
+        """Build the LeaseLost of each refused (job, token) and append its
+        refusal event to ``events`` (jobs that no longer exist get no event)."""
+        if not refused:
+            return {}
+        current = {r[0]: r for r in conn.execute(sql.tokens_of(), {"ids": [x.job_id for x in refused]})}
+        out = {}
+        for lease in refused:
+            cur = current.get(lease.job_id)
+            if cur is None:
+                out[(lease.job_id, lease.token)] = LeaseLost(lease.job_id, lease.token, None, None)
+                continue
+            status = S(cur[2])
+            out[(lease.job_id, lease.token)] = LeaseLost(lease.job_id, lease.token, cur[1], status.name)
+            message = (
+                f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {lease.token}; "
+                f"current token {cur[1]}, status {status.name}"
+            )
+            events.append(self._event(lease.job_id, kind, None, None, actor, lease.token, message))
+        return out
 
     def _apply_decision(
         self,

@@ -180,3 +180,30 @@ def test_release_gives_the_lease_back_at_once(store: JobStore) -> None:
     assert again.lease_token == c.lease_token + 1
     with pytest.raises(LeaseLost):
         store.complete(job.id, c.lease_token, None)
+
+
+def test_complete_many_guards_each_ack(store: JobStore) -> None:
+    jobs = store.enqueue_many([("t", {"i": i}) for i in range(4)])
+    claimed = {j.id: j for j in store.claim("w", ["default"], 4)}
+    a, b, c, d = (claimed[j.id] for j in jobs)
+    store.cancel(d.id)
+    acks = [
+        (a.id, a.lease_token, {"n": 1}),
+        (b.id, b.lease_token + 1, {"n": 2}),
+        (c.id, c.lease_token, None),
+        (d.id, d.lease_token, {"n": 4}),
+        ("00000000-0000-0000-0000-000000000000", 1, None),
+    ]
+    out = store.complete_many(acks, worker_id="w")
+    assert [type(x).__name__ for x in out] == ["Job", "LeaseLost", "Job", "LeaseLost", "LeaseLost"]
+    assert (out[0].status, out[0].result) == (S.Completed, {"n": 1})
+    assert (out[2].status, out[2].result) == (S.Completed, None)
+    assert out[1].current_token == b.lease_token and out[3].status == "Canceled"
+    assert out[4].current_token is None
+    assert store.get(b.id).status is S.InProgress
+    assert store.counts().by_status["Completed"] == 2
+    assert store.events(b.id)[-1].kind == "completion_refused"
+    assert store.complete_many([]) == []
+    with pytest.raises(ValidationError):
+        store.complete_many([(b.id, b.lease_token, {1, 2})])
+    assert store.get(b.id).status is S.InProgress

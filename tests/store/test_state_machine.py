@@ -7,6 +7,7 @@ retries and lease expirations in the store must equal the model's.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
 
@@ -82,10 +83,12 @@ class LifecycleMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------- rules
     @rule(max_retries=st.integers(0, 2), delayed=st.booleans())
     def enqueue(self, max_retries: int, delayed: bool) -> None:
+        # Distinct priorities make the store's claim order independent of clock
+        # ties and random ids, so hypothesis can replay a run exactly.
+        options = {"queue": self.queue, "max_retries": max_retries, "priority": -len(self.jobs)}
         if delayed:  # Scheduled for much later than any step can reach
-            job = self.store.enqueue("t", queue=self.queue, max_retries=max_retries, delay_s=10**6)
-        else:
-            job = self.store.enqueue("t", queue=self.queue, max_retries=max_retries)
+            options["delay_s"] = 10**6
+        job = self.store.enqueue("t", **options)
         self.jobs[job.id] = Model(job.status, max_retries=max_retries, delayed=delayed)
 
     @rule(n=st.integers(1, 3))
@@ -138,7 +141,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         else:
             assert [x.job_id for x in result.refused] == [job_id]
 
-    @rule(seconds=st.sampled_from([1.0, 4.0, TTL + 1]))
+    # Steps of 3 s and TTL + 1 s never sum to exactly TTL (3a + 11b != 10), so
+    # the few real milliseconds between steps cannot tip a lease over its edge.
+    @rule(seconds=st.sampled_from([3.0, TTL + 1]))
     def time_passes(self, seconds: float) -> None:
         self.store.clock_offset_s += seconds
         self.clock += seconds
@@ -165,7 +170,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.jobs)
     @rule(data=st.data(), op=st.sampled_from([Operation.CANCEL, Operation.REQUEUE, Operation.RETRY_NOW]))
     def operator(self, data: st.DataObject, op: Operation) -> None:
-        job_id = data.draw(st.sampled_from(sorted(self.jobs)))
+        job_id = data.draw(st.sampled_from(list(self.jobs)))
         calls = {
             Operation.CANCEL: self.store.cancel,
             Operation.REQUEUE: self.store.requeue,
@@ -189,7 +194,7 @@ def test_store_follows_the_lifecycle_model(handle) -> None:
     run_state_machine_as_test(
         lambda: LifecycleMachine(store),
         settings=settings(
-            max_examples=15,
+            max_examples=int(os.environ.get("LH_SM_EXAMPLES", "15")),
             stateful_step_count=25,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
