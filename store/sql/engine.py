@@ -73,7 +73,6 @@ def make_engines(url: str, pool_size: int = 5) -> tuple[Engine, Engine, str]:
             json_deserializer=orjson.loads,
             pool_size=pool_size,
             max_overflow=pool_size,
-            pool_pre_ping=True,
             connect_args={"connect_timeout": int(os.environ.get("LEASEHOLD_PG_CONNECT_TIMEOUT", "5"))},
         )
         return engine, engine, "postgresql"

@@ -26,8 +26,10 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     select,
     tuple_,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -123,6 +125,36 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
         .subquery("picked")
     )
     return _lease(update(jobs), now).where(jobs.c.id == picked.c.id).returning(*jobs.c, picked.c.old_status)
+
+
+def with_bookkeeping(change: Update, now: ColumnElement[float], kind: str) -> Select:
+    """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
+    the jobs columns and ``old_status``), appends one ``kind`` event per
+    changed job and adds the status and event deltas to the counters, so a
+    hot-path change is a single atomic round trip (autocommit). Params:
+    ``shard`` plus those of ``change``. Returns the changed rows."""
+    upd = change.cte("upd")
+    events = insert(job_events).from_select(
+        ["job_id", "at", "kind", "from_status", "to_status", "actor", "token"],
+        select(
+            upd.c.id, now, literal(kind), upd.c.old_status, upd.c.status, upd.c.worker_id, upd.c.lease_token
+        ),
+    )
+    deltas = union_all(
+        select(func.concat("s:", upd.c.old_status, ":", upd.c.queue).label("key"), literal(-1).label("d")),
+        select(func.concat("s:", upd.c.status, ":", upd.c.queue), literal(1)),
+        select(literal(f"e:{kind}"), literal(1)).select_from(upd),
+    ).subquery("deltas")
+    totals = (
+        select(deltas.c.key, bindparam("shard", type_=SmallInteger()), func.sum(deltas.c.d))
+        .group_by(deltas.c.key)
+        .order_by(deltas.c.key)  # a fixed lock order on counter rows: no deadlocks
+    )
+    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
+    bump = bump.on_conflict_do_update(
+        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
+    )
+    return select(upd).add_cte(events.cte("ev"), bump.cte("cnt"))
 
 
 def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
@@ -234,7 +266,7 @@ def complete_jobs_pg(now: ColumnElement[float]) -> Update:
             last_updated_at=now,
             lease_expires_at=None,
         )
-        .returning(*jobs.c)
+        .returning(*jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"))
     )
 
 

@@ -72,13 +72,14 @@ class SqlStore(JobStore):
         self.clock_offset_s = 0.0
         self._write_engine, self._read_engine, self.dialect = make_engines(url, pool_size)
         self._shard = os.getpid() % _SHARDS if self.dialect == "postgresql" else 0
+        self._auto_engine = self._write_engine.execution_options(isolation_level="AUTOCOMMIT")
         now = sql.clock(lambda: self.clock_offset_s)
         self._now = now
         self._q_now = sql.select_now(now)
         self._q_insert = sql.insert_jobs(now)
         self._q_events = sql.insert_events(now)
         self._q_complete = sql.complete_job(now)
-        self._q_complete_many = sql.complete_jobs_pg(now)
+        self._q_complete_many = sql.with_bookkeeping(sql.complete_jobs_pg(now), now, "completed")
         self._q_fail = sql.apply_failure(now)
         self._q_recover = sql.apply_failure(now, expired_only=True)
         self._q_release = sql.release_job(now)
@@ -108,9 +109,16 @@ class SqlStore(JobStore):
         }
 
     # ------------------------------------------------------------ plumbing
-    def _tx(self, fn: Callable[[Connection], T], write: bool = True) -> T:
-        """Run ``fn`` in one transaction; retry deadlocks, map outages."""
-        engine = self._write_engine if write else self._read_engine
+    def _tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
+        """Run ``fn`` in one transaction; retry deadlocks, map outages.
+
+        ``single``: ``fn`` runs one statement that is atomic on its own
+        (PostgreSQL, see ``statements.with_bookkeeping``); it runs in
+        autocommit, saving the BEGIN and COMMIT round trips."""
+        if single and self.dialect == "postgresql":
+            engine = self._auto_engine
+        else:
+            engine = self._write_engine if write else self._read_engine
         for attempt in range(_TX_ATTEMPTS):
             try:
                 with engine.begin() as conn:
@@ -334,24 +342,21 @@ class SqlStore(JobStore):
         params.update(limit=limit, worker_id=worker_id, ttl=lease_ttl_s or self.settings.lease_ttl_s)
         n = len(queues)
 
-        def body(conn: Connection) -> list[Job]:
-            if self.dialect == "postgresql":
-                if n not in self._q_claim_pg:
-                    self._q_claim_pg[n] = sql.claim_pg(self._now, n)
-                stmt = self._q_claim_pg[n]
-                rows = conn.execute(stmt, params).mappings().all()
-                old = {r["id"]: r["old_status"] for r in rows}
-            else:
-                if n not in self._q_candidates:
-                    self._q_candidates[n] = sql.claim_candidates_sqlite(self._now, n)
-                pick = self._q_candidates[n]
-                old = dict(conn.execute(pick, params).all())
-                if not old:
-                    return []
-                rows = conn.execute(self._q_claim_sqlite, {**params, "ids": list(old)}).mappings().all()
-            # RETURNING order is unspecified: hand jobs out in claim order.
-            rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
-            claimed = [job_from_row(r) for r in rows]
+        if self.dialect == "postgresql":
+            if n not in self._q_claim_pg:
+                self._q_claim_pg[n] = sql.with_bookkeeping(sql.claim_pg(self._now, n), self._now, "claimed")
+            stmt, params["shard"] = self._q_claim_pg[n], self._shard
+            rows = self._tx(lambda conn: conn.execute(stmt, params).mappings().all(), single=True)
+            return self._in_claim_order(rows)
+
+        def body(conn: Connection) -> list[Job]:  # SQLite, inside BEGIN IMMEDIATE
+            if n not in self._q_candidates:
+                self._q_candidates[n] = sql.claim_candidates_sqlite(self._now, n)
+            old = dict(conn.execute(self._q_candidates[n], params).all())
+            if not old:
+                return []
+            rows = conn.execute(self._q_claim_sqlite, {**params, "ids": list(old)}).mappings().all()
+            claimed = self._in_claim_order(rows)
             deltas: Counter[str] = Counter()
             events = []
             for job in claimed:
@@ -365,6 +370,12 @@ class SqlStore(JobStore):
             return claimed
 
         return self._tx(body)
+
+    @staticmethod
+    def _in_claim_order(rows: Sequence[Any]) -> list[Job]:
+        """RETURNING order is unspecified: hand jobs out in claim order."""
+        rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
+        return [job_from_row(r) for r in rows]
 
     def heartbeat(
         self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
@@ -409,15 +420,24 @@ class SqlStore(JobStore):
         if not acks:
             return []
 
-        def body(conn: Connection) -> list[Job | LeaseLost]:
-            if self.dialect == "postgresql":
-                params = {"ids": [a[0] for a in acks], "tokens": [a[1] for a in acks], "results": texts}
-                rows = conn.execute(self._q_complete_many, params).mappings().all()
-            else:  # in-process SQLite: one statement per ack, one transaction
-                rows = []
-                for job_id, token, result in acks:
-                    params = {"j_id": job_id, "token": token, "new_result": result}
-                    rows.extend(conn.execute(self._q_complete, params).mappings().all())
+        if self.dialect == "postgresql":
+            params = {
+                "ids": [a[0] for a in acks],
+                "tokens": [a[1] for a in acks],
+                "results": texts,
+                "shard": self._shard,
+            }
+            rows = self._tx(lambda c: c.execute(self._q_complete_many, params).mappings().all(), single=True)
+            done = {(r["id"], r["lease_token"]): job_from_row(r) for r in rows}
+            refused = [Lease(a[0], a[1]) for a in acks if (a[0], a[1]) not in done]
+            lost = self._tx(lambda c: self._record_refused(c, refused, worker_id)) if refused else {}
+            return [done.get((a[0], a[1])) or lost[(a[0], a[1])] for a in acks]
+
+        def body(conn: Connection) -> list[Job | LeaseLost]:  # SQLite: one statement per ack
+            rows = []
+            for job_id, token, result in acks:
+                params = {"j_id": job_id, "token": token, "new_result": result}
+                rows.extend(conn.execute(self._q_complete, params).mappings().all())
             done = {(r["id"], r["lease_token"]): job_from_row(r) for r in rows}
             deltas: Counter[str] = Counter()
             events = []
@@ -436,6 +456,17 @@ class SqlStore(JobStore):
             return [done.get((a[0], a[1])) or lost[(a[0], a[1])] for a in acks]
 
         return self._tx(body)
+
+    def _record_refused(
+        self, conn: Connection, refused: Sequence[Lease], worker_id: str | None
+    ) -> dict[tuple[str, int], LeaseLost]:
+        """Record refused completions (events and counters); their LeaseLost errors."""
+        events: list[dict[str, Any]] = []
+        lost = self._refuse(conn, refused, "completion_refused", worker_id, events)
+        deltas: Counter[str] = Counter()
+        self._events(conn, events, deltas)
+        self._bump(conn, deltas)
+        return lost
 
     def _refuse(
         self,
