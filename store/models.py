@@ -162,11 +162,16 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     _finite("timeout_s", spec.timeout_s, 0.001, MAX_TIMEOUT_S)
     _finite("lease_ttl_s", spec.lease_ttl_s, MIN_LEASE_TTL_S, MAX_TIMEOUT_S)
     _finite("delay_s", spec.delay_s, 0.0, MAX_DELAY_S)
+    for fld in ("name", "queue"):
+        if "\x00" in getattr(spec, fld):
+            raise ValidationError(fld, "must not contain NUL characters")
     for fld in ("payload", "headers", "route_params", "query_params"):
         try:
-            orjson.dumps(getattr(spec, fld))
+            encoded = orjson.dumps(getattr(spec, fld))
         except TypeError as exc:
             raise ValidationError(fld, f"must be JSON-serialisable ({exc})") from None
+        if b"\\u0000" in encoded:  # PostgreSQL text and JSONB cannot hold NUL
+            raise ValidationError(fld, "must not contain NUL characters")
     return spec
 
 

@@ -31,7 +31,7 @@ PG_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("LEASEHOLD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Backends the contract suite runs on (comma-separated).
-BACKENDS = [b for b in os.environ.get("LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql").split(",") if b]
+BACKENDS = [b for b in os.environ.get("LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql,redis").split(",") if b]
 
 
 @dataclass

@@ -21,6 +21,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
         __name__, instance_relative_config=False, template_folder="../templates", static_folder="../static"
     )
     app.config.update(DEFAULTS)
+    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024  # bytes; larger bodies get 413
     app.config.from_prefixed_env("LEASEHOLD")
     if overrides:
         app.config.update(overrides)

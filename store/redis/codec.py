@@ -30,9 +30,23 @@ def flat_to_dict(flat: Sequence[str]) -> dict[str, str]:
     return dict(zip(it, it, strict=True))
 
 
+#: The hash fields enqueue passes, in the order lua/enqueue.lua reads them.
+ENQUEUE_FIELDS = (
+    "id",
+    "name",
+    "queue",
+    "priority",
+    "max_retries",
+    "timeout_seconds",
+    "lease_ttl_seconds",
+    "idempotency_key",
+    *_JSON_FIELDS,
+)
+
+
 def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str, str]:
-    """The hash fields ``enqueue`` writes as given (the script adds status,
-    created_at, last_updated_at, due_at, retry_delay_until and rank)."""
+    """The ENQUEUE_FIELDS of a new job (those that are null left out); the
+    script adds status, times, rank and zero counters."""
     out = {
         "id": job_id,
         "name": spec.name,
@@ -40,9 +54,6 @@ def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str
         "priority": str(spec.priority),
         "max_retries": str(settings.max_retries if spec.max_retries is None else spec.max_retries),
         "timeout_seconds": repr(float(settings.job_timeout_s if spec.timeout_s is None else spec.timeout_s)),
-        "retry_count": "0",
-        "lease_expirations": "0",
-        "lease_token": "0",
     }
     if spec.lease_ttl_s is not None:
         out["lease_ttl_seconds"] = repr(float(spec.lease_ttl_s))
@@ -102,11 +113,12 @@ def job_from_flat(flat: Sequence[str]) -> Job:
     return job_from_hash(flat_to_dict(flat))
 
 
-def event_from_json(job_id: str, text: str) -> JobEvent:
-    """One entry of a job's event list (written by lua/lib/job.lua)."""
+def event_from_json(text: str, job_id: str | None = None) -> JobEvent:
+    """An entry of a job's event list (``job_id`` given) or of the audit list
+    (which carries the job id); both written by lua/lib/job.lua."""
     e = orjson.loads(text)
     return JobEvent(
-        job_id=job_id,
+        job_id=job_id or e["job"],
         at=ts(float(e["at"])),  # type: ignore[arg-type]
         kind=e["kind"],
         from_status=JobStatus(e["from"]) if "from" in e else None,

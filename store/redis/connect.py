@@ -45,6 +45,12 @@ class ClientOptions:
     exponential backoff from backoff_base_s up to backoff_cap_s (3, 0.05 s, 1 s);
     the worst case before StoreUnavailable is about
     ``(retries + 1) * (connect_timeout_s + socket_timeout_s) + retries * backoff_cap_s``.
+
+    A retried write may be a replay of one Redis already applied (the reply
+    was lost). That is safe: enqueue recognises its own chunk and writes
+    nothing twice; every other write is guarded, so a replayed ack or nack is
+    refused (LeaseLost, with a refusal event) and a replayed claim leases
+    nothing new (the first attempt's leases expire and are recovered).
     """
 
     socket_timeout_s: float = 5.0

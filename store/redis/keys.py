@@ -8,13 +8,15 @@ Key schema (``P`` = prefix):
                           JSON fields as JSON text, plus ``rank`` (its member
                           in the ready/scheduled zsets)
 ``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped
-``{P}:ready:<queue>``     zset, every score 0: claimable jobs, member ``rank``
-``{P}:scheduled:<queue>`` zset: Scheduled jobs not yet due, score due time
+``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
+                          moved here by a claim once due), member ``rank``
+``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
 ``{P}:leases``            zset: InProgress jobs, score lease_expires_at
 ``{P}:updated``           zset: every job, score last_updated_at (listing)
 ``{P}:updated:<status>``  zset: the jobs of one status, score last_updated_at
 ``{P}:counters``          hash: ``s:<status>:<queue>`` counts, ``e:<kind>`` totals
 ``{P}:idempotency``       hash: idempotency key -> job id
+``{P}:audit``             list: operators' events as JSON (with the job id), newest first, capped
 ``{P}:worker:<id>``       hash: a worker's registry entry
 ``{P}:workers``           zset: worker ids, score last_seen_at
 ``{P}:lock:<name>``       hash: owner, expires_at
@@ -88,6 +90,10 @@ class Keys:
     def idempotency(self) -> str:
         return self._key("idempotency")
 
+    @property
+    def audit(self) -> str:
+        return self._key("audit")
+
     def worker(self, worker_id: str) -> str:
         return self._key("worker", worker_id)
 
@@ -103,6 +109,6 @@ class Keys:
         return self._key("recovery_runs")
 
     def common(self) -> list[str]:
-        """KEYS[1..9] of every script that changes jobs (lua/lib/job.lua):
-        counters, updated, updated:100 .. updated:600, leases."""
-        return [self.counters, self.updated(), *(self.updated(s) for s in JobStatus), self.leases]
+        """KEYS[1..10] of every script that changes jobs (lua/lib/job.lua):
+        counters, updated, updated:100 .. updated:600, leases, audit."""
+        return [self.counters, self.updated(), *(self.updated(s) for s in JobStatus), self.leases, self.audit]

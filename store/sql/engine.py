@@ -27,11 +27,17 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _sqlite_json_loads(value: Any) -> Any:
+    # SQLite gives a JSON column NUMERIC affinity: a top-level number is stored
+    # and returned as a number, not as JSON text.
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
 def _sqlite_engine(url: str, immediate: bool) -> Engine:
     engine = create_engine(
         url,
         json_serializer=_json_dumps,
-        json_deserializer=orjson.loads,
+        json_deserializer=_sqlite_json_loads,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
     )
 

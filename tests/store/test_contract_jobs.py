@@ -81,6 +81,8 @@ def test_get_unknown_raises(store: JobStore) -> None:
         (JobSpec("t", lease_ttl_s=0), "lease_ttl_s"),
         (JobSpec("t", payload={"x": object()}), "payload"),
         (JobSpec("x" * 201), "name"),
+        (JobSpec("t", payload={"a": "nul\x00"}), "payload"),
+        (JobSpec("t\x00"), "name"),
     ],
 )
 def test_bad_spec_is_refused_and_nothing_written(store: JobStore, spec: JobSpec, field: str) -> None:
@@ -176,3 +178,13 @@ def test_purge_removes_old_finished_jobs_only(store: JobStore) -> None:
     assert store.get(waiting.id).status is S.Queued
     assert store.counts().by_status["Completed"] == 0
     assert store.events(done.id) == []
+
+
+@pytest.mark.parametrize("payload", [1, 1.5, -7, "1", "text", True, None, [1, "a"], {"k": [None]}])
+def test_any_json_payload_round_trips(store: JobStore, payload: object) -> None:
+    job = store.enqueue("t", payload)
+    assert store.get(job.id).payload == payload
+    [claimed] = store.claim("w", ["default"], 1)
+    assert claimed.payload == payload
+    assert store.complete(job.id, claimed.lease_token, payload).result == payload
+    assert store.get(job.id).result == payload

@@ -3,14 +3,13 @@
 -- lease token and retry_count the decision was made from (and, for recovery,
 -- its lease is still expired). Used by fail (one job) and recovery (a batch).
 --
--- KEYS[1..9]   common block (lib/job.lua)
--- for job i = 1..n, KEYS[9 + 3i - 2], KEYS[9 + 3i - 1], KEYS[9 + 3i]:
+-- KEYS[1..10]  common block (lib/job.lua)
+-- for job i = 1..n, KEYS[10 + 3i - 2], KEYS[10 + 3i - 1], KEYS[10 + 3i]:
 --              job hash, event list, scheduled zset of the job's queue
--- ARGV[1]      clock offset, seconds
--- ARGV[2]      events kept per job
--- ARGV[3]      1: return each changed job as a flat HGETALL array; 0: return 1
--- ARGV[4]      statuses a failure starts from ("300")
--- then 11 values per job, ARGV[5 + 11(i-1)] ...:
+-- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
+-- ARGV[4]      1: return each changed job as a flat HGETALL array; 0: return 1
+-- ARGV[5]      statuses a failure starts from ("300")
+-- then 11 values per job, ARGV[6 + 11(i-1)] ...:
 --              id, token, expected retry_count, new status, new retry_count,
 --              delay s ('' when the job ends Failed), error JSON,
 --              expired (1: recovery, guard lease_expires_at < now and count a
@@ -23,14 +22,15 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local want_jobs, sources = ARGV[3] == '1', status_set(ARGV[4])
+local want_jobs, sources = ARGV[4] == '1', status_set(ARGV[5])
 local out = {}
-for i = 1, (#KEYS - 9) / 3 do
-  local k, a = 9 + 3 * (i - 1), 5 + 11 * (i - 1)
+for i = 1, (#KEYS - 10) / 3 do
+  local k, a = 10 + 3 * (i - 1), 6 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local expired = tonumber(ARGV[a + 7])
-  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'retry_count', 'lease_expires_at', 'queue', 'priority')
+  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'retry_count', 'lease_expires_at',
+    'queue', 'priority', 'lease_expirations')
   local old = tonumber(f[1])
   local ok = old and sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
   if ok and expired == 1 then
@@ -39,23 +39,23 @@ for i = 1, (#KEYS - 9) / 3 do
   if not ok then
     out[i] = 0
   else
-    redis.call('HSET', KEYS[k + 1], 'status', target, 'retry_count', retries, 'error', ARGV[a + 6],
-      'last_updated_at', now)
-    redis.call('HINCRBY', KEYS[k + 1], 'lease_expirations', expired)
-    redis.call('HDEL', KEYS[k + 1], 'lease_expires_at')
-    redis.call('ZREM', KEYS[9], id)
+    local written = {
+      'status', target, 'retry_count', retries, 'error', ARGV[a + 6],
+      'lease_expirations', tonumber(f[7]) + expired, 'last_updated_at', now,
+    }
     if delay then
       local due = now + delay
       local member = rank(f[6], due, id)
-      redis.call('HSET', KEYS[k + 1], 'retry_delay_until', due, 'due_at', due, 'rank', member)
-      redis.call('HDEL', KEYS[k + 1], 'completed_at')
+      redis.call('HSET', KEYS[k + 1], 'retry_delay_until', due, 'due_at', due, 'rank', member, unpack(written))
+      redis.call('HDEL', KEYS[k + 1], 'lease_expires_at', 'completed_at')
       redis.call('ZADD', KEYS[k + 3], due, member)
     else
-      redis.call('HSET', KEYS[k + 1], 'due_at', now, 'completed_at', now)
-      redis.call('HDEL', KEYS[k + 1], 'retry_delay_until')
+      redis.call('HSET', KEYS[k + 1], 'due_at', now, 'completed_at', now, unpack(written))
+      redis.call('HDEL', KEYS[k + 1], 'lease_expires_at', 'retry_delay_until')
     end
+    redis.call('ZREM', KEYS[9], id)
     move(id, f[5], old, target)
-    append_event(k + 2, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
+    append_event(k + 2, id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
     if want_jobs then
       out[i] = redis.call('HGETALL', KEYS[k + 1])
     else
@@ -63,4 +63,5 @@ for i = 1, (#KEYS - 9) / 3 do
     end
   end
 end
+flush_counts()
 return out

@@ -1,14 +1,15 @@
 -- enqueue: add a chunk of jobs, all or none.
 --
--- KEYS[1..9]   common block (lib/job.lua)
--- KEYS[10]     idempotency hash: idempotency key -> job id
--- for job i = 1..n, KEYS[10 + 3i - 2], KEYS[10 + 3i - 1], KEYS[10 + 3i]:
+-- KEYS[1..10]  common block (lib/job.lua)
+-- KEYS[11]     idempotency hash: idempotency key -> job id
+-- for job i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
 --              job hash, event list, index zset (ready when delay is 0, else scheduled)
--- ARGV[1]      clock offset, seconds
--- ARGV[2]      events kept per job
--- then for each job, in KEYS order:
---              id, queue, status code, priority, delay (s), idempotency key ('' none),
---              m, then m field/value pairs written as they are (name, payload, ...)
+-- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
+-- then 14 values per job, ARGV[4 + 14(i-1)] ...: status code, delay (s), and the
+--              hash fields of FIELDS below in that order (store/redis/codec.py,
+--              ENQUEUE_FIELDS); '' leaves an optional field out (null)
+-- Writes each job hash with status, due_at = now + delay, created_at,
+-- last_updated_at, retry_delay_until (delayed jobs), rank and zero counters.
 -- Returns:     {'ok', now}              written; now is created_at of every job
 --              {'replay', created_at}   the first job already exists: a retried call
 --                                       whose reply was lost; nothing written again
@@ -18,31 +19,35 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local n = (#KEYS - 10) / 3
-local jobs, a = {}, 3
-for i = 1, n do
-  local m = tonumber(ARGV[a + 6])
-  jobs[i] = {
-    id = ARGV[a], queue = ARGV[a + 1], status = tonumber(ARGV[a + 2]),
-    priority = ARGV[a + 3], delay = tonumber(ARGV[a + 4]), key = none(ARGV[a + 5]),
-    first = a + 7, last = a + 6 + 2 * m,
-  }
-  a = a + 7 + 2 * m
+local FIELDS = {
+  'id', 'name', 'queue', 'priority', 'max_retries', 'timeout_seconds', 'lease_ttl_seconds',
+  'idempotency_key', 'payload', 'headers', 'route_params', 'query_params',
+}
+local PER_JOB = 2 + #FIELDS
+local AT = {status = 0, delay = 1}  -- offset of each value within a job's ARGV
+for j, field in ipairs(FIELDS) do
+  AT[field] = 1 + j
+end
+local n = (#KEYS - 11) / 3
+
+-- The value of `name` in job i's ARGV.
+local function arg(i, name)
+  return ARGV[4 + PER_JOB * (i - 1) + AT[name]]
 end
 
-if n > 0 and redis.call('EXISTS', KEYS[11]) == 1 then
-  return {'replay', redis.call('HGET', KEYS[11], 'created_at')}
+if n > 0 and redis.call('EXISTS', KEYS[12]) == 1 then
+  return {'replay', redis.call('HGET', KEYS[12], 'created_at')}
 end
 
 local seen = {}
 for i = 1, n do
-  local key = jobs[i].key
+  local key = none(arg(i, 'idempotency_key'))
   if key then
     if seen[key] then
       return {'duplicate', key, ''}
     end
     seen[key] = true
-    local existing = redis.call('HGET', KEYS[10], key)
+    local existing = redis.call('HGET', KEYS[11], key)
     if existing then
       return {'duplicate', key, existing}
     end
@@ -50,25 +55,35 @@ for i = 1, n do
 end
 
 for i = 1, n do
-  local job, k = jobs[i], 10 + 3 * (i - 1)
-  local due = now + job.delay
-  local member = rank(job.priority, due, job.id)
-  local fields = {}
-  for j = job.first, job.last do
-    fields[#fields + 1] = ARGV[j]
+  local k = 11 + 3 * (i - 1)
+  local id, queue, key = arg(i, 'id'), arg(i, 'queue'), none(arg(i, 'idempotency_key'))
+  local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
+  local due = now + delay
+  local member = rank(arg(i, 'priority'), due, id)
+  local hash = {
+    'status', status, 'due_at', due, 'created_at', now, 'last_updated_at', now, 'rank', member,
+    'retry_count', 0, 'lease_expirations', 0, 'lease_token', 0,
+  }
+  for _, field in ipairs(FIELDS) do
+    local value = arg(i, field)
+    if value ~= '' then
+      hash[#hash + 1] = field
+      hash[#hash + 1] = value
+    end
   end
-  redis.call('HSET', KEYS[k + 1], 'status', job.status, 'due_at', due, 'created_at', now,
-    'last_updated_at', now, 'rank', member, unpack(fields))
-  if job.delay > 0 then
-    redis.call('HSET', KEYS[k + 1], 'retry_delay_until', due)
+  if delay > 0 then
+    hash[#hash + 1] = 'retry_delay_until'
+    hash[#hash + 1] = due
     redis.call('ZADD', KEYS[k + 3], due, member)
   else
     redis.call('ZADD', KEYS[k + 3], 0, member)
   end
-  if job.key then
-    redis.call('HSET', KEYS[10], job.key, job.id)
+  redis.call('HSET', KEYS[k + 1], unpack(hash))
+  if key then
+    redis.call('HSET', KEYS[11], key, id)
   end
-  move(job.id, job.queue, nil, job.status)
-  append_event(k + 2, 'enqueued', nil, job.status, nil, 0, nil)
+  move(id, queue, nil, status)
+  append_event(k + 2, id, 'enqueued', nil, status, nil, 0, nil)
 end
+flush_counts()
 return {'ok', fmt(now)}

@@ -1,24 +1,23 @@
 -- purge: delete finished jobs and their events (purge step 2), each only if it
 -- is still finished and last updated before now - age.
 --
--- KEYS[1..9]   common block (lib/job.lua)
--- KEYS[10]     idempotency hash: a deleted job's key is freed
--- for job i = 1..n, KEYS[10 + 2i - 1], KEYS[10 + 2i]: job hash, event list
--- ARGV[1]      clock offset, seconds
--- ARGV[2]      events kept per job (unused; common ARGV layout)
--- ARGV[3]      age, seconds
--- ARGV[4]      finished statuses ("400 500 600")
--- ARGV[4 + i]  job i's id
--- Status counts go down; event totals stay (they count since the store began).
+-- KEYS[1..10]  common block (lib/job.lua)
+-- KEYS[11]     idempotency hash: a deleted job's key is freed
+-- for job i = 1..n, KEYS[11 + 2i - 1], KEYS[11 + 2i]: job hash, event list
+-- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
+-- ARGV[4]      age, seconds
+-- ARGV[5]      finished statuses ("400 500 600")
+-- ARGV[5 + i]  job i's id
+-- Status counts go down; event totals and the audit list stay (they are history).
 -- Returns:     number of jobs deleted
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local before, finished = now - tonumber(ARGV[3]), status_set(ARGV[4])
+local before, finished = now - tonumber(ARGV[4]), status_set(ARGV[5])
 local deleted = 0
-for i = 1, (#KEYS - 10) / 2 do
-  local k, id = 10 + 2 * (i - 1), ARGV[4 + i]
+for i = 1, (#KEYS - 11) / 2 do
+  local k, id = 11 + 2 * (i - 1), ARGV[5 + i]
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'last_updated_at', 'idempotency_key')
   local status = tonumber(f[1])
   if status and finished[status] and tonumber(f[3]) < before then
@@ -26,11 +25,12 @@ for i = 1, (#KEYS - 10) / 2 do
     redis.call('DEL', KEYS[k + 2])
     redis.call('ZREM', KEYS[2], id)
     redis.call('ZREM', KEYS[2 + status / 100], id)
-    redis.call('HINCRBY', KEYS[1], 's:' .. status .. ':' .. f[2], -1)
-    if f[4] and redis.call('HGET', KEYS[10], f[4]) == id then
-      redis.call('HDEL', KEYS[10], f[4])
+    count('s:' .. status .. ':' .. f[2], -1)
+    if f[4] and redis.call('HGET', KEYS[11], f[4]) == id then
+      redis.call('HDEL', KEYS[11], f[4])
     end
     deleted = deleted + 1
   end
 end
+flush_counts()
 return deleted

@@ -1,11 +1,11 @@
 -- record_events: append events that change no job (refused acks, nacks,
 -- releases and heartbeats) and count their kinds.
 --
--- KEYS[1..9]   common block (lib/job.lua; only KEYS[1], the counters, is written)
--- for event i = 1..n, KEYS[9 + 2i - 1], KEYS[9 + 2i]: job hash, event list
--- ARGV[1]      clock offset, seconds
--- ARGV[2]      events kept per job
--- then 4 values per event, ARGV[3 + 4(i-1)] ...: kind, actor ('' none), token, message
+-- KEYS[1..10]  common block (lib/job.lua; KEYS[1] and KEYS[10] may be written)
+-- for event i = 1..n, KEYS[10 + 2i - 1], KEYS[10 + 2i]: job hash, event list
+-- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
+-- then 5 values per event, ARGV[4 + 5(i-1)] ...: job id, kind, actor ('' none),
+--              token, message
 -- An event of a job that no longer exists is dropped.
 -- Returns:     one entry per event: 1 recorded, 0 no such job
 --
@@ -13,13 +13,14 @@
 -- @include lib/job.lua
 
 local out = {}
-for i = 1, (#KEYS - 9) / 2 do
-  local k, a = 9 + 2 * (i - 1), 3 + 4 * (i - 1)
+for i = 1, (#KEYS - 10) / 2 do
+  local k, a = 10 + 2 * (i - 1), 4 + 5 * (i - 1)
   if redis.call('EXISTS', KEYS[k + 1]) == 1 then
-    append_event(k + 2, ARGV[a], nil, nil, none(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3])
+    append_event(k + 2, ARGV[a], ARGV[a + 1], nil, nil, none(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4])
     out[i] = 1
   else
     out[i] = 0
   end
 end
+flush_counts()
 return out

@@ -1,0 +1,162 @@
+"""What every part of the Redis store shares: the client, the registered
+scripts, the ARGV conventions, refusal recording and the guarded write of
+retry decisions (used by ``fail`` and by recovery).
+
+Every call goes through ``_eval`` (a script) or ``_pipe`` (read commands on a
+pipeline without MULTI); both turn outages into StoreUnavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from store import lifecycle
+from store.base import StoreSettings
+from store.errors import LeaseLost
+from store.lifecycle import FailureDecision, JobStatus, Operation
+from store.redis import codec
+from store.redis.connect import ClientOptions, open_client, unavailable
+from store.redis.keys import Keys
+from store.redis.scripts import Scripts
+
+S = JobStatus
+T = TypeVar("T")
+#: Operator events kept in the audit list (the oldest beyond this are dropped).
+AUDIT_KEPT = 10_000
+#: Most jobs one script call works on. Redis runs one script at a time, so this
+#: bounds how long a batch blocks every other client (heartbeats included): a
+#: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
+SCRIPT_BATCH = 100
+
+
+def chunks(items: Sequence[T], size: int = SCRIPT_BATCH) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def codes(statuses: Iterable[int]) -> str:
+    """Statuses as the scripts take them: ``"100 200"``."""
+    return " ".join(str(int(s)) for s in statuses)
+
+
+def target(op: Operation) -> int:
+    """The one status ``op`` leads to (not for FAIL, which has two)."""
+    [to] = lifecycle.OPERATIONS[op].targets
+    return int(to)
+
+
+def guard(op: Operation) -> tuple[str, int]:
+    """ARGV pair of a guarded script: the source statuses of ``op`` and its target."""
+    return codes(lifecycle.source_codes(op)), target(op)
+
+
+def failure_event(decision: FailureDecision, error: dict[str, Any], expired: bool) -> tuple[str, str]:
+    """Event kind and message of an applied retry decision (as the SQL store writes them)."""
+    if decision.status is S.Scheduled:
+        kind = "lease_expired" if expired else "retry_scheduled"
+        return kind, f"{error.get('type')}: retry {decision.retry_count} in {decision.delay_s:.3f}s"
+    return ("lease_expired" if expired else "failed"), f"{error.get('type')}: {error.get('message')}"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One retry decision to apply, with the state it was decided from:
+    ``token`` and ``retry_count`` are the guard, ``expired`` marks recovery."""
+
+    job_id: str
+    queue: str
+    token: int
+    retry_count: int
+    decision: FailureDecision
+    error: dict[str, Any]
+    expired: bool
+    actor: str | None
+
+
+class RedisPlumbing:
+    """The client and scripts of one store handle (see RedisStore)."""
+
+    def __init__(
+        self, url: str, settings: StoreSettings | None = None, *, prefix: str | None = None, **client: Any
+    ) -> None:
+        self.url = url
+        self.settings = settings or StoreSettings()
+        #: Seconds added to Redis TIME; tests move time with it.
+        self.clock_offset_s = 0.0
+        self._client, name = open_client(url, prefix, ClientOptions(**client))
+        self.keys = Keys(name)
+        self._lua = Scripts.load(self._client)
+
+    def _offset(self) -> str:
+        """ARGV[1] of every script that reads the clock."""
+        return repr(float(self.clock_offset_s))
+
+    def _args(self, *rest: Any) -> list[Any]:
+        """ARGV of a job script: clock offset, events kept per job, audit
+        entries kept (lua/lib/job.lua), then ``rest``."""
+        return [self._offset(), self.settings.events_per_job, AUDIT_KEPT, *rest]
+
+    def _eval(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        with unavailable():
+            return script(keys=keys, args=args)
+
+    def _pipe(self, fill: Callable[[Any], object]) -> list[Any]:
+        """Queue read commands on a pipeline (no MULTI) with ``fill``; run them."""
+        with unavailable():
+            pipe = self._client.pipeline(transaction=False)
+            fill(pipe)
+            return pipe.execute()
+
+    def _fields(self, job_id: str, *names: str) -> list[str | None]:
+        """Some fields of a job hash (all None when there is no such job)."""
+        [values] = self._pipe(lambda p: p.hmget(self.keys.job(job_id), names))
+        return values
+
+    def _refusals(
+        self, kind: str, actor: str | None, refused: list[tuple[str, int, str, str]]
+    ) -> list[LeaseLost]:
+        """Record one refusal event per ``(job_id, token, current token,
+        status code)`` (events of jobs deleted meanwhile are dropped) and
+        return the LeaseLost errors, in order."""
+        lost = []
+        for chunk in chunks(refused):
+            keys, args = self.keys.common(), self._args()
+            for job_id, token, current, code in chunk:
+                status = S(int(code))
+                message = (
+                    f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {token}; "
+                    f"current token {current}, status {status.name}"
+                )
+                keys += [self.keys.job(job_id), self.keys.events(job_id)]
+                args += [job_id, kind, actor or "", token, message]
+                lost.append(LeaseLost(job_id, token, int(current), status.name))
+            self._eval(self._lua.record_events, keys, args)
+        return lost
+
+    def _apply_failures(self, items: Sequence[Failure], *, want_jobs: bool) -> list[Any]:
+        """Apply retry decisions as compare-and-set per job
+        (lua/apply_failures.lua, SCRIPT_BATCH jobs a call). Per item: 0 when
+        its guard missed (nothing written), else 1, or the job as a flat hash
+        with ``want_jobs``."""
+        k, sources, replies = self.keys, codes(lifecycle.source_codes(Operation.FAIL)), []
+        for chunk in chunks(items):
+            keys, args = k.common(), self._args(1 if want_jobs else 0, sources)
+            for f in chunk:
+                kind, message = failure_event(f.decision, f.error, f.expired)
+                delay = "" if f.decision.delay_s is None else repr(float(f.decision.delay_s))
+                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue)]
+                args += [f.job_id, f.token, f.retry_count, int(f.decision.status), f.decision.retry_count]
+                args += [delay, codec.dumps(f.error), 1 if f.expired else 0, kind, message, f.actor or ""]
+            replies += self._eval(self._lua.apply_failures, keys, args)
+        return replies
+
+    def now(self) -> float:
+        """Redis TIME (of the node holding the deployment's slot) + clock_offset_s."""
+        return float(self._eval(self._lua.now, [self.keys.counters], [self._offset()]))
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.close()

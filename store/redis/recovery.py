@@ -1,0 +1,78 @@
+"""Recovery of expired leases in the Redis store (a mixin of RedisStore).
+
+One batch is three round trips: ``expired_leases.lua`` reads up to ``limit``
+ids from the leases zset (score < now), a pipeline reads their fields, Python
+makes each retry decision (``lifecycle.decide_failure``), and
+``apply_failures.lua`` applies the batch as compare-and-set per job (still
+InProgress, same token and retry_count, lease still expired). Concurrent
+recoverers therefore recover each job once, and a lease renewed after the
+read is left alone. The preview stops after the decisions.
+"""
+
+from __future__ import annotations
+
+import time
+
+from store import lifecycle
+from store.base import MAX_BATCH
+from store.lifecycle import FailureDecision, JobStatus
+from store.models import RecoveredJob, RecoveryReport
+from store.redis.plumbing import Failure, RedisPlumbing
+
+S = JobStatus
+
+
+class RecoveryMixin(RedisPlumbing):
+    """``recover_expired`` and ``preview_recovery``."""
+
+    def _recovery_plan(self, limit: int) -> tuple[list[tuple[RecoveredJob, int]], bool]:
+        """Up to ``limit`` expired leases, oldest first, each with its retry
+        decision and the retry_count it was made from; and whether the batch
+        was full. Reads only."""
+        _, *ids = self._eval(self._lua.expired_leases, [self.keys.leases], [self._offset(), limit])
+        names = ("status", "name", "queue", "worker_id", "lease_token", "retry_count", "max_retries")
+        rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), names) for job_id in ids])
+        plan = []
+        for job_id, (code, name, queue, worker, token, retries, max_retries) in zip(ids, rows, strict=True):
+            if code is None or int(code) != S.InProgress:
+                continue
+            d = lifecycle.decide_failure(int(retries), int(max_retries), self.settings.retry)
+            job = RecoveredJob(job_id, name, queue, worker, int(token), d.status, d.retry_count, d.delay_s)
+            plan.append((job, int(retries)))
+        return plan, len(ids) >= limit
+
+    @staticmethod
+    def _report(
+        done: list[RecoveredJob], dry_run: bool, more: bool, owner: str | None, t0: float
+    ) -> RecoveryReport:
+        return RecoveryReport(
+            recovered=[r for r in done if r.outcome is S.Scheduled],
+            failed=[r for r in done if r.outcome is S.Failed],
+            dry_run=dry_run,
+            more=more,
+            owner=owner,
+            duration_ms=(time.perf_counter() - t0) * 1000,
+        )
+
+    def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
+        """One bounded batch (``limit``, default settings.recovery_batch, at
+        most MAX_BATCH); see the module docstring. Takes no lock."""
+        limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
+        t0 = time.perf_counter()
+        plan, more = self._recovery_plan(limit)
+        items = []
+        for r, retries in plan:
+            message = f"lease of {r.worker_id} (token {r.token}) expired"
+            error = {"type": "LeaseExpired", "message": message, "traceback": None}
+            decision = FailureDecision(r.outcome, r.retry_count, r.delay_s)
+            items.append(Failure(r.job_id, r.queue, r.token, retries, decision, error, True, owner))
+        replies = self._apply_failures(items, want_jobs=False) if items else []
+        done = [r for (r, _), ok in zip(plan, replies, strict=True) if ok]
+        return self._report(done, False, more, owner, t0)
+
+    def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
+        """What recover_expired would do now; changes nothing."""
+        limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
+        t0 = time.perf_counter()
+        plan, more = self._recovery_plan(limit)
+        return self._report([r for r, _ in plan], True, more, None, t0)

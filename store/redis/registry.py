@@ -1,0 +1,67 @@
+"""Locks, the worker registry and the recovery-run history of the Redis store.
+
+A mixin of ``RedisStore``; none of these touch jobs.
+"""
+
+from __future__ import annotations
+
+import time
+
+from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
+from store.redis import codec
+from store.redis.plumbing import RedisPlumbing
+
+#: Recovery runs kept in the history (older ones are dropped).
+RUNS_KEPT = 1000
+
+
+class RegistryMixin(RedisPlumbing):
+    """Locks (``lock_*.lua``), workers (``worker_*.lua``) and recovery runs."""
+
+    # ----------------------------------------------------------------- locks
+    def acquire_lock(self, name: str, owner: str, ttl_s: float) -> bool:
+        """Take or extend the lock for ``ttl_s`` seconds of the store's clock
+        (set-if-free in one script; see lua/lock_acquire.lua)."""
+        args = [self._offset(), owner, repr(float(ttl_s))]
+        return self._eval(self._lua.lock_acquire, [self.keys.lock(name)], args) == 1
+
+    def release_lock(self, name: str, owner: str) -> bool:
+        """Compare-and-delete: True when ``owner`` held the lock."""
+        return self._eval(self._lua.lock_release, [self.keys.lock(name)], [owner]) == 1
+
+    def lock_info(self, name: str) -> LockInfo:
+        """The unexpired holder of the lock, or a LockInfo with None fields."""
+        held = self._eval(self._lua.lock_info, [self.keys.lock(name)], [self._offset()])
+        return LockInfo(name, held[0], ts(float(held[1]))) if held else LockInfo(name, None, None)
+
+    # --------------------------------------------------------------- workers
+    def worker_heartbeat(self, info: WorkerInfo) -> None:
+        """Register or refresh a worker; last_seen_at from the store's clock."""
+        started = info.started_at.timestamp() if info.started_at else time.time()
+        args = [self._offset(), info.id, info.host, info.pid, codec.dumps(list(info.queues))]
+        args += [info.concurrency, codec.dumps(list(info.jobs_in_hand)), repr(started)]
+        self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
+
+    def remove_worker(self, worker_id: str) -> None:
+        """Drop a worker from the registry."""
+        keys = [self.keys.worker(worker_id), self.keys.workers]
+        self._eval(self._lua.worker_remove, keys, [worker_id])
+
+    def workers(self) -> list[WorkerInfo]:
+        """Registered workers, most recently seen first (two round trips)."""
+        [ids] = self._pipe(lambda p: p.zrange(self.keys.workers, 0, -1, desc=True))
+        hashes = self._pipe(lambda p: [p.hgetall(self.keys.worker(w)) for w in ids])
+        return [codec.worker_from_hash(h) for h in hashes if h]
+
+    # ------------------------------------------------------- recovery runs
+    def record_recovery_run(self, run: RecoveryRun) -> None:
+        """Append a run; the history keeps the newest RUNS_KEPT."""
+        args = [run.started_at.timestamp(), codec.run_to_json(run), RUNS_KEPT]
+        self._eval(self._lua.recovery_run, [self.keys.recovery_runs], args)
+
+    def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
+        """Recovery history, newest first."""
+        if limit <= 0:
+            return []
+        [texts] = self._pipe(lambda p: p.zrange(self.keys.recovery_runs, 0, limit - 1, desc=True))
+        return [codec.run_from_json(text) for text in texts]

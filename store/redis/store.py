@@ -1,0 +1,357 @@
+"""The Redis JobStore: a hash per job, sorted sets as indexes, one Lua script
+per state change (``lua/``), every key in KEYS, one hash tag per deployment
+(so it runs unchanged on Redis Cluster; ``keys.py`` has the key schema).
+
+Lifecycle decisions stay in Python (``store.lifecycle``): the legal source
+statuses are passed to the scripts, and the retry decision is made here and
+applied by a script as a compare-and-set on (status, lease token,
+retry_count[, lease still expired]). Lease times come from Redis ``TIME``
+inside the scripts, plus ``clock_offset_s``.
+
+Claim is two steps: ``claim_candidates.lua`` moves due scheduled jobs to the
+ready zsets and returns the head of each; ``claim.lua`` leases those still
+there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
+the same (job, token). Candidates lost to other workers are replaced in at
+most CLAIM_ROUNDS rounds.
+
+A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
+how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
+(each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
+contention); heartbeat and complete_many 1 per SCRIPT_BATCH (+1 when some are
+refused); fail, release and operator actions 2; recovery 2 + 1 per SCRIPT_BATCH.
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from store import lifecycle
+from store.base import MAX_BATCH, JobStore
+from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
+from store.lifecycle import JobStatus, Operation
+from store.models import (
+    Counts,
+    HeartbeatResult,
+    Job,
+    JobEvent,
+    JobSpec,
+    Lease,
+    Page,
+    as_spec,
+    ts,
+    validate_spec,
+)
+from store.redis import codec
+from store.redis.keys import rank_job_id
+from store.redis.listing import list_page
+from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, guard, target
+from store.redis.recovery import RecoveryMixin
+from store.redis.registry import RegistryMixin
+
+S = JobStatus
+#: Read-then-guarded-write attempts (fail, operator actions) when the job
+#: changed between the read and the script.
+GUARD_ATTEMPTS = 4
+#: Most claim rounds per call when candidates were taken by other workers.
+CLAIM_ROUNDS = 8
+FINISHED = (S.Completed, S.Failed, S.Canceled)
+
+
+class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
+    """JobStore on Redis or Redis Cluster.
+
+    ``url``: ``redis://host:port/db``, ``rediss://…``, ``redis+cluster://host:port``,
+    optionally with ``?prefix=NAME``, the deployment's hash tag (the ``prefix``
+    argument wins; default ``leasehold``). ``client``: fields of
+    ``ClientOptions`` (timeouts, retries). Thread-safe (redis-py pools
+    connections). Raises StoreUnavailable when a cluster cannot be reached."""
+
+    # ------------------------------------------------------------- enqueue
+    def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
+        """Write one chunk (all or nothing). Returns ``(jobs, None)``, or
+        ``([], id)`` when an idempotency key is taken by job ``id`` (``''``
+        when the key is repeated inside the chunk)."""
+        k = self.keys
+        keys, args, rows = [*k.common(), k.idempotency], self._args(), []
+        for spec in specs:
+            job_id = str(uuid.uuid4())
+            status = S.Scheduled if spec.delay_s > 0 else S.Queued
+            index = k.scheduled(spec.queue) if status is S.Scheduled else k.ready(spec.queue)
+            fields = codec.spec_fields(spec, job_id, self.settings)
+            keys += [k.job(job_id), k.events(job_id), index]
+            args += [
+                int(status),
+                repr(float(spec.delay_s)),
+                *(fields.get(f, "") for f in codec.ENQUEUE_FIELDS),
+            ]
+            rows.append((fields, status, float(spec.delay_s)))
+        reply = self._eval(self._lua.enqueue, keys, args)
+        if reply[0] == "duplicate":
+            return [], reply[2]
+        now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
+        jobs = []
+        for fields, status, delay in rows:
+            due = repr(float(now) + delay)  # the same double Lua computed
+            fields.update(status=str(int(status)), created_at=now, last_updated_at=now, due_at=due)
+            if status is S.Scheduled:
+                fields["retry_delay_until"] = due
+            jobs.append(codec.job_from_hash(fields))
+        return jobs, None
+
+    def enqueue(self, name: str, payload: Any = None, **options: Any) -> Job:
+        return self.enqueue_idempotent(JobSpec(name, payload, **options))[0]
+
+    def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
+        validate_spec(spec)
+        jobs, taken_by = self._insert([spec])
+        if jobs:
+            return jobs[0], True
+        assert taken_by, "a single spec cannot repeat its own key"
+        return self.get(taken_by), False
+
+    def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
+        checked = [validate_spec(as_spec(item)) for item in specs]
+        out: list[Job] = []
+        for chunk in chunks(checked):
+            jobs, taken_by = self._insert(chunk)
+            if taken_by is not None:
+                raise ValidationError("idempotency_key", "a key in this batch is already used")
+            out.extend(jobs)
+        return out
+
+    # ---------------------------------------------------------------- read
+    def get(self, job_id: str) -> Job:
+        [fields] = self._pipe(lambda p: p.hgetall(self.keys.job(job_id)))
+        if not fields:
+            raise JobNotFound(job_id)
+        return codec.job_from_hash(fields)
+
+    def list_jobs(
+        self,
+        *,
+        status: JobStatus | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        """See JobStore.list_jobs. A queue or name filter scans the status
+        index within a bound (``store.redis.listing`` states the cost)."""
+        return list_page(
+            self._pipe, self.keys, status=status, queue=queue, name=name, limit=limit, cursor=cursor
+        )
+
+    def counts(self) -> Counts:
+        [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
+        by_status = {s.name: 0 for s in S}
+        by_queue: dict[str, dict[str, int]] = {}
+        for key, value in counters.items():
+            n = int(value)
+            if not key.startswith("s:") or not n:
+                continue
+            _, code, queue = key.split(":", 2)
+            name = S(int(code)).name
+            by_status[name] += n
+            by_queue.setdefault(queue, {})[name] = n
+        return Counts(by_status, by_queue)
+
+    def event_counts(self) -> dict[str, int]:
+        [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
+        return {key[2:]: int(n) for key, n in counters.items() if key.startswith("e:")}
+
+    def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
+        if limit <= 0:
+            return []
+        [texts] = self._pipe(lambda p: p.lrange(self.keys.events(job_id), -limit, -1))
+        return [codec.event_from_json(text, job_id) for text in texts]
+
+    def audit(self, limit: int = 100) -> list[JobEvent]:
+        """Operator actions, newest first, from the audit list (capped at
+        plumbing.AUDIT_KEPT entries; kept when their job is purged)."""
+        if limit <= 0:
+            return []
+        [texts] = self._pipe(lambda p: p.lrange(self.keys.audit, 0, limit - 1))
+        return [codec.event_from_json(text) for text in texts]
+
+    def expired_lease_count(self) -> int:
+        return int(self._eval(self._lua.expired_leases, [self.keys.leases], [self._offset(), 0])[0])
+
+    # -------------------------------------------------------------- worker
+    def claim(
+        self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
+    ) -> list[Job]:
+        if not queues:
+            raise ValidationError("queues", "name at least one queue")
+        if limit < 1:
+            return []
+        limit, k = min(limit, MAX_BATCH), self.keys
+        ttl = lease_ttl_s or self.settings.lease_ttl_s
+        names = list(dict.fromkeys(queues))
+        heads = [key for q in names for key in (k.ready(q), k.scheduled(q))]
+        claimed: list[Job] = []
+        contended = 0
+        while len(claimed) < limit:
+            want = min(limit - len(claimed), SCRIPT_BATCH)
+            window = 2 * want + 16  # spare candidates replace those other workers take first
+            lists = self._eval(self._lua.claim_candidates, heads, [self._offset(), window, SCRIPT_BATCH])
+            pairs = ((member, q) for q, members in zip(names, lists, strict=True) for member in members)
+            candidates = heapq.nsmallest(window, pairs)  # byte order of rank = claim order
+            if not candidates:
+                break
+            keys, args = k.common(), self._args(worker_id, ttl, want, *guard(Operation.CLAIM))
+            for member, queue in candidates:
+                job_id = rank_job_id(member)
+                keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
+                args += [job_id, member]
+            lost, *jobs = self._eval(self._lua.claim, keys, args)
+            claimed += [codec.job_from_flat(flat) for flat in jobs]
+            if len(jobs) < want:
+                contended += 1
+                if not lost or contended >= CLAIM_ROUNDS:
+                    break  # no more due jobs, or others keep taking them first
+        return claimed
+
+    def heartbeat(
+        self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
+    ) -> HeartbeatResult:
+        ttl = lease_ttl_s or self.settings.lease_ttl_s
+        renewed, refused, stale = [], [], []
+        for chunk in chunks(leases):
+            keys = [self.keys.leases, *(self.keys.job(lease.job_id) for lease in chunk)]
+            args = [self._offset(), ttl, int(S.InProgress)]
+            for lease in chunk:
+                args += [lease.job_id, lease.token]
+            for lease, reply in zip(chunk, self._eval(self._lua.heartbeat, keys, args), strict=True):
+                if reply[0] == 1:
+                    renewed.append(Lease(lease.job_id, lease.token, ts(float(reply[1]))))
+                    continue
+                refused.append(lease)
+                if reply[0] == 0:
+                    stale.append((lease.job_id, lease.token, reply[1], reply[2]))
+        self._refusals("heartbeat_refused", worker_id, stale)
+        return HeartbeatResult(renewed, refused)
+
+    def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
+        [outcome] = self.complete_many([(job_id, token, result)], worker_id=worker_id)
+        if isinstance(outcome, LeaseLost):
+            if outcome.current_token is None:
+                raise JobNotFound(job_id)
+            raise outcome
+        return outcome
+
+    def complete_many(
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
+    ) -> list[Job | LeaseLost]:
+        """See JobStore.complete_many: one script call per SCRIPT_BATCH acks,
+        plus one to record refusals when there are any."""
+        texts = []
+        for _, _, result in acks:
+            try:
+                texts.append(codec.dumps(result))
+            except TypeError as exc:
+                raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+        out: list[Job | LeaseLost] = []
+        for chunk in chunks([(*ack[:2], text) for ack, text in zip(acks, texts, strict=True)]):
+            keys, args = self.keys.common(), self._args(worker_id or "", *guard(Operation.COMPLETE))
+            for job_id, token, text in chunk:
+                keys += [self.keys.job(job_id), self.keys.events(job_id)]
+                args += [job_id, token, text]
+            replies = self._eval(self._lua.complete, keys, args)
+            stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
+            lost = iter(self._refusals("completion_refused", worker_id, stale))
+            for (job_id, token, _), reply in zip(chunk, replies, strict=True):
+                if reply[0] == 1:
+                    out.append(codec.job_from_flat(reply[1]))
+                else:
+                    out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
+        return out
+
+    def fail(
+        self,
+        job_id: str,
+        token: int,
+        error: dict[str, Any],
+        *,
+        permanent: bool = False,
+        worker_id: str | None = None,
+    ) -> Job:
+        """See JobStore.fail: read, decide (lifecycle.decide_failure), apply as
+        compare-and-set; re-read up to GUARD_ATTEMPTS times if the job changed."""
+        try:
+            codec.dumps(error)
+        except TypeError as exc:
+            raise ValidationError("error", f"must be JSON-serialisable ({exc})") from None
+        for _ in range(GUARD_ATTEMPTS):
+            code, current, retries, max_retries, queue = self._fields(
+                job_id, "status", "lease_token", "retry_count", "max_retries", "queue"
+            )
+            if code is None:
+                raise JobNotFound(job_id)
+            if S(int(code)) not in lifecycle.sources(Operation.FAIL) or int(current) != token:
+                raise self._refusals("failure_refused", worker_id, [(job_id, token, current, code)])[0]
+            policy = self.settings.retry
+            decision = lifecycle.decide_failure(int(retries), int(max_retries), policy, permanent=permanent)
+            item = Failure(job_id, queue, token, int(retries), decision, error, False, worker_id)
+            [reply] = self._apply_failures([item], want_jobs=True)
+            if reply:
+                return codec.job_from_flat(reply)
+        raise LeaseLost(job_id, token, None, None)  # the job changed under every attempt
+
+    def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
+        [queue] = self._fields(job_id, "queue")
+        if queue is None:
+            raise JobNotFound(job_id)
+        k = self.keys
+        keys = [*k.common(), k.job(job_id), k.events(job_id), k.scheduled(queue)]
+        args = self._args(job_id, token, worker_id or "", *guard(Operation.RELEASE))
+        reply = self._eval(self._lua.release, keys, args)
+        if reply[0] == 1:
+            return codec.job_from_flat(reply[1])
+        if reply[0] == -1:
+            raise JobNotFound(job_id)
+        raise self._refusals("release_refused", worker_id, [(job_id, token, reply[1], reply[2])])[0]
+
+    # ------------------------------------------------------------ operator
+    def _operator(self, job_id: str, op: Operation, actor: str, script: Any, *extra: Any) -> Job:
+        """Read the status, check ``op`` with the lifecycle, run ``script``
+        guarded by that status; re-read when it changed meanwhile. Raises
+        JobNotFound, InvalidTransition (also when the job kept changing)."""
+        k, code = self.keys, None
+        for _ in range(GUARD_ATTEMPTS):
+            code, queue = self._fields(job_id, "status", "queue")
+            if code is None:
+                raise JobNotFound(job_id)
+            lifecycle.check_operation(job_id, op, S(int(code)))
+            keys = [*k.common(), k.job(job_id), k.events(job_id), k.ready(queue), k.scheduled(queue)]
+            reply = self._eval(script, keys, self._args(job_id, code, actor, target(op), *extra))
+            if reply[0] == 1:
+                return codec.job_from_flat(reply[1])
+            if reply[0] == -1:
+                raise JobNotFound(job_id)
+        raise InvalidTransition(job_id, S(int(code or 0)).name, S(target(op)).name, operation=op.value)
+
+    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
+        return self._operator(job_id, Operation.CANCEL, actor, self._lua.cancel)
+
+    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
+        reset = 1 if reset_retries else 0
+        return self._operator(job_id, Operation.REQUEUE, actor, self._lua.requeue, reset, "requeued")
+
+    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
+        return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0, "retried_now")
+
+    # ----------------------------------------------------------- retention
+    def purge(self, older_than_s: float, limit: int = 1000) -> int:
+        """See JobStore.purge: a read of candidates, then guarded deletes
+        (SCRIPT_BATCH jobs a script call)."""
+        k, age = self.keys, repr(float(older_than_s))
+        finished = [k.updated(s) for s in FINISHED]
+        ids = self._eval(self._lua.purge_candidates, finished, [self._offset(), age, min(limit, MAX_BATCH)])
+        deleted = 0
+        for chunk in chunks(ids):
+            keys = [*k.common(), k.idempotency, *(key for i in chunk for key in (k.job(i), k.events(i)))]
+            deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(FINISHED), *chunk)))
+        return deleted

@@ -1,0 +1,260 @@
+"""The Redis store on a real 3-master Redis Cluster (``redis+cluster://``).
+
+A throwaway cluster is started on free loopback ports in a temporary folder
+(no persistence) and its servers are killed by pid afterwards. The core
+operations run against it with the same expectations as the contract suite;
+they only work because every key of a deployment shares one hash tag and
+every script gets all its keys in KEYS (a cross-slot call fails on a cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from redis.cluster import RedisCluster
+
+from store import StoreSettings, open_store
+from store.errors import LeaseLost
+from store.lifecycle import JobStatus
+from store.models import Lease, WorkerInfo
+from store.redis.store import RedisStore
+from tests.store.helpers import ERROR, expire_leases
+
+pytestmark = pytest.mark.cluster
+S = JobStatus
+START_TIMEOUT_S = 30.0
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` loopback ports that are free, each with its cluster bus port (+10000)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port + 10000 > 65535 or port in ports:
+            continue
+        try:
+            with socket.socket() as bus:
+                bus.bind(("127.0.0.1", port + 10000))
+        except OSError:
+            continue
+        ports.append(port)
+    return ports
+
+
+def _cli(port: int, *args: str) -> str:
+    done = subprocess.run(
+        ["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    return done.stdout
+
+
+def _wait(predicate: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"cluster: {what}")
+        time.sleep(0.1)
+
+
+def _server_command(port: int, folder: Path, pidfile: Path) -> list[str]:
+    """A cluster-enabled, non-persistent, daemonised server on 127.0.0.1:port."""
+    return [
+        *("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes"),
+        *("--cluster-config-file", str(folder / f"nodes-{port}.conf"), "--dir", str(folder)),
+        *("--save", "", "--appendonly", "no", "--daemonize", "yes"),
+        *("--pidfile", str(pidfile), "--logfile", str(folder / f"{port}.log")),
+    ]
+
+
+def _stop(pid: int) -> None:
+    """Stop one server this module started: SIGTERM, then SIGKILL after 10 s."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
+    if not (shutil.which("redis-server") and shutil.which("redis-cli")):
+        pytest.skip("redis-server and redis-cli are needed for the cluster tests")
+    folder: Path = tmp_path_factory.mktemp("redis-cluster")
+    ports = _free_ports(3)
+    pids: list[int] = []
+    try:
+        for port in ports:
+            pidfile = folder / f"{port}.pid"
+            subprocess.run(
+                _server_command(port, folder, pidfile),
+                check=True,
+                timeout=30,
+                stdin=subprocess.DEVNULL,
+            )
+            _wait(lambda p=pidfile: p.exists() and p.read_text().strip(), f"pid file of {port}")
+            pids.append(int(pidfile.read_text()))
+            _wait(lambda p=port: _cli(p, "ping").strip() == "PONG", f"server on {port}")
+        nodes = [f"127.0.0.1:{port}" for port in ports]
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        for port in ports:
+            _wait(lambda p=port: "cluster_state:ok" in _cli(p, "cluster", "info"), f"cluster state on {port}")
+        yield ports
+    finally:
+        for pid in pids:
+            _stop(pid)
+
+
+@pytest.fixture
+def store(cluster_ports: list[int]) -> Iterator[RedisStore]:
+    url = f"redis+cluster://127.0.0.1:{cluster_ports[0]}?prefix=lh-cluster-{uuid.uuid4().hex[:10]}"
+    opened = open_store(url, StoreSettings())
+    assert isinstance(opened, RedisStore)
+    yield opened
+    opened.close()
+
+
+def test_every_key_lives_in_one_slot_on_one_node(store: RedisStore, cluster_ports: list[int]) -> None:
+    job = store.enqueue("t", delay_s=5)
+    store.retry_now(job.id)
+    [c] = store.claim("w", ["default"], 1)
+    store.complete(job.id, c.lease_token, None)
+    store.worker_heartbeat(WorkerInfo("w", "host", 1, ["default"], 1))
+    assert store.acquire_lock("recovery", "me", 10)
+    k = store.keys
+    used = [k.job(job.id), k.events(job.id), k.ready("default"), k.scheduled("default"), *k.common()]
+    used += [k.idempotency, k.worker("w"), k.workers, k.lock("recovery")]
+    client = RedisCluster(host="127.0.0.1", port=cluster_ports[0], decode_responses=True)
+    try:
+        assert len({client.keyslot(key) for key in used}) == 1
+        holders = [
+            node.name
+            for node in client.get_primaries()
+            if any(True for _ in node.redis_connection.scan_iter(match=f"*{{{k.prefix}}}*", count=1000))
+        ]
+        assert len(holders) == 1
+    finally:
+        client.close()
+
+
+def test_claim_priority_heartbeat_and_fencing(store: RedisStore) -> None:
+    low = [store.enqueue("t", {"i": i}) for i in range(3)]
+    high = store.enqueue("t", priority=10)
+    later = store.enqueue("t", delay_s=60)
+    other = store.enqueue("t", queue="other")
+    claimed = store.claim("w", ["default"], 10, lease_ttl_s=30)
+    assert [j.id for j in claimed] == [high.id] + [j.id for j in low]
+    assert all(j.status is S.InProgress and j.lease_token == 1 for j in claimed)
+    assert store.get(later.id).status is S.Scheduled and store.get(other.id).status is S.Queued
+
+    a, b = claimed[0], claimed[1]
+    store.clock_offset_s += 10
+    beat = store.heartbeat("w", [Lease(a.id, a.lease_token), Lease(b.id, b.lease_token + 1)], 30)
+    assert [x.job_id for x in beat.renewed] == [a.id] and [x.job_id for x in beat.refused] == [b.id]
+    assert store.get(a.id).lease_expires_at == beat.renewed[0].expires_at > a.lease_expires_at
+
+    with pytest.raises(LeaseLost) as err:
+        store.complete(b.id, b.lease_token - 1, {"late": True}, worker_id="w-old")
+    assert err.value.current_token == b.lease_token
+    assert store.get(b.id).status is S.InProgress
+    assert store.events(b.id)[-1].kind == "completion_refused"
+    done = store.complete(b.id, b.lease_token, {"ok": 1}, worker_id="w")
+    assert (done.status, done.result) == (S.Completed, {"ok": 1})
+    out = store.complete_many([(a.id, a.lease_token, None), (b.id, b.lease_token, None)], worker_id="w")
+    assert out[0].status is S.Completed and isinstance(out[1], LeaseLost)
+
+
+def test_fail_retry_cancel_and_requeue(store: RedisStore) -> None:
+    job = store.enqueue("t", max_retries=1)
+    [c] = store.claim("w", ["default"], 1)
+    failed = store.fail(job.id, c.lease_token, ERROR)
+    assert (failed.status, failed.retry_count) == (S.Scheduled, 1)
+    assert store.claim("w", ["default"], 1) == []
+    store.clock_offset_s += store.settings.retry.delay_s(1) + 0.1
+    [c] = store.claim("w", ["default"], 1)
+    assert c.lease_token == 2
+    final = store.fail(job.id, c.lease_token, ERROR)
+    assert (final.status, final.retry_count) == (S.Failed, 1)
+    assert store.cancel(job.id, actor="operator:ann").status is S.Canceled
+    fresh = store.requeue(job.id, actor="operator:ann")
+    assert (fresh.status, fresh.retry_count) == (S.Queued, 0)
+    assert [e.kind for e in store.audit(10)] == ["requeued", "canceled"]
+    [again] = store.claim("w", ["default"], 1)
+    assert again.lease_token == 3
+
+
+def test_recovery_with_clock_offset(store: RedisStore) -> None:
+    jobs = store.enqueue_many([("t", {"i": i}) for i in range(30)])
+    store.claim("w-dead", ["default"], 30, lease_ttl_s=5)
+    store.enqueue("live")
+    expire_leases(store, 6)
+    [live] = store.claim("w-live", ["default"], 1, lease_ttl_s=60)
+    assert store.expired_lease_count() == 30
+    preview = store.preview_recovery(limit=20)
+    assert preview.dry_run and len(preview.recovered) == 20 and store.expired_lease_count() == 30
+    first = store.recover_expired(limit=20, owner="rec")
+    second = store.recover_expired(limit=20, owner="rec")
+    assert (len(first.recovered), first.more, len(second.recovered), second.more) == (20, True, 10, False)
+    assert {r.job_id for r in first.recovered + second.recovered} == {j.id for j in jobs}
+    assert store.get(live.id).lease_expires_at == live.lease_expires_at
+    assert store.expired_lease_count() == 0
+    assert store.event_counts()["lease_expired"] == 30
+
+
+def test_counts_and_list_paging(store: RedisStore) -> None:
+    store.enqueue_many(
+        [("alpha", {"i": i}, "qa") for i in range(7)] + [("beta", {"i": i}, "qb") for i in range(5)]
+    )
+    store.claim("w", ["qb"], 2)
+    counts = store.counts()
+    assert counts.by_status == {**{s.name: 0 for s in S}, "Queued": 10, "InProgress": 2}
+    assert counts.by_queue == {"qa": {"Queued": 7}, "qb": {"Queued": 3, "InProgress": 2}}
+    seen, cursor = [], None
+    while True:
+        page = store.list_jobs(limit=5, cursor=cursor)
+        seen.extend(page.items)
+        if (cursor := page.next_cursor) is None:
+            break
+    assert len({j.id for j in seen}) == 12
+    stamps = [(j.last_updated_at, j.id) for j in seen]
+    assert stamps == sorted(stamps, reverse=True)
+    assert len(store.list_jobs(status=S.Queued, queue="qb", limit=50).items) == 3
+
+
+def test_locks_workers_clock_and_script_reload(store: RedisStore, cluster_ports: list[int]) -> None:
+    assert abs(store.now() - time.time()) < 5
+    assert store.acquire_lock("recovery", "a", 10) and not store.acquire_lock("recovery", "b", 10)
+    assert store.lock_info("recovery").owner == "a"
+    store.clock_offset_s += 11
+    assert store.lock_info("recovery").owner is None and store.acquire_lock("recovery", "b", 10)
+    store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["a"], 2, ["j1"]))
+    assert [(w.id, w.jobs_in_hand) for w in store.workers()] == [("w-1", ["j1"])]
+    for port in cluster_ports:  # NOSCRIPT everywhere: scripts are reloaded transparently
+        assert _cli(port, "script", "flush").strip() == "OK"
+    job = store.enqueue("t")
+    assert [j.id for j in store.claim("w", ["default"], 1)] == [job.id]

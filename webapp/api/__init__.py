@@ -1,0 +1,135 @@
+"""The JSON API (DESIGN.md section 7): routes, auth, async endpoints, metrics.
+
+``init_app(app)`` (called by ``create_app``) parses LEASEHOLD_API_TOKENS
+(ConfigError on a bad value), builds the app's own OpenAPI generator and
+metrics registry, and registers the ``api`` blueprint. Public helpers for
+applications: ``async_endpoint`` and ``set_job_status_response``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, current_app, request
+from spectree import SecurityScheme, SpecTree
+from spectree.models import SecuritySchemeData
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+
+from store.base import MAX_PAGE_SIZE
+from webapp.api import errors, routes
+from webapp.api.async_endpoints import DEFAULT_STORED_HEADERS, async_endpoint
+from webapp.api.auth import READ_METHODS, authorize, parse_api_tokens
+from webapp.api.bodies import read_json_body
+from webapp.api.schemas import ErrorResponse
+from webapp.api.state import EXTENSION, ApiState, api_state
+from webapp.api.status_responses import (
+    problem_on_failure,
+    set_job_status_response,
+    summary_status_response,
+)
+from webapp.config import ConfigError
+from webapp.metrics import DEFAULT_SAMPLE_JOBS, make_registry
+
+__all__ = [
+    "DEFAULT_STORED_HEADERS",
+    "async_endpoint",
+    "init_app",
+    "problem_on_failure",
+    "set_job_status_response",
+    "summary_status_response",
+]
+
+#: Paths whose routing errors (404, 405) are answered in the API's envelope.
+API_PREFIXES = ("/api/", "/metrics", "/openapi.json", "/healthz")
+API_VERSION = "1.0.0"
+
+
+def _validation_failed(_req: Any, _resp: Any, error: Exception | None, *_: Any) -> None:
+    """spectree hook: a request that failed its schema becomes a 422 envelope."""
+    if error is not None:
+        raise errors.from_pydantic(error)  # type: ignore[arg-type]
+
+
+def _response_mismatch(_req: Any, _resp: Any, error: Exception | None, *_: Any) -> None:
+    """spectree hook: a response that does not match its documented schema is
+    a bug; log it and answer 500 in the envelope (not spectree's own body)."""
+    if error is not None:
+        current_app.logger.error(
+            "response of %s %s does not match its schema: %s", request.method, request.path, error
+        )
+        raise errors.APIError(500, "internal error")
+
+
+def _sample_jobs(config: dict[str, Any]) -> int:
+    raw = config.get("METRICS_SAMPLE_JOBS", DEFAULT_SAMPLE_JOBS)
+    if isinstance(raw, bool) or not str(raw).strip().isdigit() or not 0 <= int(raw) <= MAX_PAGE_SIZE:
+        raise ConfigError(
+            f"LEASEHOLD_METRICS_SAMPLE_JOBS must be an integer within [0, {MAX_PAGE_SIZE}], got {raw!r}"
+        )
+    return int(raw)
+
+
+def _make_spec() -> SpecTree:
+    return SpecTree(
+        "flask",
+        mode="strict",
+        annotations=False,
+        title="Leasehold API",
+        version=API_VERSION,
+        description="Jobs with leases: enqueue, inspect, steer, recover. Bearer tokens (viewer, operator).",
+        page_templates={},
+        naming_strategy=lambda model: model.__name__,
+        nested_naming_strategy=lambda _parent, child: child,
+        validation_error_status=422,
+        validation_error_model=ErrorResponse,
+        before=_validation_failed,
+        after=_response_mismatch,
+        security_schemes=[
+            SecurityScheme(name="bearer", data=SecuritySchemeData(type="http", scheme="bearer"))
+        ],
+        security={"bearer": []},
+    )
+
+
+def _protect() -> None:
+    """Deny by default: every API request needs a token, except ANONYMOUS routes;
+    GET/HEAD need viewer, every other method operator."""
+    if request.endpoint in routes.ANONYMOUS:
+        return
+    authorize(api_state().tokens, request.method)
+
+
+def _read_body() -> None:
+    """Check a mutating request's body (size, media type, JSON, shape) before validation."""
+    if request.method not in READ_METHODS:
+        read_json_body()
+
+
+def _owns_routing_error(exc: HTTPException) -> bool:
+    """True when a 404/405 is the API's to answer: a path under API_PREFIXES,
+    or a wrong method on an async endpoint."""
+    if request.path.startswith(API_PREFIXES):
+        return True
+    if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
+        try:
+            adapter = current_app.url_map.bind_to_environ(request.environ)
+            endpoint, _ = adapter.match(method=sorted(exc.valid_methods)[0])
+        except HTTPException:
+            return False
+        return endpoint in api_state().async_endpoints
+    return False
+
+
+def init_app(app: Flask) -> None:
+    """Register the API on ``app``. Raises ConfigError for bad LEASEHOLD_API_TOKENS
+    or LEASEHOLD_METRICS_SAMPLE_JOBS."""
+    tokens = parse_api_tokens(app.config.get("API_TOKENS"))
+    registry = make_registry(lambda: app.extensions["leasehold"], _sample_jobs(app.config))
+    spec = _make_spec()
+    app.extensions[EXTENSION] = ApiState(tokens=tokens, spec=spec, metrics=registry)
+    bp = Blueprint("api", __name__)
+    bp.before_request(_protect)
+    bp.before_request(_read_body)
+    routes.register(bp, spec)
+    errors.init_app(app, bp, _owns_routing_error)
+    app.register_blueprint(bp)

@@ -1,0 +1,288 @@
+"""The JSON API's routes (DESIGN.md section 7) and their table.
+
+Views are plain functions; ``ROUTES`` says for each its rule, methods, request
+models and documented responses, and ``register`` wraps every view with the
+app's spectree validator (request validation and ``/openapi.json``) on the
+app's blueprint. Authentication is not per view: the blueprint's
+``before_request`` refuses every request without a valid token (see auth).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+from spectree import Response as SpecResponse
+from spectree import SpecTree
+
+from store.errors import StoreUnavailable
+from store.lifecycle import JobStatus
+from store.models import JobSpec, iso
+from webapp import metrics
+from webapp.api.auth import current_token
+from webapp.api.enqueue import enqueue_response, idempotency_key
+from webapp.api.errors import APIError, from_pydantic
+from webapp.api.schemas import (
+    EnqueueRequest,
+    ErrorResponse,
+    EventList,
+    EventsQuery,
+    HealthOut,
+    JobOut,
+    JobPage,
+    ListJobsQuery,
+    RecoveryOut,
+    RecoveryQuery,
+    RequeueRequest,
+    StatsOut,
+    WorkerList,
+)
+from webapp.api.state import api_state, job_store
+from webapp.api.status_responses import job_status_response
+from workers import recovery
+
+JOB = "/api/jobs/<uuid:job_id>"
+#: Most recovery batches one API request runs (each at most LEASEHOLD_RECOVERY_BATCH
+#: jobs), so the request has a bound; `more` in the answer says to run again.
+RECOVERY_MAX_BATCHES = 20
+E = ErrorResponse
+
+
+def _context(part: str, model: type[BaseModel]) -> Any:
+    """The validated request part from spectree, or the model's defaults when
+    spectree skipped it (an empty form-encoded body)."""
+    value = getattr(getattr(request, "context", None), part, None)
+    if value is None:
+        try:
+            value = model.model_validate({})
+        except PydanticValidationError as exc:  # a required field
+            raise from_pydantic(exc) from None
+    return value
+
+
+def _job_json(job: Any, status: int = 200) -> Response:
+    response = current_app.json.response(job.to_json())
+    response.status_code = status
+    return response
+
+
+# ------------------------------------------------------------------ views
+def healthz() -> tuple[dict[str, Any], int]:
+    """Liveness and store reachability: 200, or 503 when the store does not answer.
+
+    The only route that needs no token."""
+    try:
+        job_store().now()
+    except StoreUnavailable as exc:
+        return {"status": "unavailable", "store": str(exc)}, 503
+    return {"status": "ok"}, 200
+
+
+def enqueue_job() -> Response:
+    """Enqueue a job: 202 with the job and `Location`.
+
+    With an `Idempotency-Key` header already used for the same job, 200 with
+    the first job (nothing written); used for a different job, 409."""
+    body: EnqueueRequest = _context("json", EnqueueRequest)
+    spec = JobSpec(idempotency_key=idempotency_key(), **body.model_dump())
+    return enqueue_response(spec)
+
+
+def list_jobs() -> dict[str, Any]:
+    """Jobs, newest update first, filtered by status, queue and name; keyset paging."""
+    q: ListJobsQuery = _context("query", ListJobsQuery)
+    page = job_store().list_jobs(
+        status=JobStatus[q.status] if q.status else None,
+        queue=q.queue,
+        name=q.name,
+        limit=q.limit,
+        cursor=q.cursor,
+    )
+    return {"items": [job.to_json() for job in page.items], "next_cursor": page.next_cursor}
+
+
+def get_job(job_id: uuid.UUID) -> Any:
+    """A job (the app may shape this answer: see webapp.api.status_responses)."""
+    return job_status_response(job_store().get(str(job_id)))
+
+
+def cancel_job(job_id: uuid.UUID) -> Response:
+    """Cancel: 200 with the job, 409 when it cannot be canceled. A running
+    job's lease is revoked (its worker's heartbeat and ack are refused)."""
+    return _job_json(job_store().cancel(str(job_id), actor=current_token().actor))
+
+
+def requeue_job(job_id: uuid.UUID) -> Response:
+    """Requeue a Scheduled, Failed or Canceled job: due now; retries reset
+    unless `reset_retries` is false. 409 from any other status."""
+    body: RequeueRequest = _context("json", RequeueRequest)
+    job = job_store().requeue(str(job_id), actor=current_token().actor, reset_retries=body.reset_retries)
+    return _job_json(job)
+
+
+def retry_job(job_id: uuid.UUID) -> Response:
+    """Retry a Scheduled or Failed job now, keeping its retry count. 409 from any other status."""
+    return _job_json(job_store().retry_now(str(job_id), actor=current_token().actor))
+
+
+def job_events(job_id: uuid.UUID) -> dict[str, Any]:
+    """A job's timeline, oldest first (the last `limit` events)."""
+    q: EventsQuery = _context("query", EventsQuery)
+    store = job_store()
+    store.get(str(job_id))  # 404 for an unknown job, not an empty list
+    return {"items": [event.to_json() for event in store.events(str(job_id), limit=q.limit)]}
+
+
+def run_recovery() -> dict[str, Any]:
+    """Recover expired leases now (`?dry_run=1` previews one batch and changes nothing).
+
+    A real run takes the recovery lock, drains in bounded batches (`more` is
+    true when leases remain) and is recorded in the recovery history with the
+    token's name as its trigger. 409 while another instance holds the lock."""
+    q: RecoveryQuery = _context("query", RecoveryQuery)
+    settings = current_app.extensions["leasehold.settings"]
+    owner = f"api@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # unique per run
+    try:
+        report = recovery.run_recovery(
+            job_store(),
+            owner,
+            current_token().actor,
+            settings.recovery_batch,
+            settings.recovery_lock_ttl_s,
+            dry_run=q.dry_run,
+            max_batches=RECOVERY_MAX_BATCHES,
+        )
+    except recovery.RecoveryBusy as busy:
+        raise APIError(409, str(busy)) from None
+    return report.to_json()
+
+
+def stats() -> dict[str, Any]:
+    """Counts by status and by queue, and expired leases awaiting recovery."""
+    store = job_store()
+    return {**store.counts().to_json(), "expired_leases": store.expired_lease_count()}
+
+
+def list_workers() -> dict[str, Any]:
+    """Registered worker processes, most recently seen first."""
+    store = job_store()
+    now = store.now()
+    items = []
+    for w in store.workers():
+        seen = None if w.last_seen_at is None else round(max(0.0, now - w.last_seen_at.timestamp()), 3)
+        items.append(
+            {
+                "id": w.id,
+                "host": w.host,
+                "pid": w.pid,
+                "queues": list(w.queues),
+                "concurrency": w.concurrency,
+                "jobs_in_hand": list(w.jobs_in_hand),
+                "started_at": iso(w.started_at),
+                "last_seen_at": iso(w.last_seen_at),
+                "seen_seconds_ago": seen,
+            }
+        )
+    return {"items": items}
+
+
+def prometheus_metrics() -> Response:
+    """Prometheus text exposition, read from the store at scrape time (viewer token)."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    return Response(metrics.render(api_state().metrics), content_type=CONTENT_TYPE_LATEST)
+
+
+def openapi() -> Response:
+    """This API's OpenAPI 3 document, generated from the request and response schemas."""
+    return current_app.json.response(api_state().openapi())
+
+
+# ------------------------------------------------------------------ table
+@dataclass(frozen=True, slots=True)
+class Route:
+    rule: str
+    view: Callable[..., Any]
+    methods: tuple[str, ...] = ("GET",)
+    query: type[BaseModel] | None = None
+    json: type[BaseModel] | None = None
+    responses: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ("jobs",)
+    anonymous: bool = False
+
+
+_READ = {"HTTP_401": E, "HTTP_503": E}
+_ACT = {"HTTP_401": E, "HTTP_403": E, "HTTP_404": E, "HTTP_409": E, "HTTP_503": E}
+_BODY = {"HTTP_400": E, "HTTP_413": E, "HTTP_415": E}
+_OPS = ("ops",)
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "/healthz",
+        healthz,
+        responses={"HTTP_200": HealthOut, "HTTP_503": HealthOut},
+        tags=_OPS,
+        anonymous=True,
+    ),
+    Route(
+        "/api/jobs",
+        enqueue_job,
+        ("POST",),
+        json=EnqueueRequest,
+        responses={"HTTP_202": JobOut, "HTTP_200": JobOut, **_ACT, **_BODY},
+    ),
+    Route("/api/jobs", list_jobs, query=ListJobsQuery, responses={"HTTP_200": JobPage, **_READ}),
+    Route(JOB, get_job, responses={"HTTP_200": None, "HTTP_404": E, **_READ}),
+    Route(f"{JOB}/cancel", cancel_job, ("POST",), responses={"HTTP_200": JobOut, **_ACT}),
+    Route(
+        f"{JOB}/requeue",
+        requeue_job,
+        ("POST",),
+        json=RequeueRequest,
+        responses={"HTTP_200": JobOut, **_ACT, **_BODY},
+    ),
+    Route(f"{JOB}/retry", retry_job, ("POST",), responses={"HTTP_200": JobOut, **_ACT}),
+    Route(
+        f"{JOB}/events",
+        job_events,
+        query=EventsQuery,
+        responses={"HTTP_200": EventList, "HTTP_404": E, **_READ},
+    ),
+    Route(
+        "/api/recovery",
+        run_recovery,
+        ("POST",),
+        query=RecoveryQuery,
+        responses={"HTTP_200": RecoveryOut, **_ACT},
+        tags=("recovery",),
+    ),
+    Route("/api/stats", stats, responses={"HTTP_200": StatsOut, **_READ}, tags=_OPS),
+    Route("/api/workers", list_workers, responses={"HTTP_200": WorkerList, **_READ}, tags=_OPS),
+    Route("/metrics", prometheus_metrics, responses={"HTTP_200": None, **_READ}, tags=_OPS),
+    Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),
+)
+
+#: Endpoints that take no token.
+ANONYMOUS: frozenset[str] = frozenset(f"api.{r.view.__name__}" for r in ROUTES if r.anonymous)
+
+
+def register(bp: Blueprint, spec: SpecTree) -> None:
+    """Add every route of ROUTES to ``bp``, validated and documented by ``spec``."""
+    for route in ROUTES:
+        codes = {k: v for k, v in route.responses.items() if v is not None}
+        bare = tuple(k for k, v in route.responses.items() if v is None)
+        view = spec.validate(
+            query=route.query,
+            json=route.json,
+            resp=SpecResponse(*bare, **codes),
+            tags=list(route.tags),
+            security={} if route.anonymous else None,
+        )(route.view)
+        bp.add_url_rule(route.rule, endpoint=route.view.__name__, view_func=view, methods=list(route.methods))

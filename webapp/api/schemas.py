@@ -1,0 +1,211 @@
+"""Request and response schemas of the JSON API (pydantic v2).
+
+The same models validate requests (through spectree) and describe them in
+``/openapi.json``. Request models forbid unknown fields and use the limits
+of ``store.models`` so the API refuses what the store would refuse, earlier
+and with the field named. JSON bodies are strict (no ``"5"`` for 5, no
+``true`` for 1); query strings are text, so query models coerce.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from store.base import MAX_PAGE_SIZE
+from store.lifecycle import JobStatus
+from store.models import (
+    MAX_DELAY_S,
+    MAX_NAME_LEN,
+    MAX_PRIORITY,
+    MAX_QUEUE_LEN,
+    MAX_RETRIES_LIMIT,
+    MAX_TIMEOUT_S,
+    MIN_LEASE_TTL_S,
+)
+
+#: Printable text with at least one non-space character, no control characters.
+_TEXT = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+#: An opaque cursor (url-safe base64).
+_CURSOR = r"^[A-Za-z0-9_=-]+$"
+#: Largest events page.
+MAX_EVENTS_PAGE = 1000
+
+JobName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_LEN, pattern=_TEXT)]
+QueueName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUEUE_LEN, pattern=_TEXT)]
+STATUS_NAMES = ", ".join(s.name for s in JobStatus)
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Query(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- requests
+class EnqueueRequest(_Body):
+    """A job to enqueue. Durations are seconds; omitted options take the
+    server's defaults (LEASEHOLD_MAX_RETRIES, LEASEHOLD_JOB_TIMEOUT, ...)."""
+
+    name: JobName = Field(description="handler name, e.g. index-source")
+    payload: Any = Field(None, description="handler input (any JSON)")
+    queue: QueueName = "default"
+    priority: int = Field(
+        0, ge=-MAX_PRIORITY, le=MAX_PRIORITY, description="higher runs first within a queue"
+    )
+    max_retries: int | None = Field(None, ge=0, le=MAX_RETRIES_LIMIT)
+    timeout_s: float | None = Field(None, ge=0.001, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    lease_ttl_s: float | None = Field(None, ge=MIN_LEASE_TTL_S, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    delay_s: float = Field(0.0, ge=0.0, le=MAX_DELAY_S, allow_inf_nan=False, description="start Scheduled")
+
+
+class RequeueRequest(_Body):
+    """Options of a requeue; the body may be omitted."""
+
+    reset_retries: bool = Field(True, description="set retry_count and lease_expirations to 0")
+
+
+class ListJobsQuery(_Query):
+    """Filters and keyset paging of GET /api/jobs (newest update first)."""
+
+    status: str | None = Field(None, description=f"one of {STATUS_NAMES}, or its code")
+    queue: QueueName | None = None
+    name: JobName | None = None
+    limit: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
+    cursor: str | None = Field(
+        None, max_length=512, pattern=_CURSOR, description="next_cursor of the previous page"
+    )
+
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, value: str | None) -> str | None:
+        return None if value is None else JobStatus.parse(value).name
+
+
+class EventsQuery(_Query):
+    limit: int = Field(200, ge=1, le=MAX_EVENTS_PAGE, description="the last N events")
+
+
+class RecoveryQuery(_Query):
+    dry_run: bool = Field(False, description="preview only: report what would be done, change nothing")
+
+
+# --------------------------------------------------------------- responses
+class ErrorBody(BaseModel):
+    code: int
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """Every error: the HTTP status is ``error.code``."""
+
+    error: ErrorBody
+
+
+class JobError(BaseModel):
+    type: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+
+
+class JobOut(BaseModel):
+    """A job (DESIGN.md section 2). Times are ISO 8601 UTC strings."""
+
+    id: str
+    name: str
+    queue: str
+    status: str = Field(description=STATUS_NAMES)
+    status_code: int
+    priority: int
+    payload: Any = None
+    headers: dict[str, str] | None = None
+    route_params: dict[str, Any] | None = None
+    query_params: dict[str, Any] | None = None
+    result: Any = None
+    error: JobError | None = None
+    retry_count: int
+    max_retries: int
+    lease_expirations: int
+    retry_delay_until: str | None = None
+    worker_id: str | None = None
+    lease_token: int
+    lease_expires_at: str | None = None
+    last_heartbeat_at: str | None = None
+    timeout_seconds: float
+    lease_ttl_seconds: float | None = None
+    created_at: str | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    last_updated_at: str | None = None
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
+class EventOut(BaseModel):
+    job_id: str
+    at: str | None
+    kind: str
+    from_status: str | None
+    to_status: str | None
+    actor: str | None
+    token: int | None
+    message: str | None
+
+
+class EventList(BaseModel):
+    items: list[EventOut]
+
+
+class StatsOut(BaseModel):
+    counts: dict[str, int] = Field(description="jobs by status (all six)")
+    queues: dict[str, dict[str, int]] = Field(description="jobs by queue, then status")
+    expired_leases: int = Field(description="InProgress jobs whose lease expired, awaiting recovery")
+
+
+class WorkerOut(BaseModel):
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    jobs_in_hand: list[str]
+    started_at: str | None
+    last_seen_at: str | None
+    seen_seconds_ago: float | None = Field(description="by the store's clock")
+
+
+class WorkerList(BaseModel):
+    items: list[WorkerOut]
+
+
+class RecoveredJobOut(BaseModel):
+    id: str
+    name: str
+    queue: str
+    worker_id: str | None
+    lease_token: int
+    retry_count: int
+    delay_s: float | None
+
+
+class RecoveryOut(BaseModel):
+    """``recovered``: rescheduled for a retry; ``failed``: retries spent."""
+
+    recovered: list[RecoveredJobOut]
+    failed: list[RecoveredJobOut]
+    dry_run: bool
+    more: bool = Field(description="expired leases remain (the run stopped at its bound)")
+    owner: str | None
+    duration_ms: float
+
+
+class HealthOut(BaseModel):
+    status: str
+    store: str | None = None

@@ -1,0 +1,219 @@
+"""Prometheus metrics, read from the store at scrape time.
+
+Every number lives in the store (counters kept in the same transaction or
+Lua script as the change they count), so a scrape of any web process gives
+the same answer however many workers and web processes there are: nothing
+is counted in this process's memory. Each app has its own CollectorRegistry
+(no process-global registry), holding one custom collector.
+
+Series (``_total`` added by the exposition format for counters):
+
+* ``leasehold_jobs{queue,status}``, ``leasehold_jobs_by_status{status}``: gauges from ``store.counts()``.
+* ``leasehold_expired_leases``: InProgress jobs whose lease expired, awaiting recovery.
+* ``leasehold_workers``: worker processes in the registry.
+* ``leasehold_job_events_total{kind}``: every job event kind from ``store.event_counts()``.
+* Named counters from the same totals: ``leasehold_jobs_enqueued_total``,
+  ``leasehold_jobs_claimed_total``, ``leasehold_jobs_completed_total``,
+  ``leasehold_jobs_failed_total`` (handler failures that ended Failed),
+  ``leasehold_retries_scheduled_total`` (handler failures rescheduled),
+  ``leasehold_lease_expirations_total`` (expired leases recovered, retried or
+  failed), ``leasehold_leases_released_total`` (given back at shutdown),
+  ``leasehold_stale_acks_refused_total{kind}`` (completion, failure,
+  heartbeat, release refused for a stale token),
+  ``leasehold_operator_actions_total{action}`` (canceled, requeued, retried_now).
+* ``leasehold_recovery_last_run_timestamp_seconds`` and
+  ``leasehold_recovery_last_run_jobs{outcome}``: the newest recorded recovery run.
+  (The store contract keeps the run history but no total of runs, so no
+  ``leasehold_recovery_runs_total`` is exported yet.)
+* ``leasehold_recent_job_run_seconds`` and ``leasehold_recent_job_queue_wait_seconds``:
+  GAUGE histograms over the most recently updated Completed jobs (at most
+  ``LEASEHOLD_METRICS_SAMPLE_JOBS``, default 500): run time is
+  ``completed_at - started_at`` (the last attempt), queue wait is
+  ``started_at - created_at`` (includes backoff of retried jobs). They are a
+  snapshot of a window, not cumulative: counts go down as jobs leave the
+  window, so use ``histogram_quantile`` on the buckets directly and never
+  ``rate()``. Cumulative histograms would need the store to keep bucket
+  counters, which its contract does not have yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from store.base import MAX_PAGE_SIZE, JobStore
+from store.lifecycle import JobStatus
+
+#: Bucket upper bounds of the recent-jobs histograms, seconds.
+BUCKETS_S: tuple[float, ...] = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+)  # fmt: skip
+#: Default number of recent Completed jobs the histograms are computed from.
+DEFAULT_SAMPLE_JOBS = 500
+
+#: Named counters: metric name (without _total), help, event kind.
+_NAMED_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    ("leasehold_jobs_enqueued", "Jobs enqueued.", "enqueued"),
+    ("leasehold_jobs_claimed", "Leases granted (claims, each bumping a fencing token).", "claimed"),
+    ("leasehold_jobs_completed", "Jobs completed.", "completed"),
+    ("leasehold_jobs_failed", "Handler failures that ended Failed (retries spent or permanent).", "failed"),
+    ("leasehold_retries_scheduled", "Handler failures rescheduled for a retry.", "retry_scheduled"),
+    ("leasehold_lease_expirations", "Expired leases recovered (job retried or failed).", "lease_expired"),
+    ("leasehold_leases_released", "Leases given back by workers shutting down (job due again).", "released"),
+)
+#: Labelled counters: metric name, help, label, {event kind: label value}.
+_LABELLED_COUNTERS: tuple[tuple[str, str, str, dict[str, str]], ...] = (
+    (
+        "leasehold_stale_acks_refused",
+        "Worker writes refused because their lease token was stale.",
+        "kind",
+        {
+            "completion_refused": "completion",
+            "failure_refused": "failure",
+            "heartbeat_refused": "heartbeat",
+            "release_refused": "release",
+        },
+    ),
+    (
+        "leasehold_operator_actions",
+        "Operator actions on jobs.",
+        "action",
+        {"canceled": "cancel", "requeued": "requeue", "retried_now": "retry"},
+    ),
+)
+
+
+def _histogram(name: str, doc: str, values: Sequence[float]) -> GaugeHistogramMetricFamily:
+    ordered = sorted(values)
+    buckets, i = [], 0
+    for bound in BUCKETS_S:
+        while i < len(ordered) and ordered[i] <= bound:
+            i += 1
+        buckets.append((floatToGoString(bound), float(i)))
+    buckets.append(("+Inf", float(len(ordered))))
+    return GaugeHistogramMetricFamily(
+        name, doc, buckets=buckets, gsum_value=float(sum(ordered)), unit="seconds"
+    )
+
+
+def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
+    if later is None or earlier is None:
+        return None
+    return max(0.0, (later - earlier).total_seconds())
+
+
+class StoreCollector(Collector):
+    """Reads the store on every scrape (about six queries; the sample reads
+    up to ``sample_jobs`` rows). A store that does not answer makes the scrape
+    fail (StoreUnavailable), so Prometheus records ``up == 0`` instead of stale numbers."""
+
+    def __init__(self, get_store: Callable[[], JobStore], sample_jobs: int = DEFAULT_SAMPLE_JOBS) -> None:
+        if not 0 <= sample_jobs <= MAX_PAGE_SIZE:
+            raise ValueError(f"sample_jobs must be within [0, {MAX_PAGE_SIZE}]")
+        self.get_store = get_store
+        self.sample_jobs = sample_jobs
+
+    @property
+    def store(self) -> JobStore:
+        """The app's store, looked up at each scrape (never a stale handle)."""
+        return self.get_store()
+
+    def describe(self) -> list[Metric]:
+        return []  # no collect() at registration: that would query the store
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._counts()
+        yield from self._events()
+        yield from self._recovery()
+        if self.sample_jobs:
+            yield from self._recent()
+
+    def _counts(self) -> Iterator[Metric]:
+        counts = self.store.counts()
+        by_queue = GaugeMetricFamily(
+            "leasehold_jobs", "Jobs by queue and status.", labels=["queue", "status"]
+        )
+        for queue in sorted(counts.by_queue):
+            for status in JobStatus:
+                by_queue.add_metric([queue, status.name], counts.by_queue[queue].get(status.name, 0))
+        yield by_queue
+        by_status = GaugeMetricFamily("leasehold_jobs_by_status", "Jobs by status.", labels=["status"])
+        for status in JobStatus:
+            by_status.add_metric([status.name], counts.by_status.get(status.name, 0))
+        yield by_status
+        yield GaugeMetricFamily(
+            "leasehold_expired_leases",
+            "InProgress jobs whose lease has expired, awaiting recovery.",
+            value=self.store.expired_lease_count(),
+        )
+        yield GaugeMetricFamily(
+            "leasehold_workers", "Registered worker processes.", value=len(self.store.workers())
+        )
+
+    def _events(self) -> Iterator[Metric]:
+        totals = self.store.event_counts()
+        every = CounterMetricFamily("leasehold_job_events", "Job events by kind.", labels=["kind"])
+        for kind in sorted(totals):
+            every.add_metric([kind], totals[kind])
+        yield every
+        for name, doc, kind in _NAMED_COUNTERS:
+            yield CounterMetricFamily(name, doc, value=totals.get(kind, 0))
+        for name, doc, label, kinds in _LABELLED_COUNTERS:
+            family = CounterMetricFamily(name, doc, labels=[label])
+            for kind, value in kinds.items():
+                family.add_metric([value], totals.get(kind, 0))
+            yield family
+
+    def _recovery(self) -> Iterator[Metric]:
+        runs = self.store.recovery_runs(limit=1)
+        if not runs:
+            return
+        last = runs[0]
+        yield GaugeMetricFamily(
+            "leasehold_recovery_last_run_timestamp_seconds",
+            "When the newest recorded recovery run finished (epoch seconds).",
+            value=last.finished_at.timestamp(),
+        )
+        jobs = GaugeMetricFamily(
+            "leasehold_recovery_last_run_jobs",
+            "Jobs the newest recovery run retried or failed.",
+            labels=["outcome"],
+        )
+        jobs.add_metric(["retried"], last.recovered)
+        jobs.add_metric(["failed"], last.failed)
+        yield jobs
+
+    def _recent(self) -> Iterator[Metric]:
+        page = self.store.list_jobs(status=JobStatus.Completed, limit=self.sample_jobs)
+        runs = [s for j in page.items if (s := _seconds(j.completed_at, j.started_at)) is not None]
+        waits = [s for j in page.items if (s := _seconds(j.started_at, j.created_at)) is not None]
+        yield _histogram(
+            "leasehold_recent_job_run",
+            f"Run time of the last {len(runs)} completed jobs (a window, not cumulative).",
+            runs,
+        )
+        yield _histogram(
+            "leasehold_recent_job_queue_wait",
+            f"Wait from enqueue to the last start of the last {len(waits)} completed jobs (a window).",
+            waits,
+        )
+
+
+def make_registry(
+    get_store: Callable[[], JobStore], sample_jobs: int = DEFAULT_SAMPLE_JOBS
+) -> CollectorRegistry:
+    """A registry of its own for one app, holding a StoreCollector."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StoreCollector(get_store, sample_jobs))
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    """The Prometheus text exposition of ``registry`` (queries the store).
+    Raises StoreUnavailable when the store does not answer."""
+    return generate_latest(registry)
