@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv .venv test lint format services-stop clean
+.PHONY: venv .venv assets chromium test demo bench lint format services-stop clean
 
 # The virtualenv, (re)installed whenever a requirements file changes.
 venv .venv: $(STAMP)
@@ -18,13 +18,39 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install -r requirements-dev.txt
 	touch $@
 
+# htmx from the npm registry (pinned in package-lock.json), copied where the console serves it.
+HTMX := static/vendor/htmx.min.js
+assets: $(HTMX)
+$(HTMX): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	npm run vendor
+
+# Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+
 # Lint, then the test suite against PostgreSQL and Redis (started if needed by
 # scripts/services.sh, whose export lines are evaluated in the same shell).
-test: $(STAMP)
+test: $(STAMP) $(HTMX) chromium
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	$(BIN)/ruff format --check . && \
 	$(BIN)/ruff check . && \
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
+# the standard library indexed. STORE=postgresql+psycopg://… or redis://… for another store.
+STORE ?= sqlite:///instance/leasehold.db
+demo: $(STAMP) $(HTMX)
+	$(BIN)/python -m workers.demo --store "$(STORE)"
+
+# Every benchmark; each prints its configuration and figures.
+bench: $(STAMP)
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	$(BIN)/python bench/store_throughput.py --stores sqlite,postgresql,redis && \
+	$(BIN)/python bench/redis_store.py && \
+	$(BIN)/python bench/worker_throughput.py && \
+	$(BIN)/python bench/api_enqueue.py && \
+	$(BIN)/python bench/console_pages.py
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .

@@ -1,5 +1,16 @@
-"""WSGI entry point for gunicorn and ``flask --app wsgi``."""
+"""WSGI entry point for gunicorn and ``flask --app wsgi``.
 
+A bad ``LEASEHOLD_*`` setting stops the process with one line naming the
+variable (``Error: LEASEHOLD_LEASE_TTL must be ...``), not a traceback.
+"""
+
+import sys
+
+from store.errors import ValidationError
 from webapp import create_app
+from webapp.config import ConfigError
 
-app = create_app()
+try:
+    app = create_app()
+except (ConfigError, ValidationError) as exc:
+    sys.exit(f"Error: {exc}")

@@ -68,6 +68,7 @@ jobs = Table(
         "queue",
         text("priority DESC"),
         "due_at",
+        "id",
         postgresql_where=text("status IN (100, 200)"),
         sqlite_where=text("status IN (100, 200)"),
     ),

@@ -27,6 +27,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     select,
     tuple_,
     union_all,
@@ -113,14 +114,7 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
     """PostgreSQL claim: pick due jobs with FOR UPDATE SKIP LOCKED and lease
     them in one statement. Params: q0..qN, limit, worker_id, ttl."""
     picked = (
-        select(jobs.c.id, jobs.c.status.label("old_status"))
-        .where(
-            jobs.c.status.in_(source_codes(Operation.CLAIM)),
-            jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
-            jobs.c.due_at <= now,
-        )
-        .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
-        .limit(bindparam("limit"))
+        _due(select(jobs.c.id, jobs.c.status.label("old_status")), now, queues)
         .with_for_update(skip_locked=True)
         .subquery("picked")
     )
@@ -157,18 +151,25 @@ def with_bookkeeping(change: Update, now: ColumnElement[float], kind: str) -> Se
     return select(upd).add_cte(events.cte("ev"), bump.cte("cnt"))
 
 
-def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
-    """SQLite claim, step 1 (inside BEGIN IMMEDIATE): due jobs. Params: q0..qN, limit."""
+def _due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
+    """Due jobs of the named queues in claim order, written so the planner walks
+    ix_jobs_ready in order and stops at LIMIT: the status codes are literals
+    (implying the partial index's predicate) and one queue is an equality."""
+    waiting = jobs.c.status.in_([literal_column(str(code)) for code in source_codes(Operation.CLAIM)])
+    if queues == 1:
+        in_queue = jobs.c.queue == bindparam("q0")
+    else:
+        in_queue = jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)])
     return (
-        select(jobs.c.id, jobs.c.status)
-        .where(
-            jobs.c.status.in_(source_codes(Operation.CLAIM)),
-            jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
-            jobs.c.due_at <= now,
-        )
+        stmt.where(waiting, in_queue, jobs.c.due_at <= now)
         .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
         .limit(bindparam("limit"))
     )
+
+
+def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
+    """SQLite claim, step 1 (inside BEGIN IMMEDIATE): due jobs. Params: q0..qN, limit."""
+    return _due(select(jobs.c.id, jobs.c.status), now, queues)
 
 
 def claim_sqlite(now: ColumnElement[float]) -> Update:
@@ -441,6 +442,9 @@ def upsert_worker(dialect: str, now: ColumnElement[float]) -> Insert:
     return ins.on_conflict_do_update(
         index_elements=[workers.c.id],
         set_={
+            "host": ins.excluded.host,
+            "pid": ins.excluded.pid,
+            "started_at": ins.excluded.started_at,
             "queues": ins.excluded.queues,
             "concurrency": ins.excluded.concurrency,
             "jobs_in_hand": ins.excluded.jobs_in_hand,

@@ -121,3 +121,6 @@ def test_worker_registry(store: JobStore) -> None:
     assert workers["w-1"].last_seen_at is not None
     store.remove_worker("w-1")
     assert [w.id for w in store.workers()] == ["w-2"]
+    store.worker_heartbeat(WorkerInfo("w-2", "other-host", 999, ["a"], 1))  # restarted under the same id
+    [again] = store.workers()
+    assert (again.host, again.pid) == ("other-host", 999)

@@ -10,16 +10,13 @@
 -- ARGV[6]      concurrency
 -- ARGV[7]      jobs in hand, JSON list
 -- ARGV[8]      started_at, epoch seconds
--- id, host, pid and started_at are kept from the first heartbeat; the rest and
--- last_seen_at (= now) are refreshed.
+-- Every field is refreshed (a worker restarted under the same id has a new
+-- pid and start time); last_seen_at = now.
 -- Returns:     1
 --
 -- @include lib/clock.lua
 
-redis.call('HSETNX', KEYS[1], 'id', ARGV[2])
-redis.call('HSETNX', KEYS[1], 'host', ARGV[3])
-redis.call('HSETNX', KEYS[1], 'pid', ARGV[4])
-redis.call('HSETNX', KEYS[1], 'started_at', ARGV[8])
-redis.call('HSET', KEYS[1], 'queues', ARGV[5], 'concurrency', ARGV[6], 'jobs_in_hand', ARGV[7], 'last_seen_at', now)
+redis.call('HSET', KEYS[1], 'id', ARGV[2], 'host', ARGV[3], 'pid', ARGV[4], 'started_at', ARGV[8],
+  'queues', ARGV[5], 'concurrency', ARGV[6], 'jobs_in_hand', ARGV[7], 'last_seen_at', now)
 redis.call('ZADD', KEYS[2], now, ARGV[2])
 return 1

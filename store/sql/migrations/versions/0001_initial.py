@@ -56,7 +56,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_jobs_ready",
         "jobs",
-        ["queue", sa.text("priority DESC"), "due_at"],
+        ["queue", sa.text("priority DESC"), "due_at", "id"],
         postgresql_where=WAITING,
         sqlite_where=WAITING,
     )

@@ -1,0 +1,80 @@
+"""Handlers the worker tests run (LEASEHOLD_HANDLERS=tests.handlers).
+
+Each returns who ran it (worker id and token) so tests can tell which lease
+holder recorded the result.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from workers import JobContext, PermanentError, handler
+
+
+def _who(ctx: JobContext, **extra: object) -> dict[str, object]:
+    return {"worker": ctx.worker_id, "token": ctx.lease_token, "attempt": ctx.attempt, **extra}
+
+
+@handler("noop")
+def noop(ctx: JobContext) -> dict[str, object]:
+    return _who(ctx)
+
+
+@handler("sleep")
+def sleep(ctx: JobContext) -> dict[str, object]:
+    """Sleep ``payload["seconds"]``, regardless of cancellation."""
+    time.sleep(float(ctx.payload["seconds"]))
+    return _who(ctx)
+
+
+@handler("sleep_first")
+def sleep_first(ctx: JobContext) -> dict[str, object]:
+    """Sleep ``payload["seconds"]`` on the first lease only (token 1); later
+    holders (after a crash, a pause or a release) return at once."""
+    if ctx.lease_token == 1:
+        time.sleep(float(ctx.payload["seconds"]))
+    return _who(ctx)
+
+
+@handler("wait_cancel")
+def wait_cancel(ctx: JobContext) -> dict[str, object]:
+    """Wait until ``ctx.cancelled`` is set (at most ``payload["seconds"]``)."""
+    cancelled = ctx.cancelled.wait(float(ctx.payload.get("seconds", 60)))
+    return _who(ctx, cancelled=cancelled)
+
+
+@handler("hold")
+def hold(ctx: JobContext) -> dict[str, object]:
+    """Run until the file ``payload["path"]`` exists (at most two minutes):
+    the test decides when the job ends."""
+    deadline = time.monotonic() + 120
+    while not os.path.exists(ctx.payload["path"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _who(ctx)
+
+
+@handler("crash")
+def crash(ctx: JobContext) -> None:
+    """Kill the process running the job: a poison job."""
+    os._exit(1)
+
+
+@handler("not_json")
+def not_json(ctx: JobContext) -> object:
+    return object()
+
+
+@handler("boom")
+def boom(ctx: JobContext) -> None:
+    raise ValueError("boom")
+
+
+@handler("permanent")
+def permanent(ctx: JobContext) -> None:
+    raise PermanentError("bad input, do not retry")
+
+
+@handler("defaults", queue="special", max_retries=7, timeout=42)
+def defaults(ctx: JobContext) -> dict[str, object]:
+    return _who(ctx)

@@ -1,0 +1,143 @@
+"""One Worker run inside the test process (thread pool, no signals) on every
+backend: outcomes of each kind, cancellation through a refused heartbeat,
+graceful stop, and the recovery service and ``run_recovery``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from store.base import RECOVERY_LOCK
+from tests.backends import StoreHandle
+from tests.store.helpers import expire_leases
+from tests.workers.procs import events, job_is, registered, wait_until
+from workers.config import WorkerConfig
+from workers.handlers import load_handlers
+from workers.recovery import RecoveryBusy, RecoveryService, run_recovery
+from workers.worker import Worker
+
+load_handlers(["tests.handlers"])
+
+
+def make_worker(handle: StoreHandle, **options: Any) -> Worker:
+    config = WorkerConfig(
+        store_url=handle.url,
+        concurrency=options.pop("concurrency", 2),
+        lease_ttl_s=1.0,
+        name=options.pop("name", "w-in"),
+        handlers=("tests.handlers",),
+        recovery_interval_s=0.2,
+        recovery_lock_ttl_s=5.0,
+        store=handle.store.settings,
+        **options,
+    )
+    return Worker(config, handle.store, install_signals=False)
+
+
+@contextmanager
+def running(worker: Worker) -> Iterator[Worker]:
+    """Run ``worker`` in a thread; stop it and wait for it on the way out."""
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(worker.run()), daemon=True)
+    thread.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        thread.join(60)
+        assert not thread.is_alive() and codes == [0]
+
+
+def test_every_kind_of_outcome(handle: StoreHandle) -> None:
+    store = handle.store
+    ok = store.enqueue("noop")
+    unknown = store.enqueue("no-such-handler")
+    not_json = store.enqueue("not_json")
+    permanent = store.enqueue("permanent")
+    boom = store.enqueue("boom", max_retries=5)
+
+    assert make_worker(handle, burst=True).run() == 0
+
+    done = store.get(ok.id)
+    assert done.status.name == "Completed" and done.result == {"worker": "w-in", "token": 1, "attempt": 0}
+    for job, kind in (
+        (unknown, "UnknownHandler"),
+        (not_json, "ResultNotJSON"),
+        (permanent, "PermanentError"),
+    ):
+        failed = store.get(job.id)
+        assert (failed.status.name, failed.error["type"], failed.retry_count) == ("Failed", kind, 0)
+    assert "no-such-handler" in store.get(unknown.id).error["message"]
+    retried = store.get(boom.id)  # burst stops once nothing is due: the retry waits for its backoff
+    assert retried.status.name in ("Scheduled", "Failed") and retried.retry_count >= 1
+    assert retried.error["type"] == "ValueError" and "raise ValueError" in retried.error["traceback"]
+    assert not registered(store, "w-in")
+
+
+def test_canceled_running_job_is_told_to_stop_and_its_ack_refused(handle: StoreHandle) -> None:
+    store = handle.store
+    job = store.enqueue("wait_cancel", {"seconds": 60})
+    with running(make_worker(handle)):
+        wait_until(lambda: job_is(store, job.id, "InProgress"), what="job claimed")
+        store.cancel(job.id, actor="operator:test")
+        # the next heartbeat is refused: ctx.cancelled is set, the handler returns, its ack is fenced off
+        [refused] = wait_until(lambda: events(store, job.id, "completion_refused"), what="the refused ack")
+        assert refused.actor == "w-in"
+    assert store.get(job.id).status.name == "Canceled"
+    assert events(store, job.id, "heartbeat_refused")
+
+
+def test_stop_lets_short_jobs_finish_and_releases_the_rest(handle: StoreHandle) -> None:
+    store = handle.store
+    short = store.enqueue("sleep", {"seconds": 0.3})
+    long = store.enqueue("wait_cancel", {"seconds": 60})
+    worker = make_worker(handle, grace_s=1.0)
+    with running(worker):
+        wait_until(lambda: job_is(store, short.id, "InProgress") and job_is(store, long.id, "InProgress"))
+    assert store.get(short.id).status.name == "Completed"
+    released = store.get(long.id)
+    assert (released.status.name, released.retry_count, released.worker_id) == ("Scheduled", 0, None)
+    assert [e.actor for e in events(store, long.id, "released")] == ["w-in"]
+    assert not registered(store, "w-in")
+
+
+def test_startup_drains_expired_leases_and_records_the_run(handle: StoreHandle) -> None:
+    store = handle.store
+    store.enqueue_many([("noop", {"i": i}) for i in range(5)])
+    store.enqueue("noop", max_retries=0)
+    while store.claim("w-dead", ["default"], 10, lease_ttl_s=1.0):
+        pass
+    expire_leases(store, 5)  # this store handle (the worker's) now sees them expired
+
+    service = RecoveryService(store, "w-in", interval_s=60, batch=2, lock_ttl_s=5)
+    report = service.drain()  # three batches of at most two
+    assert report is not None and len(report.recovered) == 5 and len(report.failed) == 1
+    assert store.expired_lease_count() == 0 and service.drain() is None  # nothing left: no run
+    [run] = store.recovery_runs()
+    assert (run.trigger, run.owner, run.recovered, run.failed) == ("startup", "w-in", 5, 1)
+    assert store.lock_info(RECOVERY_LOCK).owner is None
+
+
+def test_run_recovery_dry_run_and_a_busy_lock(handle: StoreHandle) -> None:
+    store = handle.store
+    job = store.enqueue("noop")
+    [claimed] = store.claim("w-dead", ["default"], 1, lease_ttl_s=1.0)
+    expire_leases(store, 5)
+
+    preview = run_recovery(store, "op", "operator:ann", batch=10, lock_ttl_s=5, dry_run=True)
+    assert preview.dry_run and [r.job_id for r in preview.recovered] == [job.id]
+    assert store.get(job.id).lease_token == claimed.lease_token and store.recovery_runs() == []
+
+    assert store.acquire_lock(RECOVERY_LOCK, "someone-else", 30)
+    with pytest.raises(RecoveryBusy, match="someone-else"):
+        run_recovery(store, "op", "operator:ann", batch=10, lock_ttl_s=5, wait_s=0.1)
+    store.release_lock(RECOVERY_LOCK, "someone-else")
+
+    report = run_recovery(store, "op", "operator:ann", batch=10, lock_ttl_s=5)
+    assert [r.job_id for r in report.recovered] == [job.id] and not report.more
+    [run] = store.recovery_runs()
+    assert (run.trigger, run.owner, run.recovered) == ("operator:ann", "op", 1)

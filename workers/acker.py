@@ -1,0 +1,117 @@
+"""Group commit of acks: one ``store.complete_many`` for every completion that
+is waiting, instead of one ``store.complete`` per job.
+
+Slots hand their successful runs to the acker and move on; the acker takes
+everything queued (up to ``MAX_BATCH``) in one call, logs the refused ones
+(LeaseLost: fencing did its job) and only then calls each run's ``finish``,
+which frees its slot. So a slot is never reused before its outcome is
+recorded, and batching adds no waiting: an ack alone in the queue goes at once.
+A store outage is retried (every ack is guarded by its token, so a retry is
+safe); after the last retry the leases expire and recovery retries the jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from store.base import MAX_BATCH, JobStore
+from store.errors import JobNotFound, LeaseLost, StoreUnavailable, ValidationError
+from workers.inflight import Running
+
+log = logging.getLogger(__name__)
+
+#: Seconds between attempts while the store is unavailable.
+RETRY_DELAYS_S = (0.1, 0.5, 2.0)
+
+Item = tuple[Running, Any, Callable[[], None]]
+
+
+class Acker(threading.Thread):
+    """The thread that records completions for one worker process."""
+
+    def __init__(self, store: JobStore, worker_id: str, max_batch: int = MAX_BATCH) -> None:
+        super().__init__(name="leasehold-acker", daemon=True)
+        self.store = store
+        self.worker_id = worker_id
+        self.max_batch = max_batch
+        self._queue: deque[Item] = deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+
+    def submit(self, run: Running, result: Any, finish: Callable[[], None]) -> None:
+        """Queue the completion of ``run``; ``finish()`` runs once it is recorded (or refused)."""
+        with self._cond:
+            self._queue.append((run, result, finish))
+            self._cond.notify()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Record what is queued, then end the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self.is_alive():
+            self.join(timeout_s)
+
+    def run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch))]
+            try:
+                self._record(batch)
+            except Exception:  # never lose the thread; the leases expire and recovery retries
+                log.exception("worker %s: recording %d completions failed", self.worker_id, len(batch))
+            finally:
+                for _, _, finish in batch:
+                    try:
+                        finish()
+                    except Exception:
+                        log.exception("worker %s: freeing a slot failed", self.worker_id)
+
+    def _record(self, batch: list[Item]) -> None:
+        acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                outcomes = self.store.complete_many(acks, worker_id=self.worker_id)
+                break
+            except ValidationError:  # some result the store will not take: ack one by one
+                outcomes = [self._one(*ack) for ack in acks]
+                break
+            except StoreUnavailable as exc:
+                if delay is None:
+                    log.error(
+                        "worker %s: could not record %d completions (%s)", self.worker_id, len(acks), exc
+                    )
+                    return
+                time.sleep(delay)
+        for (job_id, _, _), outcome in zip(acks, outcomes, strict=True):
+            if isinstance(outcome, LeaseLost):
+                log.info("worker %s: completion refused, %s", self.worker_id, outcome)
+            else:
+                log.debug("job %s completed", job_id)
+
+    def _one(self, job_id: str, token: int, result: Any) -> object:
+        try:
+            return self.store.complete(job_id, token, result, worker_id=self.worker_id)
+        except LeaseLost as lost:
+            return lost
+        except JobNotFound:
+            return LeaseLost(job_id, token, None, None)
+        except ValidationError as exc:
+            error = {
+                "type": "ResultNotJSON",
+                "message": f"the store refused the result: {exc}",
+                "traceback": None,
+            }
+            try:
+                return self.store.fail(job_id, token, error, permanent=True, worker_id=self.worker_id)
+            except LeaseLost as lost:
+                return lost

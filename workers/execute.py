@@ -1,0 +1,93 @@
+"""Run one handler and turn what happened into an Outcome (no store I/O).
+
+The same function runs in a pool thread and, through ``run_in_child``, in a
+pool process, so both pools report results and errors identically. Errors
+are the store's ``{type, message, traceback}``; ``permanent`` skips retries.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from workers.handlers import HandlerSpec, JobContext, PermanentError, get_handler
+
+#: Longest error message and traceback kept on a job, characters.
+MAX_MESSAGE_CHARS = 2_000
+MAX_TRACEBACK_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a run produced: a JSON result, or an error for ``store.fail``.
+
+    ``dropped`` means there is nothing to record: the run was stopped because
+    its lease was lost or given back (process pool: the process was killed)."""
+
+    result: Any = None
+    error: dict[str, Any] | None = None
+    permanent: bool = False
+    dropped: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.dropped
+
+
+def error(kind: str, message: str, tb: str | None = None) -> dict[str, Any]:
+    """A job error as the store keeps it, truncated to sane sizes."""
+    if tb is not None and len(tb) > MAX_TRACEBACK_CHARS:
+        tb = "…" + tb[-MAX_TRACEBACK_CHARS:]
+    return {"type": kind, "message": message[:MAX_MESSAGE_CHARS], "traceback": tb}
+
+
+def failure(kind: str, message: str, *, permanent: bool = False) -> Outcome:
+    """An Outcome for a failure the worker itself detected (no traceback)."""
+    return Outcome(error=error(kind, message), permanent=permanent)
+
+
+def unknown_handler(name: str, worker_id: str) -> Outcome:
+    """The permanent failure of a job no handler is registered for."""
+    return failure(
+        "UnknownHandler",
+        f"no handler named {name!r} is registered on worker {worker_id} "
+        "(is its module listed in LEASEHOLD_HANDLERS?)",
+        permanent=True,
+    )
+
+
+def timed_out(timeout_s: float) -> Outcome:
+    """The failure of a run stopped after its execution timeout (retried)."""
+    return failure("JobTimeout", f"job ran longer than its {timeout_s:g}s timeout and was stopped")
+
+
+def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
+    """Call the handler; never raises (except BaseExceptions like SystemExit).
+
+    A result that does not serialise as JSON is a permanent ``ResultNotJSON``
+    failure; ``PermanentError`` fails without retry; any other exception is a
+    retryable failure carrying its traceback."""
+    try:
+        result = spec.fn(ctx)
+    except PermanentError as exc:
+        return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()), permanent=True)
+    except (Exception, SystemExit) as exc:  # sys.exit() in a handler fails the job, not the worker
+        return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()))
+    try:
+        orjson.dumps(result)
+    except TypeError as exc:
+        message = f"handler {spec.name!r} returned a {type(result).__name__}, not JSON ({exc})"
+        return failure("ResultNotJSON", message, permanent=True)
+    return Outcome(result=result)
+
+
+def run_in_child(name: str, fields: dict[str, Any]) -> Outcome:
+    """Pool-process entry: look the handler up in this process's registry
+    (filled by the pool's initializer) and run it."""
+    spec = get_handler(name)
+    if spec is None:
+        return unknown_handler(name, fields.get("worker_id", "?"))
+    return run_handler(spec, JobContext(**fields))

@@ -1,0 +1,195 @@
+"""The handler API (DESIGN.md section 6): ``@handler``, ``JobContext``, ``PermanentError``.
+
+A handler is a function of one argument, the job's ``JobContext``, whose
+return value (JSON) becomes the job's result. Handlers are registered by
+importing their modules: ``load_handlers(["app.jobs", ...])`` imports the
+modules LEASEHOLD_HANDLERS names, and each ``@handler`` in them adds itself
+to the process-wide registry that workers look names up in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from store.models import Job, JobSpec
+
+__all__ = [
+    "HandlerError",
+    "HandlerSpec",
+    "JobContext",
+    "PermanentError",
+    "get_handler",
+    "handler",
+    "load_handlers",
+    "registry",
+]
+
+
+class PermanentError(Exception):
+    """Raise from a handler to fail the job at once, without using a retry."""
+
+
+class HandlerError(Exception):
+    """A handler module cannot be imported, or two handlers claim one name."""
+
+
+@dataclass(slots=True)
+class JobContext:
+    """What a handler gets: the job's input and its lease.
+
+    ``attempt`` is the job's retry_count (0 on the first run). ``lease_token``
+    is the fencing token of this run; ``f"{job_id}:{lease_token}"`` is an
+    idempotency key for side effects. ``cancelled`` is set when the job is
+    canceled, times out or loses its lease: long handlers should check it and
+    return early (with the process pool a timed-out job's process is killed).
+    """
+
+    job_id: str
+    name: str
+    payload: Any
+    headers: dict[str, str] | None
+    route_params: dict[str, Any] | None
+    query_params: dict[str, Any] | None
+    attempt: int
+    worker_id: str
+    lease_token: int
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def for_job(cls, job: Job, worker_id: str) -> JobContext:
+        """The context of one claimed job."""
+        return cls(
+            job_id=job.id,
+            name=job.name,
+            payload=job.payload,
+            headers=job.headers,
+            route_params=job.route_params,
+            query_params=job.query_params,
+            attempt=job.retry_count,
+            worker_id=worker_id,
+            lease_token=job.lease_token,
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """Everything but ``cancelled``, picklable, to rebuild the context in
+        a pool process (``JobContext(**fields)``)."""
+        return {
+            "job_id": self.job_id,
+            "name": self.name,
+            "payload": self.payload,
+            "headers": self.headers,
+            "route_params": self.route_params,
+            "query_params": self.query_params,
+            "attempt": self.attempt,
+            "worker_id": self.worker_id,
+            "lease_token": self.lease_token,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSpec:
+    """A registered handler and its enqueue defaults.
+
+    ``queue``, ``max_retries`` and ``timeout_s`` are what ``job_spec`` (and the
+    ``enqueue`` command) use when the caller does not say; None leaves the
+    store's default (LEASEHOLD_MAX_RETRIES, LEASEHOLD_JOB_TIMEOUT). A worker
+    enforces the timeout recorded on the job (``timeout_seconds``).
+    """
+
+    name: str
+    fn: Callable[[JobContext], Any]
+    queue: str = "default"
+    max_retries: int | None = None
+    timeout_s: float | None = None
+
+    def job_spec(self, payload: Any = None, **overrides: Any) -> JobSpec:
+        """A JobSpec for this handler; ``overrides`` are JobSpec fields."""
+        options: dict[str, Any] = {
+            "queue": self.queue,
+            "max_retries": self.max_retries,
+            "timeout_s": self.timeout_s,
+        }
+        options.update({k: v for k, v in overrides.items() if v is not None})
+        return JobSpec(self.name, payload, **options)
+
+
+_registry: dict[str, HandlerSpec] = {}
+_lock = threading.Lock()
+
+
+def _same_function(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    """True for one function defined twice (a module imported again)."""
+    key = ("__module__", "__qualname__")
+    return all(getattr(a, k, None) == getattr(b, k, None) for k in key)
+
+
+def handler(
+    name: str, queue: str = "default", max_retries: int | None = None, timeout: float | None = None
+) -> Callable[[Callable[[JobContext], Any]], Callable[[JobContext], Any]]:
+    """Register the decorated function as the handler of jobs named ``name``.
+
+    ``queue``, ``max_retries`` and ``timeout`` (seconds) are enqueue defaults
+    (see HandlerSpec). The function is returned unchanged. Raises HandlerError
+    when another function already holds ``name``, ValueError for bad options.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("handler name must be a non-empty string")
+    if max_retries is not None and (isinstance(max_retries, bool) or max_retries < 0):
+        raise ValueError("max_retries must be >= 0")
+    if timeout is not None and not timeout > 0:
+        raise ValueError("timeout must be > 0 seconds")
+
+    def register(fn: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
+        spec = HandlerSpec(name, fn, queue, max_retries, None if timeout is None else float(timeout))
+        with _lock:
+            old = _registry.get(name)
+            if old is not None and not _same_function(old.fn, fn):
+                where = f"{old.fn.__module__}.{old.fn.__qualname__}"
+                raise HandlerError(f"handler {name!r} is already registered by {where}")
+            _registry[name] = spec
+        return fn
+
+    return register
+
+
+def get_handler(name: str) -> HandlerSpec | None:
+    """The handler registered for ``name``, or None."""
+    return _registry.get(name)
+
+
+def registry() -> Mapping[str, HandlerSpec]:
+    """A read-only view of every registered handler, by name."""
+    return MappingProxyType(_registry)
+
+
+def unregister(name: str) -> None:
+    """Forget a handler (tests)."""
+    with _lock:
+        _registry.pop(name, None)
+
+
+def load_handlers(paths: Iterable[str] | str) -> list[str]:
+    """Import handler modules; returns the names registered afterwards.
+
+    ``paths`` is an iterable of dotted module paths or one comma-separated
+    string (LEASEHOLD_HANDLERS). Raises HandlerError naming the module that
+    failed to import, with the underlying error.
+    """
+    if isinstance(paths, str):
+        paths = paths.split(",")
+    for raw in paths:
+        path = raw.strip()
+        if not path:
+            continue
+        try:
+            importlib.import_module(path)
+        except HandlerError:
+            raise
+        except Exception as exc:  # an import can fail in any way; name the module
+            raise HandlerError(f"cannot import handler module {path!r}: {type(exc).__name__}: {exc}") from exc
+    return sorted(_registry)

@@ -1,0 +1,89 @@
+"""The heartbeat thread: renews every lease the worker holds, in one call.
+
+Every third of the shortest lease in hand (DESIGN.md section 4) it sends one
+batched ``store.heartbeat(worker_id, leases, ttl)``; a refused lease (stale
+token, job canceled, lease already expired) is dropped: its ``ctx.cancelled``
+is set and its slot is told to stop. The same tick refreshes the worker's
+registry entry (``store.worker_heartbeat``). A store error skips one beat and
+retries sooner; the thread never dies on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from store.base import JobStore
+from store.models import WorkerInfo
+from workers.inflight import InFlight, Running, State
+
+log = logging.getLogger(__name__)
+
+
+class Heartbeat(threading.Thread):
+    """Background lease renewal for one worker process."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        info: WorkerInfo,
+        inflight: InFlight,
+        lease_ttl_s: float,
+        on_refused: Callable[[Running], None],
+    ) -> None:
+        super().__init__(name="leasehold-heartbeat", daemon=True)
+        self.store = store
+        self.info = info
+        self.inflight = inflight
+        self.lease_ttl_s = lease_ttl_s
+        self.on_refused = on_refused
+        self._stop_event = threading.Event()
+        self._kick = threading.Event()
+
+    def interval_s(self) -> float:
+        """A third of the shortest lease in hand (a job may carry its own TTL)."""
+        ttls = [self.lease_ttl_s]
+        ttls += [r.job.lease_ttl_seconds for r in self.inflight.running() if r.job.lease_ttl_seconds]
+        return min(ttls) / 3
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self._kick.set()
+
+    def kick(self) -> None:
+        """Beat now (a new job was claimed with a shorter TTL, or the jobs changed)."""
+        self._kick.set()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            started = time.monotonic()
+            ok = self.beat()
+            wait = self.interval_s() if ok else min(1.0, self.interval_s() / 3)
+            remaining = wait - (time.monotonic() - started)
+            if remaining > 0:
+                self._kick.wait(remaining)
+            self._kick.clear()
+
+    def beat(self) -> bool:
+        """Renew the leases in hand and refresh the registry; False on a store error."""
+        try:
+            self.renew()
+            self.info.jobs_in_hand = [r.job.id for r in self.inflight.running()]
+            self.store.worker_heartbeat(self.info)
+            return True
+        except Exception as exc:  # keep beating: the next beat may reach the store
+            log.warning("heartbeat of worker %s failed: %s", self.info.id, exc)
+            return False
+
+    def renew(self) -> None:
+        runs = self.inflight.running()
+        if not runs:
+            return
+        result = self.store.heartbeat(self.info.id, [r.lease for r in runs], self.lease_ttl_s)
+        for lease in result.refused:
+            run = self.inflight.get(lease)
+            if run is not None and run.move(State.DROPPED):
+                log.info("lease on job %s (token %s) was refused; stopping it", lease.job_id, lease.token)
+                self.on_refused(run)

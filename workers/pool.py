@@ -1,0 +1,196 @@
+"""Execution slots: a pool of threads (default) or of processes (pebble).
+
+Both runners take a ``Running`` job and its handler, run it in a slot and
+call ``done(run, outcome, finish)`` from a pool thread when it ends; the slot
+counts as busy until ``finish()`` is called, which the worker does once the
+run's outcome is recorded (the ack is part of the slot's work).
+
+* ThreadRunner: daemon threads, started lazily up to ``size``. A thread
+  cannot be killed: a run the worker gave up on (timeout) keeps its slot
+  until the handler returns (``abandoned`` counts those).
+* ProcessRunner: pebble's ProcessPool with spawned processes, so a job can
+  be killed: on its timeout (pebble kills it and reports TimeoutError) or
+  when its lease is lost (the future is cancelled, which kills the process).
+  A process that dies mid-job (``os._exit``, segfault) is reported as
+  ``ProcessExited`` and replaced by pebble.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future
+from functools import partial
+
+from workers.execute import Outcome, failure, run_handler, run_in_child, timed_out
+from workers.handlers import HandlerSpec, load_handlers
+from workers.inflight import Running
+
+log = logging.getLogger(__name__)
+
+Done = Callable[[Running, Outcome, Callable[[], None]], None]
+
+
+class ThreadRunner:
+    """``size`` slots served by daemon threads (they never block exit)."""
+
+    kills_on_timeout = False
+
+    def __init__(self, size: int, done: Done, on_free: Callable[[], None]) -> None:
+        self.size = size
+        self._done = done
+        self._on_free = on_free
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._busy: set[Running] = set()
+        self._lock = threading.Lock()
+
+    def free(self) -> int:
+        with self._lock:
+            return self.size - len(self._busy)
+
+    def busy(self) -> int:
+        with self._lock:
+            return len(self._busy)
+
+    def abandoned(self, older_than_s: float = 0.0) -> int:
+        """Slots held by runs the worker gave up on (timed out, dropped or
+        released) at least ``older_than_s`` seconds ago."""
+        limit = time.monotonic() - older_than_s
+        with self._lock:
+            return sum(1 for run in self._busy if run.given_up_at is not None and run.given_up_at <= limit)
+
+    def broken(self) -> bool:
+        return False
+
+    def submit(self, run: Running, spec: HandlerSpec) -> None:
+        with self._lock:
+            self._busy.add(run)
+            if len(self._threads) < min(self.size, len(self._busy)):
+                name = f"leasehold-slot-{len(self._threads) + 1}"
+                thread = threading.Thread(target=self._serve, name=name, daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._tasks.put(partial(self._run, run, spec))
+
+    def _run(self, run: Running, spec: HandlerSpec) -> None:
+        self._done(run, run_handler(spec, run.ctx), partial(self._free, run))
+
+    def _free(self, run: Running) -> None:
+        with self._lock:
+            self._busy.discard(run)
+        self._on_free()
+
+    def _serve(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            try:
+                task()
+            except BaseException:  # a slot must survive anything a handler does
+                log.exception("job slot crashed")
+
+    def cancel(self, run: Running) -> None:
+        """Ask the handler to stop (cooperative: it should watch ``ctx.cancelled``)."""
+        run.ctx.cancelled.set()
+
+    def stop(self) -> None:
+        """Let idle threads exit; busy ones are daemons and die with the process."""
+        for _ in self._threads:
+            self._tasks.put(None)
+
+
+class ProcessRunner:
+    """``size`` spawned processes; each loads the handler modules at start."""
+
+    kills_on_timeout = True
+
+    def __init__(self, size: int, handlers: Sequence[str], done: Done, on_free: Callable[[], None]) -> None:
+        from pebble import ProcessPool
+
+        self.size = size
+        self._done = done
+        self._on_free = on_free
+        self._busy: set[Running] = set()
+        self._lock = threading.Lock()
+        self._pool = ProcessPool(
+            max_workers=size,
+            initializer=load_handlers,
+            initargs=(list(handlers),),
+            context=multiprocessing.get_context("spawn"),
+        )
+
+    def free(self) -> int:
+        with self._lock:
+            return self.size - len(self._busy)
+
+    def busy(self) -> int:
+        with self._lock:
+            return len(self._busy)
+
+    def abandoned(self, older_than_s: float = 0.0) -> int:
+        return 0  # a process pool kills what it gives up on
+
+    def broken(self) -> bool:
+        return not self._pool.active
+
+    def submit(self, run: Running, spec: HandlerSpec) -> None:
+        with self._lock:
+            self._busy.add(run)
+        try:
+            future = self._pool.schedule(
+                run_in_child, args=(spec.name, run.ctx.fields()), timeout=run.job.timeout_seconds
+            )
+        except RuntimeError as exc:  # the pool broke: report it like any failed run
+            self._finish(run, failure("WorkerPoolBroken", f"process pool unavailable: {exc}"))
+            return
+        run.future = future
+        future.add_done_callback(partial(self._finished, run))
+
+    def _finished(self, run: Running, future: Future) -> None:
+        try:
+            outcome = future.result()
+        except CancelledError:
+            outcome = Outcome(dropped=True)
+        except TimeoutError:
+            outcome = timed_out(run.job.timeout_seconds)
+        except Exception as exc:
+            outcome = _crash_outcome(exc)
+        self._finish(run, outcome)
+
+    def _finish(self, run: Running, outcome: Outcome) -> None:
+        self._done(run, outcome, partial(self._free, run))
+
+    def _free(self, run: Running) -> None:
+        with self._lock:
+            self._busy.discard(run)
+        self._on_free()
+
+    def cancel(self, run: Running) -> None:
+        """Stop the run: cancelling a running pebble future kills its process."""
+        run.ctx.cancelled.set()
+        if run.future is not None:
+            run.future.cancel()
+
+    def stop(self) -> None:
+        """Kill the pool's processes (jobs still running were released first)."""
+        self._pool.stop()
+        try:
+            self._pool.join(timeout=10)
+        except Exception:  # joining a stopped pool only waits; never block exit on it
+            log.debug("process pool did not stop cleanly", exc_info=True)
+
+
+def _crash_outcome(exc: BaseException) -> Outcome:
+    from pebble import ProcessExpired
+
+    if isinstance(exc, ProcessExpired):
+        return failure(
+            "ProcessExited", f"the job's process (pid {exc.pid}) died with exit code {exc.exitcode}"
+        )
+    return failure(type(exc).__name__, f"the process pool could not run the job: {exc}")

@@ -1,0 +1,350 @@
+"""One worker process: register, drain recovery, claim, run, ack/nack, shut down.
+
+The claim loop runs in the main thread. It picks a queue by smooth weighted
+round robin (``workers.claim``), claims a batch sized to the free slots and
+hands each job to the runner (``workers.pool``); the slot's thread acks
+(``store.complete``) or nacks (``store.fail``) with the job's fencing token.
+When no job is due it polls with a short exponential backoff (5 ms -> 200 ms,
+reset on work); when every slot is busy it sleeps until one frees.
+
+Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
+registry entry) and the recovery service (``workers.recovery``).
+
+Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
+thread cannot be killed, so for a thread-pool run the loop sets
+``ctx.cancelled``, fails the job through the retry policy (JobTimeout) and
+stops waiting; the abandoned thread keeps its slot until the handler returns
+(its late ack is refused by fencing). When every slot has been held for a
+lease TTL by runs it gave up on, the worker exits with EXIT_SLOTS_LOST so its
+supervisor replaces it.
+
+Shutdown (first SIGTERM/SIGINT, ``stop()``, or burst mode running dry): stop
+claiming at once, give running jobs ``grace_s`` to finish (leases still
+renewed), release the leases of the rest (back to the queue at once, not a
+failure), leave the registry. A second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from store import open_store
+from store.base import JobStore
+from store.errors import JobNotFound, LeaseLost, StoreUnavailable
+from store.models import Job, WorkerInfo, ts
+from workers.acker import Acker
+from workers.claim import IdleBackoff, WeightedQueues
+from workers.config import WorkerConfig
+from workers.execute import Outcome, timed_out, unknown_handler
+from workers.handlers import JobContext, get_handler
+from workers.heartbeat import Heartbeat
+from workers.inflight import InFlight, Running, State
+from workers.pool import ProcessRunner, ThreadRunner
+from workers.recovery import RecoveryService
+
+log = logging.getLogger(__name__)
+
+#: Exit codes of a worker process.
+EXIT_OK = 0
+EXIT_FORCED = 1  # second signal: left at once, leases expire on their own
+EXIT_SLOTS_LOST = 3  # every slot held by a run it gave up on: replace this process
+EXIT_POOL_BROKEN = 4  # the process pool broke
+
+#: Seconds between attempts to write an outcome while the store is unavailable.
+WRITE_RETRY_DELAYS_S = (0.1, 0.5, 2.0)
+#: Least time, seconds, a run the worker gave up on (timeout, lost lease) may
+#: keep its slot before the slot counts as lost; it gets one lease TTL to
+#: notice ``ctx.cancelled``.
+MIN_ABANDONED_GRACE_S = 1.0
+#: Longest wait between claims after a store error, seconds.
+MAX_ERROR_BACKOFF_S = 5.0
+
+
+def open_worker_store(config: WorkerConfig, connections: int) -> JobStore:
+    """This process's own store, with a connection pool sized for its threads."""
+    scheme = config.store_url.split(":", 1)[0].lower()
+    if scheme.startswith(("sqlite", "postgresql")):
+        return open_store(config.store_url, config.store, pool_size=connections)
+    return open_store(config.store_url, config.store)
+
+
+class Worker:
+    """A worker process's main object. ``run()`` blocks until it stops."""
+
+    def __init__(self, config: WorkerConfig, store: JobStore, *, install_signals: bool = True) -> None:
+        self.config = config
+        self.store = store
+        self.id = config.worker_id()
+        self.install_signals = install_signals
+        self.inflight = InFlight()
+        self.exit_code = EXIT_OK
+        self._stopping = threading.Event()
+        self._wakeup = threading.Event()
+        self._signals = 0
+        self._queues = WeightedQueues(config.queues)
+        self._idle = IdleBackoff()
+        self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
+        self.runner: ThreadRunner | ProcessRunner
+        if config.pool == "process":
+            self.runner = ProcessRunner(config.concurrency, config.handlers, self._done, self._wakeup.set)
+        else:
+            self.runner = ThreadRunner(config.concurrency, self._done, self._wakeup.set)
+        self.acker = Acker(store, self.id)
+        self.heartbeat: Heartbeat | None = None
+        self.recovery: RecoveryService | None = None
+
+    # ------------------------------------------------------------ control
+    def stop(self) -> None:
+        """Ask for a graceful stop (thread-safe)."""
+        self._stopping.set()
+        self._wakeup.set()
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            os.write(2, f"worker {self.id}: second {signal.Signals(signum).name}, exiting now\n".encode())
+            os._exit(EXIT_FORCED)
+        log.info(
+            "worker %s: %s received, stopping (grace %gs; send it again to exit at once)",
+            self.id,
+            signal.Signals(signum).name,
+            self.config.grace_s,
+        )
+        self.stop()
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> int:
+        """Serve until stopped; returns the process exit code."""
+        if self.install_signals:
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
+        try:
+            self._register()
+            if self.config.recovery_enabled:
+                self.recovery = RecoveryService(
+                    self.store,
+                    self.id,
+                    self.config.recovery_interval_s,
+                    self.config.recovery_batch,
+                    self.config.recovery_lock_ttl_s,
+                )
+                self.recovery.drain()
+                self.recovery.start()
+            self._loop()
+        finally:
+            self._shutdown()
+        return self.exit_code
+
+    def _register(self) -> None:
+        """Enter the registry and start the heartbeat and acker threads."""
+        info = WorkerInfo(
+            id=self.id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.config.queue_names,
+            concurrency=self.config.concurrency,
+            started_at=ts(self.store.now()),  # the store's clock, like every other time
+        )
+        self.store.worker_heartbeat(info)
+        log.info(
+            "worker %s started: queues %s, %d %s slot(s), lease %gs",
+            self.id,
+            ",".join(f"{n}:{w}" for n, w in self.config.queues),
+            self.config.concurrency,
+            self.config.pool,
+            self.config.lease_ttl_s,
+        )
+        self.heartbeat = Heartbeat(
+            self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel
+        )
+        self.heartbeat.start()
+        self.acker.start()
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wakeup.clear()
+            self._enforce_timeouts()
+            if self.runner.broken():
+                log.error("worker %s: the process pool is broken; exiting to be replaced", self.id)
+                self.exit_code = EXIT_POOL_BROKEN
+                return
+            grace_s = max(MIN_ABANDONED_GRACE_S, self.config.lease_ttl_s)
+            if self.runner.abandoned(grace_s) >= self.config.concurrency:
+                log.error(
+                    "worker %s: every slot is held by a job it gave up on; exiting to be replaced", self.id
+                )
+                self.exit_code = EXIT_SLOTS_LOST
+                return
+            free = self.runner.free()
+            if free <= 0:
+                self._wakeup.wait(self._until_deadline(1.0))
+                continue
+            try:
+                jobs = self._claim(free)
+            except Exception as exc:  # the store may come back: wait and retry
+                log.warning("worker %s: claim failed: %s", self.id, exc)
+                self._wakeup.wait(self._errors.next())
+                continue
+            self._errors.reset()
+            if jobs:
+                self._idle.reset()
+                for job in jobs:
+                    self._start(job)
+                continue
+            if self.config.burst and self.runner.busy() == 0:
+                log.info("worker %s: no job left (burst), stopping", self.id)
+                return
+            self._wakeup.wait(self._until_deadline(self._idle.next()))
+
+    def _claim(self, free: int) -> list[Job]:
+        """Claim from the queue whose turn it is; if it is empty, from the others."""
+        first, others = self._queues.order()
+        ttl = self.config.lease_ttl_s
+        jobs = self.store.claim(self.id, [first], free, ttl)
+        if not jobs and others:
+            jobs = self.store.claim(self.id, others, free, ttl)
+        return jobs
+
+    def _start(self, job: Job) -> None:
+        spec = get_handler(job.name)
+        run = Running(job, JobContext.for_job(job, self.id), time.monotonic() + job.timeout_seconds)
+        if spec is None:
+            self._write(run, unknown_handler(job.name, self.id))
+            return
+        self.inflight.add(run)
+        if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:
+            self.heartbeat.kick()  # renew on this job's shorter rhythm
+        log.debug("job %s (%s) started with token %d", job.id, job.name, job.lease_token)
+        self.runner.submit(run, spec)
+
+    # ----------------------------------------------------------- outcomes
+    def _done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
+        """A run ended (called from its slot's thread). ``finish()`` frees the
+        slot: at once, or once the acker has recorded a completion. Never raises."""
+        handed_off = False
+
+        def finished() -> None:
+            self.inflight.remove(run)
+            finish()
+
+        try:
+            if outcome.dropped:
+                return
+            if not run.move(State.DONE):
+                if run.state is State.RELEASED:
+                    log.debug("job %s finished after its lease was given back; result discarded", run.job.id)
+                    return
+                if run.state is State.TIMED_OUT:
+                    run.settled.wait(30)  # our JobTimeout is written first; this late ack is then refused
+            if outcome.error is None:
+                self.acker.submit(run, outcome.result, finished)
+                handed_off = True
+            else:
+                self._write(run, outcome)
+        except Exception:  # a slot must always be freed
+            log.exception("worker %s: recording the outcome of job %s failed", self.id, run.job.id)
+        finally:
+            if not handed_off:
+                finished()
+
+    def _write(self, run: Running, outcome: Outcome) -> None:
+        """Nack (``store.fail``) with the run's token; retried while the store
+        is unavailable (safe: the write is fenced by the token)."""
+        job, error = run.job, outcome.error or {}
+        for delay in (*WRITE_RETRY_DELAYS_S, None):
+            try:
+                self.store.fail(
+                    job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.id
+                )
+                log.debug("job %s failed: %s", job.id, error.get("type"))
+                return
+            except LeaseLost as exc:
+                log.info("worker %s: failure refused, %s", self.id, exc)
+                return
+            except JobNotFound:
+                log.info("worker %s: job %s no longer exists", self.id, job.id)
+                return
+            except StoreUnavailable as exc:
+                if delay is None:
+                    log.error(
+                        "worker %s: could not record job %s (%s); its lease will expire", self.id, job.id, exc
+                    )
+                    return
+                time.sleep(delay)
+
+    # ----------------------------------------------------------- timeouts
+    def _enforce_timeouts(self) -> None:
+        """Thread pool only: give up on runs past their execution timeout."""
+        if self.runner.kills_on_timeout:
+            return
+        now = time.monotonic()
+        for run in self.inflight.running():
+            if run.overdue(now) and run.move(State.TIMED_OUT):
+                self.runner.cancel(run)
+                log.debug("job %s timed out after %gs", run.job.id, run.job.timeout_seconds)
+                try:
+                    self._write(run, timed_out(run.job.timeout_seconds))
+                finally:
+                    run.settled.set()
+
+    def _until_deadline(self, wait_s: float) -> float:
+        """``wait_s``, shortened to wake up at the next execution deadline."""
+        if self.runner.kills_on_timeout:
+            return wait_s
+        deadlines = [r.deadline for r in self.inflight.running()]
+        if not deadlines:
+            return wait_s
+        return max(0.001, min(wait_s, min(deadlines) - time.monotonic()))
+
+    # ----------------------------------------------------------- shutdown
+    def _shutdown(self) -> None:
+        self._stopping.set()
+        if self.recovery is not None:
+            self.recovery.stop()
+        grace_end = time.monotonic() + self.config.grace_s
+        while self.inflight.running() and time.monotonic() < grace_end:
+            self._enforce_timeouts()
+            self._wakeup.wait(min(self._until_deadline(0.1), max(0.0, grace_end - time.monotonic())))
+            self._wakeup.clear()
+        for run in self.inflight.running():
+            if run.move(State.RELEASED):
+                self._release(run)
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat.join(timeout=5)
+        if self.acker.is_alive():
+            self.acker.stop()
+        self.runner.stop()
+        try:
+            self.store.remove_worker(self.id)
+        except Exception as exc:  # the registry entry ages out on its own
+            log.warning("worker %s: leaving the registry failed: %s", self.id, exc)
+        log.info("worker %s stopped", self.id)
+
+    def _release(self, run: Running) -> None:
+        try:
+            self.store.release(run.job.id, run.job.lease_token, worker_id=self.id)
+            log.debug("job %s released", run.job.id)
+        except LeaseLost as exc:
+            log.info("worker %s: release refused, %s", self.id, exc)
+        except Exception as exc:  # the lease expires and recovery retries the job
+            log.warning("worker %s: releasing job %s failed: %s", self.id, run.job.id, exc)
+        finally:
+            run.settled.set()
+            self.runner.cancel(run)
+
+
+def run_worker(config: WorkerConfig, *, install_signals: bool = True) -> int:
+    """Open the store, run one worker until it stops; returns the exit code."""
+    store = open_worker_store(config, connections=config.concurrency + 4)
+    try:
+        return Worker(config, store, install_signals=install_signals).run()
+    finally:
+        store.close()
