@@ -346,7 +346,28 @@ def hash_password_command(password: str | None) -> None:
     click.echo(generate_password_hash(password))
 
 
-COMMANDS = (worker_command, recover_command, enqueue_command, stats_command, db_group, hash_password_command)
+# ------------------------------------------------------------------------ demo
+@click.command("demo", cls=OneLineCommand)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Index only the first N files.")
+@click.option("--kill-after", type=click.FloatRange(min=0), default=30.0, show_default=True)
+def demo_command(port: int, limit: int | None, kill_after: float) -> None:
+    """Run the demo on this app's store (``make demo`` does the set-up first)."""
+    from workers import demo
+
+    args = ["--store", _settings().store_url, "--port", str(port), "--kill-after", str(kill_after)]
+    raise SystemExit(demo.main([*args, *(["--limit", str(limit)] if limit else [])]))
+
+
+COMMANDS = (
+    worker_command,
+    recover_command,
+    enqueue_command,
+    stats_command,
+    db_group,
+    hash_password_command,
+    demo_command,
+)
 
 
 def init_app(app: Flask) -> None:
