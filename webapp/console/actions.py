@@ -1,0 +1,143 @@
+"""Console actions (POST, operators only, CSRF-checked by the blueprint).
+
+Every action goes through the store with ``actor="operator:<name>"``, so it
+lands in the job's timeline and in the audit log. An htmx request gets the
+fragment it targets back (with the error in place and 409 when the job's
+status does not allow the action); a plain form post is redirected back to
+its page (post/redirect/get), or shown the page with the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import Response, abort, flash, redirect, request, url_for
+
+from store.errors import InvalidTransition, JobNotFound
+from store.lifecycle import Operation
+from store.models import Job
+from webapp.console import auth, queries, recovery
+from webapp.console.blueprint import bp, is_htmx, render_view, store
+from webapp.console.views import BULK_ACTIONS, job_context, recovery_context
+
+DONE = {
+    Operation.CANCEL: "Canceled",
+    Operation.REQUEUE: "Requeued",
+    Operation.RETRY_NOW: "Queued for a retry now",
+}
+
+
+def actor() -> str:
+    user = auth.current_user()
+    assert user is not None  # operator_required ran
+    return f"operator:{user.name}"
+
+
+#: The store call behind each operator operation (``reset_retries`` only matters to requeue).
+_CALLS: dict[Operation, Callable[..., Job]] = {
+    Operation.CANCEL: lambda st, job_id, actor, reset: st.cancel(job_id, actor=actor),
+    Operation.REQUEUE: lambda st, job_id, actor, reset: st.requeue(job_id, actor=actor, reset_retries=reset),
+    Operation.RETRY_NOW: lambda st, job_id, actor, reset: st.retry_now(job_id, actor=actor),
+}
+
+
+def apply(op: Operation, job_id: str, *, reset_retries: bool = True) -> Job:
+    """Run one operator operation on a job as the logged-in operator.
+    Raises InvalidTransition, JobNotFound."""
+    return _CALLS[op](store(), job_id, actor(), reset_retries)
+
+
+def friendly(exc: InvalidTransition) -> str:
+    verb = {"cancel": "canceled", "requeue": "requeued", "retry_now": "retried now"}.get(
+        exc.operation or "", "changed"
+    )
+    return f"This job is {exc.source} now and cannot be {verb}. The page shows its current state."
+
+
+def _job_action(job_id: str, op: Operation, **options: Any) -> Response:
+    try:
+        apply(op, job_id, **options)
+    except JobNotFound:
+        abort(404, f"No job has id {job_id}.")
+    except InvalidTransition as exc:
+        return render_view(
+            "job.html", "partials/job_live.html", status=409, **job_context(job_id, error=friendly(exc))
+        )
+    message = f"{DONE[op]} by {actor().removeprefix('operator:')}."
+    if is_htmx():
+        return render_view("job.html", "partials/job_live.html", **job_context(job_id, message=message))
+    flash(message)
+    return redirect(url_for("console.job", job_id=job_id), 303)
+
+
+@bp.post("/jobs/<job_id>/cancel")
+@auth.operator_required
+def cancel(job_id: str) -> Response:
+    return _job_action(job_id, Operation.CANCEL)
+
+
+@bp.post("/jobs/<job_id>/requeue")
+@auth.operator_required
+def requeue(job_id: str) -> Response:
+    mode = request.form.get("mode", "fresh")
+    if mode not in ("fresh", "continue"):
+        abort(400, "mode must be fresh (reset retries) or continue (keep them).")
+    return _job_action(job_id, Operation.REQUEUE, reset_retries=mode == "fresh")
+
+
+@bp.post("/jobs/<job_id>/retry")
+@auth.operator_required
+def retry(job_id: str) -> Response:
+    return _job_action(job_id, Operation.RETRY_NOW)
+
+
+# ------------------------------------------------------------------ bulk
+@bp.post("/jobs/bulk")
+@auth.operator_required
+def bulk() -> Response:
+    """First post (no ``confirm``): count preview and a confirmation form.
+    Second post with ``confirm=1``: apply to at most BULK_LIMIT matching jobs."""
+    action = BULK_ACTIONS.get(request.form.get("action", ""))
+    if action is None:
+        abort(400, f"action must be one of {', '.join(BULK_ACTIONS)}.")
+    filters, problems = queries.parse_filters(request.form)
+    if problems:
+        abort(400, " ".join(problems))
+    context: dict[str, Any] = {
+        "action": action,
+        "filters": filters,
+        "query": filters.as_query(),
+        "limit": queries.BULK_LIMIT,
+        "bulk_actions": BULK_ACTIONS,
+    }
+    if request.form.get("confirm") != "1":
+        selection = queries.select_for_bulk(store(), filters, action.statuses)
+        return render_view("bulk.html", "partials/bulk_panel.html", selection=selection, **context)
+    done = skipped = 0
+    for job in list(queries.eligible_jobs(store(), filters, action.statuses, queries.BULK_LIMIT)):
+        try:
+            apply(action.operation, job.id, reset_retries=True)
+            done += 1
+        except (InvalidTransition, JobNotFound):
+            skipped += 1  # changed or deleted since it was listed
+    capped = done + skipped >= queries.BULK_LIMIT
+    return render_view(
+        "bulk.html", "partials/bulk_panel.html", done=done, skipped=skipped, capped=capped, **context
+    )
+
+
+# -------------------------------------------------------------- recovery
+@bp.post("/recovery/run")
+@auth.operator_required
+def recovery_run() -> Response:
+    try:
+        result = recovery.run(store(), actor())
+    except recovery.LockHeld as exc:
+        return render_view(
+            "recovery.html", "partials/recovery_live.html", status=409, **recovery_context(error=str(exc))
+        )
+    if is_htmx():
+        return render_view("recovery.html", "partials/recovery_live.html", **recovery_context(result=result))
+    flash(f"Recovery run: {len(result.recovered)} retried, {len(result.failed)} failed.")
+    return redirect(url_for("console.recovery"), 303)

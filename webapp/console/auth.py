@@ -1,0 +1,181 @@
+"""Console logins: users from LEASEHOLD_USERS, session login, roles, throttling.
+
+LEASEHOLD_USERS is ``name:password-hash:role,...``. A werkzeug hash contains
+colons itself (``scrypt:32768:8:1$salt$hex``), so an entry is split at its
+first and last colon. Roles: ``viewer`` (reads) and ``operator`` (reads and
+acts). Hashes are made with ``flask --app wsgi hash-password``.
+
+The session (Flask's signed cookie) holds the user's name, a fingerprint of
+their password hash (changing the password ends their sessions) and the login
+time; the user and role are looked up again on every request, so removing a
+user or changing a role takes effect at once.
+
+Login throttling is per process (see LoginThrottle): with N gunicorn workers
+an attacker gets up to N times the allowance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any
+
+from flask import Flask, abort, current_app, g, request, session
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from webapp.config import ConfigError
+
+ROLES = ("viewer", "operator")
+#: Failed logins allowed per (username, address) within THROTTLE_WINDOW_S.
+THROTTLE_ATTEMPTS = 5
+THROTTLE_WINDOW_S = 300.0
+#: Most (username, address) keys the throttle remembers (oldest dropped first).
+THROTTLE_KEYS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    password_hash: str
+    role: str
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role == "operator"
+
+    @property
+    def fingerprint(self) -> str:
+        """A short digest of the password hash; sessions carry it."""
+        return hashlib.sha256(self.password_hash.encode()).hexdigest()[:16]
+
+
+def parse_users(raw: str) -> dict[str, User]:
+    """Users from LEASEHOLD_USERS. Raises ConfigError naming the variable and
+    the entry (never the hash)."""
+    users: dict[str, User] = {}
+    for index, entry in enumerate(e.strip() for e in (raw or "").split(",")):
+        if not entry:
+            continue
+        name, _, rest = entry.partition(":")
+        password_hash, _, role = rest.rpartition(":")
+        where = f"LEASEHOLD_USERS entry {index + 1} ({name or '?'})"
+        if not name.strip() or not password_hash:
+            raise ConfigError(f"{where} must be name:password-hash:role")
+        if role not in ROLES:
+            raise ConfigError(f"{where} has role {role!r}; expected viewer or operator")
+        if name in users:
+            raise ConfigError(f"{where} repeats the user name")
+        users[name.strip()] = User(name.strip(), password_hash, role)
+    return users
+
+
+class LoginThrottle:
+    """Failed-login counter per (username, address), per process, bounded.
+
+    After THROTTLE_ATTEMPTS failures within THROTTLE_WINDOW_S the key is
+    refused until its oldest failure leaves the window. Memory is bounded by
+    THROTTLE_KEYS (least recently failed keys are forgotten first)."""
+
+    def __init__(self, attempts: int = THROTTLE_ATTEMPTS, window_s: float = THROTTLE_WINDOW_S) -> None:
+        self.attempts = attempts
+        self.window_s = window_s
+        self._failures: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
+        times = [t for t in self._failures.get(key, []) if now - t < self.window_s]
+        if times:
+            self._failures[key] = times
+        else:
+            self._failures.pop(key, None)
+        return times
+
+    def retry_after(self, key: tuple[str, str], now: float | None = None) -> float:
+        """Seconds until ``key`` may try again (0 when it may now)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            times = self._recent(key, now)
+            if len(times) < self.attempts:
+                return 0.0
+            return max(self.window_s - (now - times[-self.attempts]), 0.0)
+
+    def failed(self, key: tuple[str, str], now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            times = self._recent(key, now)
+            times.append(now)
+            self._failures[key] = times
+            self._failures.move_to_end(key)
+            while len(self._failures) > THROTTLE_KEYS:
+                self._failures.popitem(last=False)
+
+    def succeeded(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._failures.pop(key, None)
+
+
+#: Checked against when the user does not exist, so both paths cost the same.
+_DUMMY_HASH = generate_password_hash("leasehold-no-such-user", method="pbkdf2:sha256:1000")
+
+
+def users() -> dict[str, User]:
+    return current_app.extensions["leasehold.console.users"]
+
+
+def throttle() -> LoginThrottle:
+    return current_app.extensions["leasehold.console.throttle"]
+
+
+def authenticate(name: str, password: str) -> User | None:
+    """The user if ``password`` is theirs; constant work when the name is unknown."""
+    user = users().get(name)
+    ok = check_password_hash(user.password_hash if user else _DUMMY_HASH, password)
+    return user if user and ok else None
+
+
+def log_in(user: User) -> None:
+    session.clear()
+    session.permanent = True
+    session["user"] = user.name
+    session["fp"] = user.fingerprint
+    session["at"] = int(time.time())
+
+
+def current_user() -> User | None:
+    """The logged-in user of this request (cached on ``g``), or None."""
+    if "console_user" in g:
+        return g.console_user
+    user = users().get(session.get("user", ""))
+    if user is not None and not hmac.compare_digest(session.get("fp", ""), user.fingerprint):
+        user = None
+    g.console_user = user
+    return user
+
+
+def operator_required(view: Callable[..., Any]) -> Callable[..., Any]:
+    """403 unless the logged-in user is an operator (checked server-side)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        user = current_user()
+        if user is None or not user.is_operator:
+            abort(403, "Only operators can do this.")
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["leasehold.console.users"] = parse_users(str(app.config.get("USERS") or ""))
+    app.extensions["leasehold.console.throttle"] = LoginThrottle()
+
+
+def client_key(name: str) -> tuple[str, str]:
+    """The throttle key of a login attempt: (username, remote address)."""
+    return (name[:200], request.remote_addr or "?")

@@ -1,0 +1,176 @@
+"""Why isn't this job running? Pure answers from a job, the clock and the worker registry.
+
+No I/O: the view reads the store and passes what it read. Each status has
+one explainer (a table keyed by the enum, not an if/elif chain); terminal
+statuses have no answer because nothing is waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from store.lifecycle import JobStatus
+from store.models import Job, WorkerInfo
+
+S = JobStatus
+
+#: A worker counts as alive while its last heartbeat is younger than this many lease TTLs.
+ALIVE_TTLS = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One line of the answer. ``tone`` is a CSS hint: ``info``, ``warn`` or ``bad``.
+    ``seconds`` (if set) is a live countdown the page keeps ticking."""
+
+    tone: str
+    text: str
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the explainers need besides the job.
+
+    now_s: the store's clock (epoch seconds).
+    workers: the whole registry (alive or not).
+    lease_ttl_s: the deployment's lease TTL (liveness threshold is ALIVE_TTLS of it).
+    recovery_interval_s: how often recovery runs in the workers.
+    queued_in_queue: jobs currently Queued in the job's queue (from the counters).
+    """
+
+    now_s: float
+    workers: Sequence[WorkerInfo]
+    lease_ttl_s: float
+    recovery_interval_s: float
+    queued_in_queue: int
+
+
+def epoch(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def queue_names(worker: WorkerInfo) -> list[str]:
+    """Queues a worker serves; a weight suffix (``mail:3``) is dropped."""
+    return [q.split(":", 1)[0] for q in worker.queues]
+
+
+def is_alive(worker: WorkerInfo, now_s: float, lease_ttl_s: float) -> bool:
+    """Alive while its last heartbeat is within ALIVE_TTLS lease TTLs of ``now_s``."""
+    seen = epoch(worker.last_seen_at)
+    return seen is not None and now_s - seen <= ALIVE_TTLS * lease_ttl_s
+
+
+def _ago(seconds: float) -> str:
+    return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
+
+
+def _when(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _worker_line(job: Job, ctx: Context) -> list[Reason]:
+    """Is a live worker serving the job's queue, and does it have room?"""
+    live = [w for w in ctx.workers if is_alive(w, ctx.now_s, ctx.lease_ttl_s)]
+    serving = [w for w in live if job.queue in queue_names(w)]
+    if not serving:
+        if not live:
+            limit = ALIVE_TTLS * ctx.lease_ttl_s
+            return [Reason("bad", f"No live worker at all: none has heartbeated in the last {limit:.0f} s.")]
+        served = sorted({q for w in live for q in queue_names(w)})
+        return [
+            Reason(
+                "bad",
+                f"No live worker serves queue '{job.queue}' "
+                f"({len(live)} live worker(s) serve: {', '.join(served) or 'nothing'}).",
+            )
+        ]
+    slots = sum(max(w.concurrency, 1) for w in serving)
+    busy = sum(len(w.jobs_in_hand) for w in serving)
+    others = max(ctx.queued_in_queue - (1 if job.status is S.Queued else 0), 0)
+    lines = [
+        Reason(
+            "info",
+            f"{len(serving)} live worker(s) serve '{job.queue}' with {busy} of {slots} slots busy.",
+        )
+    ]
+    if others:
+        lines.append(
+            Reason(
+                "warn" if busy >= slots else "info",
+                f"Queued behind up to {others} other job(s) in '{job.queue}' "
+                "(claim order is priority, then due time).",
+            )
+        )
+    elif busy < slots:
+        lines.append(Reason("info", "A worker has a free slot: it should claim this job at its next poll."))
+    return lines
+
+
+def _queued(job: Job, ctx: Context) -> list[Reason]:
+    return [Reason("info", "Queued and due now; waiting to be claimed."), *_worker_line(job, ctx)]
+
+
+def _scheduled(job: Job, ctx: Context) -> list[Reason]:
+    due = job.retry_delay_until
+    due_s = epoch(due)
+    if due is not None and due_s is not None and due_s > ctx.now_s:
+        wait = due_s - ctx.now_s
+        if job.retry_count > 0 and job.error:
+            err = job.error or {}
+            cause = f"{err.get('type') or 'error'}: {err.get('message') or ''}".strip().rstrip(":")
+            text = (
+                f"Backoff pending after {job.retry_count} failure(s) (last: {cause}); "
+                f"retry {job.retry_count} of {job.max_retries} is due at {_when(due)}, in"
+            )
+        else:
+            text = f"Scheduled for later: due at {_when(due)}, in"
+        return [Reason("info", text, seconds=wait)]
+    lines = [Reason("info", "Due now (a retry or a released lease); waiting to be claimed.")]
+    return lines + _worker_line(job, ctx)
+
+
+def _in_progress(job: Job, ctx: Context) -> list[Reason]:
+    holder = job.worker_id or "an unknown worker"
+    expires_s = epoch(job.lease_expires_at)
+    if expires_s is None:
+        return [Reason("warn", f"Running on {holder} with no lease expiry recorded.")]
+    left = expires_s - ctx.now_s
+    if left <= 0:
+        return [
+            Reason(
+                "bad",
+                f"The lease held by {holder} expired {_ago(-left)}; the job awaits recovery "
+                f"(runs every {ctx.recovery_interval_s:.0f} s in the workers, or press Recover stuck jobs).",
+            )
+        ]
+    worker = next((w for w in ctx.workers if w.id == job.worker_id), None)
+    if worker is None or not is_alive(worker, ctx.now_s, ctx.lease_ttl_s):
+        seen = epoch(worker.last_seen_at) if worker else None
+        when = f"last seen {_ago(ctx.now_s - seen)}" if seen is not None else "not in the worker registry"
+        return [
+            Reason(
+                "bad",
+                f"Lease held by worker {holder}, which stopped heartbeating ({when}); "
+                "recovery retries the job once the lease expires, in",
+                seconds=left,
+            )
+        ]
+    beat = epoch(job.last_heartbeat_at)
+    beat_text = f"; lease renewed {_ago(ctx.now_s - beat)}" if beat is not None else ""
+    return [Reason("info", f"Running on {holder}{beat_text}; the lease expires in", seconds=left)]
+
+
+_EXPLAINERS: dict[JobStatus, Callable[[Job, Context], list[Reason]]] = {
+    S.Queued: _queued,
+    S.Scheduled: _scheduled,
+    S.InProgress: _in_progress,
+}
+
+
+def explain(job: Job, ctx: Context) -> list[Reason]:
+    """Reasons the job is where it is; empty for Completed, Failed and Canceled."""
+    explainer = _EXPLAINERS.get(job.status)
+    return explainer(job, ctx) if explainer else []

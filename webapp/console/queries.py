@@ -1,0 +1,262 @@
+"""Reads the console makes of the store, each bounded: overview figures, job
+search and the selection a bulk action applies to.
+
+Everything here goes through the JobStore contract; where the contract has no
+query for what the page wants (an id prefix, a job count for a name filter),
+the read scans a bounded number of newest pages and says so in its result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from store.base import MAX_PAGE_SIZE, JobStore
+from store.lifecycle import JobStatus
+from store.models import Counts, Job, WorkerInfo
+from webapp.console.diagnosis import epoch, is_alive
+
+S = JobStatus
+
+#: Most completions the throughput figure reads (newest first), and its page size.
+THROUGHPUT_SAMPLE = MAX_PAGE_SIZE
+THROUGHPUT_PAGE = 100
+#: Throughput window and bucket, seconds.
+THROUGHPUT_WINDOW_S = 3600.0
+THROUGHPUT_BUCKET_S = 300.0
+#: Most jobs an id-prefix search or a bulk count scans.
+SCAN_LIMIT = 5000
+#: Most jobs one bulk request changes.
+BULK_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    """Completions in the last hour, from the newest THROUGHPUT_SAMPLE completed jobs.
+
+    ``partial`` is True when the sample ran out before the hour did: then
+    ``total`` is a lower bound and ``covered_s`` says how far back it reached.
+    ``buckets``: completions per THROUGHPUT_BUCKET_S, oldest first."""
+
+    total: int
+    buckets: list[int]
+    partial: bool
+    covered_s: float
+
+    @property
+    def per_minute(self) -> float:
+        return self.total / max(self.covered_s / 60.0, 1.0)
+
+    @property
+    def peak(self) -> int:
+        return max(self.buckets, default=0)
+
+
+def throughput(store: JobStore, now_s: float) -> Throughput:
+    """Completions per 5-minute bucket over the last hour (see Throughput).
+
+    Reads Completed jobs newest first (their last update is their completion)
+    in pages of THROUGHPUT_PAGE, stopping at the first one older than the
+    window, so a quiet hour costs one small page."""
+    start = now_s - THROUGHPUT_WINDOW_S
+    n_buckets = int(THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S)
+    buckets = [0] * n_buckets
+    oldest: float | None = None
+    cursor: str | None = None
+    read = 0
+    exhausted = False
+    while read < THROUGHPUT_SAMPLE:
+        page = store.list_jobs(status=S.Completed, limit=THROUGHPUT_PAGE, cursor=cursor)
+        read += len(page.items)
+        for job in page.items:
+            t = epoch(job.completed_at)
+            if t is None:
+                continue
+            oldest = t if oldest is None else min(oldest, t)
+            if start <= t <= now_s:
+                buckets[min(int((t - start) // THROUGHPUT_BUCKET_S), n_buckets - 1)] += 1
+        cursor = page.next_cursor
+        if cursor is None or (oldest is not None and oldest < start):
+            exhausted = True
+            break
+    partial = not exhausted and oldest is not None and oldest >= start
+    covered = now_s - oldest if partial and oldest is not None else THROUGHPUT_WINDOW_S
+    return Throughput(sum(buckets), buckets, partial, covered)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRow:
+    """A registry entry with its liveness and heartbeat age (seconds)."""
+
+    info: WorkerInfo
+    alive: bool
+    age_s: float | None
+
+
+def worker_rows(store: JobStore, now_s: float, lease_ttl_s: float) -> list[WorkerRow]:
+    rows = []
+    for w in store.workers():
+        seen = epoch(w.last_seen_at)
+        rows.append(WorkerRow(w, is_alive(w, now_s, lease_ttl_s), None if seen is None else now_s - seen))
+    return rows
+
+
+def queued_in(counts: Counts, queue: str) -> int:
+    return counts.by_queue.get(queue, {}).get(S.Queued.name, 0)
+
+
+def supports_order(store: JobStore) -> bool:
+    """True when the store's ``list_jobs`` takes ``order=`` (oldest-first paging)."""
+    return "order" in inspect.signature(store.list_jobs).parameters
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """The job list's filters, as the query string gives them (validated)."""
+
+    status: JobStatus | None = None
+    queue: str | None = None
+    name: str | None = None
+    id_prefix: str | None = None
+    oldest_first: bool = False
+
+    def store_kwargs(self) -> dict[str, object]:
+        return {"status": self.status, "queue": self.queue, "name": self.name}
+
+    def as_query(self) -> dict[str, str]:
+        """Non-empty filters as query parameters (for links and hidden fields)."""
+        out = {
+            "status": self.status.name if self.status else "",
+            "queue": self.queue or "",
+            "name": self.name or "",
+            "id": self.id_prefix or "",
+            "sort": "oldest" if self.oldest_first else "",
+        }
+        return {k: v for k, v in out.items() if v}
+
+    @property
+    def any(self) -> bool:
+        return bool(self.status or self.queue or self.name or self.id_prefix)
+
+
+def parse_filters(args: dict[str, str]) -> tuple[Filters, list[str]]:
+    """Filters from query or form fields, and messages for the fields ignored."""
+    problems: list[str] = []
+    status = None
+    raw_status = (args.get("status") or "").strip()
+    if raw_status:
+        try:
+            status = JobStatus.parse(raw_status)
+        except ValueError as exc:
+            problems.append(str(exc))
+    prefix = (args.get("id") or "").strip().lower() or None
+    if prefix and not all(c in "0123456789abcdef-" for c in prefix):
+        problems.append("id: only hexadecimal digits and dashes")
+        prefix = None
+    filters = Filters(
+        status=status,
+        queue=(args.get("queue") or "").strip() or None,
+        name=(args.get("name") or "").strip() or None,
+        id_prefix=prefix,
+        oldest_first=args.get("sort") == "oldest",
+    )
+    return filters, problems
+
+
+def _pages(store: JobStore, filters: Filters, status: JobStatus | None, budget: int) -> Iterator[Job]:
+    """Jobs matching ``filters`` (with ``status`` instead of the filter's),
+    newest update first, at most ``budget`` read."""
+    kwargs = {**filters.store_kwargs(), "status": status}
+    cursor = None
+    read = 0
+    while read < budget:
+        page = store.list_jobs(**kwargs, limit=min(MAX_PAGE_SIZE, budget - read), cursor=cursor)
+        read += len(page.items)
+        yield from page.items
+        if page.next_cursor is None or not page.items:
+            return
+        cursor = page.next_cursor
+
+
+@dataclass
+class Search:
+    """A page of matching jobs, the cursor of the next one, and notes on how
+    the result was obtained (shown under the table)."""
+
+    items: list[Job]
+    next_cursor: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def search(store: JobStore, filters: Filters, limit: int, cursor: str | None) -> Search:
+    """One page of the job list. An id prefix scans the SCAN_LIMIT newest
+    matching jobs (the contract has no id-prefix query)."""
+    if filters.id_prefix:
+        found = [
+            j
+            for j in _pages(store, filters, filters.status, SCAN_LIMIT)
+            if j.id.startswith(filters.id_prefix)
+        ]
+        note = (
+            f"An id prefix is matched among the {SCAN_LIMIT:,} most recently updated jobs "
+            "that pass the other filters."
+        )
+        return Search(found[:limit], None, [note])
+    kwargs: dict[str, object] = {**filters.store_kwargs(), "limit": limit, "cursor": cursor}
+    if filters.oldest_first:
+        kwargs["order"] = "asc"
+    page = store.list_jobs(**kwargs)  # type: ignore[arg-type]
+    return Search(page.items, page.next_cursor)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What a bulk action would touch: ``eligible`` counted (exact unless
+    ``at_least``), ``matching`` all jobs passing the filter where known."""
+
+    eligible: int
+    at_least: bool
+    matching: int | None
+
+
+def _counted(counts: Counts, filters: Filters, statuses: frozenset[JobStatus]) -> tuple[int, int]:
+    source = counts.by_queue.get(filters.queue, {}) if filters.queue else counts.by_status
+    chosen = {filters.status} if filters.status else set(JobStatus)
+    matching = sum(source.get(s.name, 0) for s in chosen)
+    eligible = sum(source.get(s.name, 0) for s in chosen & statuses)
+    return matching, eligible
+
+
+def select_for_bulk(store: JobStore, filters: Filters, statuses: frozenset[JobStatus]) -> Selection:
+    """Count the jobs a bulk action on ``statuses`` would change. Exact from the
+    counters when only status/queue filter; else counted by a bounded scan."""
+    if not (filters.name or filters.id_prefix):
+        matching, eligible = _counted(store.counts(), filters, statuses)
+        return Selection(eligible, False, matching)
+    jobs = list(eligible_jobs(store, filters, statuses, BULK_LIMIT + 1))
+    return Selection(min(len(jobs), BULK_LIMIT), len(jobs) > BULK_LIMIT, None)
+
+
+def eligible_jobs(
+    store: JobStore, filters: Filters, statuses: frozenset[JobStatus], limit: int
+) -> Iterator[Job]:
+    """Up to ``limit`` jobs passing ``filters`` whose status is in ``statuses``,
+    one listing per status (so ineligible jobs are never read)."""
+    wanted = sorted(statuses & ({filters.status} if filters.status else set(JobStatus)))
+    given = 0
+    for status in wanted:
+        for job in _pages(store, filters, status, SCAN_LIMIT):
+            if filters.id_prefix and not job.id.startswith(filters.id_prefix):
+                continue
+            yield job
+            given += 1
+            if given >= limit:
+                return
+
+
+def since(value: datetime | None, now_s: float) -> float | None:
+    """Seconds from ``value`` to ``now_s`` (negative if in the future)."""
+    t = epoch(value)
+    return None if t is None else now_s - t

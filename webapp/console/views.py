@@ -1,0 +1,308 @@
+"""Console pages (GET): login, overview, jobs, job, workers, recovery, audit.
+
+Each page that changes while it is open has a partial in
+``templates/partials/`` that polls its own endpoint; see
+``blueprint.render_view``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from flask import Response, abort, make_response, redirect, render_template, request, session, url_for
+
+from store.base import RECOVERY_LOCK
+from store.errors import JobNotFound, ValidationError
+from store.lifecycle import OPERATIONS, TERMINAL, JobStatus, Operation
+from store.models import ts
+from webapp.console import auth, diagnosis, queries
+from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
+from webapp.console.recovery import operator_name
+
+S = JobStatus
+PAGE_SIZES = (25, 50, 100, 200)
+RECENT_FAILURES = 8
+AUDIT_LIMIT = 200
+RECOVERY_HISTORY = 50
+
+
+# ----------------------------------------------------------------- login
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    target = safe_next(request.values.get("next"))
+    if request.method == "GET":
+        if auth.current_user() is not None:
+            return redirect(target)
+        return _login_form(target)
+    name = (request.form.get("username") or "").strip()
+    key = auth.client_key(name)
+    wait = auth.throttle().retry_after(key)
+    if wait > 0:
+        response = _login_form(target, f"Too many failed attempts. Try again in {wait:.0f} s.", 429, name)
+        response.headers["Retry-After"] = str(int(wait) + 1)
+        return response
+    user = auth.authenticate(name, request.form.get("password") or "")
+    if user is None:
+        auth.throttle().failed(key)
+        return _login_form(target, "Unknown user or wrong password.", 401, name)
+    auth.throttle().succeeded(key)
+    auth.log_in(user)
+    return redirect(target, 303)
+
+
+def _login_form(target: str, error: str | None = None, status: int = 200, name: str = "") -> Response:
+    html = render_template("login.html", next=target, error=error, username=name, no_users=not auth.users())
+    return make_response(html, status)
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    session.clear()
+    return redirect(url_for("console.login"), 303)
+
+
+# -------------------------------------------------------------- overview
+@bp.get("/")
+def overview() -> Response:
+    st = store()
+    now_s = st.now()
+    cfg = settings()
+    counts = st.counts()
+    workers = queries.worker_rows(st, now_s, cfg.lease_ttl_s)
+    return render_view(
+        "overview.html",
+        "partials/overview_live.html",
+        counts=counts,
+        statuses=list(S),
+        queues=sorted(counts.by_queue),
+        expired=st.expired_lease_count(),
+        workers_alive=sum(1 for w in workers if w.alive),
+        workers_total=len(workers),
+        failures=st.list_jobs(status=S.Failed, limit=RECENT_FAILURES).items,
+        throughput=queries.throughput(st, now_s),
+        sample=queries.THROUGHPUT_SAMPLE,
+        now=ts(now_s),
+        now_s=now_s,
+    )
+
+
+# ------------------------------------------------------------------ jobs
+def _page_size() -> int:
+    try:
+        size = int(request.args.get("limit", 50))
+    except ValueError:
+        size = 50
+    return size if size in PAGE_SIZES else 50
+
+
+def _exact_id(text: str | None) -> str | None:
+    try:
+        return str(uuid.UUID(text)) if text and len(text) == 36 else None
+    except ValueError:
+        return None
+
+
+@bp.get("/jobs")
+def jobs() -> Response:
+    st = store()
+    filters, problems = queries.parse_filters(request.args)
+    exact = _exact_id(filters.id_prefix)
+    if exact:
+        try:
+            st.get(exact)
+        except JobNotFound:
+            problems.append(f"No job has id {exact}.")
+        else:
+            target = url_for("console.job", job_id=exact)
+            if is_htmx():
+                response = make_response("", 200)
+                response.headers["HX-Redirect"] = target
+                return response
+            return redirect(target, 303)
+    notes: list[str] = []
+    if filters.oldest_first and not queries.supports_order(st):
+        notes.append(
+            "Oldest-first needs store support (list_jobs order=) not available yet; newest first shown."
+        )
+        filters = queries.Filters(filters.status, filters.queue, filters.name, filters.id_prefix, False)
+    status = 200
+    try:
+        found = queries.search(st, filters, _page_size(), request.args.get("cursor") or None)
+    except ValidationError as exc:
+        problems.append(str(exc))
+        found, status = queries.Search([], None), 400
+    counts = st.counts()
+    return render_view(
+        "jobs.html",
+        "partials/jobs_table.html",
+        status=status,
+        found=found,
+        notes=notes + found.notes,
+        problems=problems,
+        filters=filters,
+        query=filters.as_query(),
+        limit=_page_size(),
+        page_sizes=PAGE_SIZES,
+        first_page=not request.args.get("cursor"),
+        statuses=list(S),
+        queues=sorted(counts.by_queue),
+        bulk_actions=BULK_ACTIONS,
+        can_sort_oldest=queries.supports_order(st),
+        now_s=st.now(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BulkAction:
+    key: str
+    label: str
+    verb: str
+    operation: Operation
+
+    @property
+    def statuses(self) -> frozenset[JobStatus]:
+        return OPERATIONS[self.operation].sources
+
+
+BULK_ACTIONS = {
+    a.key: a
+    for a in (
+        BulkAction("cancel", "Cancel", "canceled", Operation.CANCEL),
+        BulkAction("retry", "Retry now (keep retries)", "retried now", Operation.RETRY_NOW),
+        BulkAction(
+            "requeue", "Requeue fresh (reset retries)", "requeued with retries reset", Operation.REQUEUE
+        ),
+    )
+}
+
+
+# ------------------------------------------------------------------- job
+def job_context(job_id: str, message: str | None = None, error: str | None = None) -> dict[str, Any]:
+    """Everything the job page and its live fragment show."""
+    st = store()
+    cfg = settings()
+    try:
+        job = st.get(job_id)
+    except JobNotFound:
+        abort(404, f"No job has id {job_id}.")
+    now_s = st.now()
+    reasons: list[diagnosis.Reason] = []
+    if job.status not in TERMINAL:
+        ctx = diagnosis.Context(
+            now_s=now_s,
+            workers=st.workers(),
+            lease_ttl_s=cfg.lease_ttl_s,
+            recovery_interval_s=cfg.recovery_interval_s,
+            queued_in_queue=queries.queued_in(st.counts(), job.queue)
+            if job.status is not S.InProgress
+            else 0,
+        )
+        reasons = diagnosis.explain(job, ctx)
+    return {
+        "job": job,
+        "events": st.events(job_id),
+        "reasons": reasons,
+        "terminal": job.status in TERMINAL,
+        "can": {op.value: job.status in rule.sources for op, rule in OPERATIONS.items()},
+        "lease_left": queries.since(job.lease_expires_at, now_s),
+        "heartbeat_age": queries.since(job.last_heartbeat_at, now_s),
+        "message": message,
+        "error": error,
+        "now_s": now_s,
+    }
+
+
+@bp.get("/jobs/<job_id>")
+def job(job_id: str) -> Response:
+    return render_view("job.html", "partials/job_live.html", **job_context(job_id))
+
+
+# --------------------------------------------------------------- workers
+@bp.get("/workers")
+def workers() -> Response:
+    st = store()
+    now_s = st.now()
+    rows = queries.worker_rows(st, now_s, settings().lease_ttl_s)
+    return render_view(
+        "workers.html",
+        "partials/workers_table.html",
+        rows=rows,
+        alive_after_s=diagnosis.ALIVE_TTLS * settings().lease_ttl_s,
+        now_s=now_s,
+    )
+
+
+# -------------------------------------------------------------- recovery
+def recovery_context(result: Any = None, error: str | None = None) -> dict[str, Any]:
+    st = store()
+    cfg = settings()
+    now_s = st.now()
+    lock = st.lock_info(RECOVERY_LOCK)
+    return {
+        "preview": st.preview_recovery(cfg.recovery_batch),
+        "expired": st.expired_lease_count(),
+        "lock": lock,
+        "lock_left": None if lock.expires_at is None else lock.expires_at.timestamp() - now_s,
+        "runs": st.recovery_runs(RECOVERY_HISTORY),
+        "result": result,
+        "error": error,
+        "interval_s": cfg.recovery_interval_s,
+        "enabled": cfg.recovery_enabled,
+        "now_s": now_s,
+    }
+
+
+@bp.get("/recovery")
+def recovery() -> Response:
+    return render_view("recovery.html", "partials/recovery_live.html", **recovery_context())
+
+
+# ----------------------------------------------------------------- audit
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    at: datetime
+    actor: str
+    action: str
+    job_id: str | None
+    detail: str
+
+
+def audit_entries(limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+    """Operator actions, newest first: job events by ``operator:*`` actors
+    (``store.audit``) merged with recovery runs an operator triggered."""
+    st = store()
+    entries = [
+        AuditEntry(
+            e.at,
+            operator_name(e.actor or ""),
+            e.kind,
+            e.job_id,
+            " → ".join(s.name for s in (e.from_status, e.to_status) if s)
+            + (f" · {e.message}" if e.message else ""),
+        )
+        for e in st.audit(limit)
+    ]
+    for run in st.recovery_runs(RECOVERY_HISTORY):
+        if run.trigger.startswith("operator:"):
+            detail = (
+                f"{run.recovered} retried, {run.failed} failed, {run.duration_ms:.0f} ms (lock: {run.owner})"
+            )
+            entries.append(
+                AuditEntry(run.started_at, operator_name(run.trigger), "recovery run", None, detail)
+            )
+    entries.sort(key=lambda e: e.at, reverse=True)
+    return entries[:limit]
+
+
+@bp.get("/audit")
+def audit() -> Response:
+    actor = (request.args.get("actor") or "").strip()
+    entries = audit_entries()
+    if actor:
+        entries = [e for e in entries if e.actor == actor]
+    return render_view(
+        "audit.html", "partials/audit_table.html", entries=entries, actor=actor, limit=AUDIT_LIMIT
+    )
