@@ -24,8 +24,10 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
 from werkzeug.serving import make_server
 
+from store import StoreSettings
 from tests.backends import StoreHandle
 from tests.browser.helpers import REPO, WAIT_MS, LiveServer
+from tests.conftest import make_handle
 from tests.web.console_fixtures import console_app_for
 
 CHROMIUM = "/usr/bin/chromium"
@@ -83,6 +85,21 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
     yield chromium
     chromium.close()
+
+
+#: Stores the browser tests run on. The console's views are tested on every
+#: store by the Flask-client tests (tests/web); in a real browser one store
+#: keeps the suite inside its time budget. LEASEHOLD_BROWSER_BACKENDS widens it.
+BROWSER_BACKENDS = os.environ.get("LEASEHOLD_BROWSER_BACKENDS", "sqlite").split(",")
+
+
+@pytest.fixture(params=BROWSER_BACKENDS)
+def handle(
+    request: pytest.FixtureRequest, tmp_path: Path, store_settings: StoreSettings
+) -> Iterator[StoreHandle]:
+    h = make_handle(request.param, request, tmp_path, store_settings)
+    yield h
+    h.close()
 
 
 @pytest.fixture
