@@ -200,32 +200,29 @@ class JobStore(abc.ABC):
         InProgress gets ``lease_expires_at = now + ttl``; the rest are refused
         (counted and recorded as events) and must be dropped by the worker."""
 
-    @abc.abstractmethod
     def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
         """Ack: InProgress -> Completed with ``result`` (JSON). Raises LeaseLost
         (stale token or not InProgress; a refusal event is recorded),
-        JobNotFound, ValidationError (result not JSON)."""
+        JobNotFound, ValidationError (result not JSON). One ``complete_many``."""
+        [outcome] = self.complete_many([(job_id, token, result)], worker_id=worker_id)
+        if isinstance(outcome, LeaseLost):
+            if outcome.current_token is None:
+                raise JobNotFound(job_id)
+            raise outcome
+        return outcome
 
+    @abc.abstractmethod
     def complete_many(
         self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
     ) -> list[Job | LeaseLost]:
-        """Ack many jobs at once: ``acks`` are ``(job_id, token, result)``.
+        """Ack many jobs at once (one transaction or script call per chunk):
+        ``acks`` are ``(job_id, token, result)``.
 
-        Each ack is guarded on its own exactly as ``complete``; the answer has
-        one entry per ack, in order: the Completed job, or the LeaseLost that
-        refused it (a refusal event is recorded). Stores override this to use
-        one transaction (one round trip) for the batch; this default loops.
-        A job that no longer exists is refused too (LeaseLost with no current
-        token). Raises ValidationError (a result not JSON; nothing written)."""
-        out: list[Job | LeaseLost] = []
-        for job_id, token, result in acks:
-            try:
-                out.append(self.complete(job_id, token, result, worker_id=worker_id))
-            except LeaseLost as lost:
-                out.append(lost)
-            except JobNotFound:
-                out.append(LeaseLost(job_id, token, None, None))
-        return out
+        Each ack is guarded on its own (InProgress and current token); the
+        answer has one entry per ack, in order: the Completed job, or the
+        LeaseLost that refused it (a refusal event is recorded). A job that no
+        longer exists is refused too (LeaseLost with no current token).
+        Raises ValidationError (a result not JSON; nothing written)."""
 
     @abc.abstractmethod
     def fail(

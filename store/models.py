@@ -8,6 +8,7 @@ here does I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -184,6 +185,15 @@ def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
     raise ValidationError("jobs", "each item must be a JobSpec or (name, payload[, queue])")
 
 
+def refusal_message(kind: str, actor: str | None, token: int, current_token: int, status: JobStatus) -> str:
+    """The job-event message of a refused stale write, e.g. ``completion refused
+    by w-3 with token 4; current token 5, status InProgress``."""
+    return (
+        f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {token}; "
+        f"current token {current_token}, status {status.name}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """A lease a worker holds: the job, its fencing token and when it expires."""
@@ -265,6 +275,20 @@ class RecoveryReport:
     owner: str | None = None
     duration_ms: float = 0.0
 
+    @classmethod
+    def from_outcomes(
+        cls, done: list[RecoveredJob], *, dry_run: bool, more: bool, owner: str | None, duration_ms: float
+    ) -> RecoveryReport:
+        """Split recovered jobs by outcome (Scheduled: retried; Failed: spent)."""
+        return cls(
+            recovered=[r for r in done if r.outcome is JobStatus.Scheduled],
+            failed=[r for r in done if r.outcome is JobStatus.Failed],
+            dry_run=dry_run,
+            more=more,
+            owner=owner,
+            duration_ms=duration_ms,
+        )
+
     def to_json(self) -> dict[str, Any]:
         def one(r: RecoveredJob) -> dict[str, Any]:
             return {
@@ -331,6 +355,22 @@ class Counts:
 
     by_status: dict[str, int]
     by_queue: dict[str, dict[str, int]]
+
+    @classmethod
+    def from_counters(cls, counters: Iterable[tuple[str, int]]) -> Counts:
+        """Counts from the stores' counter keys ``s:<status code>:<queue>``
+        (other keys, such as ``e:<event kind>``, are ignored)."""
+        by_status = {s.name: 0 for s in JobStatus}
+        by_queue: dict[str, dict[str, int]] = {}
+        for key, value in counters:
+            n = int(value)
+            if not key.startswith("s:") or not n:
+                continue
+            _, code, queue = key.split(":", 2)
+            name = JobStatus(int(code)).name
+            by_status[name] += n
+            by_queue.setdefault(queue, {})[name] = n
+        return cls(by_status, by_queue)
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": dict(self.by_status), "queues": {q: dict(c) for q, c in self.by_queue.items()}}

@@ -16,6 +16,7 @@ from store import lifecycle
 from store.base import StoreSettings
 from store.errors import LeaseLost
 from store.lifecycle import FailureDecision, JobStatus, Operation
+from store.models import refusal_message
 from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable
 from store.redis.keys import Keys
@@ -126,10 +127,7 @@ class RedisPlumbing:
             keys, args = self.keys.common(), self._args()
             for job_id, token, current, code in chunk:
                 status = S(int(code))
-                message = (
-                    f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {token}; "
-                    f"current token {current}, status {status.name}"
-                )
+                message = refusal_message(kind, actor, token, current, status)
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, kind, actor or "", token, message]
                 lost.append(LeaseLost(job_id, token, int(current), status.name))

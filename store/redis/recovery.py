@@ -41,19 +41,6 @@ class RecoveryMixin(RedisPlumbing):
             plan.append((job, int(retries)))
         return plan, len(ids) >= limit
 
-    @staticmethod
-    def _report(
-        done: list[RecoveredJob], dry_run: bool, more: bool, owner: str | None, t0: float
-    ) -> RecoveryReport:
-        return RecoveryReport(
-            recovered=[r for r in done if r.outcome is S.Scheduled],
-            failed=[r for r in done if r.outcome is S.Failed],
-            dry_run=dry_run,
-            more=more,
-            owner=owner,
-            duration_ms=(time.perf_counter() - t0) * 1000,
-        )
-
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
         """One bounded batch (``limit``, default settings.recovery_batch, at
         most MAX_BATCH); see the module docstring. Takes no lock."""
@@ -68,11 +55,19 @@ class RecoveryMixin(RedisPlumbing):
             items.append(Failure(r.job_id, r.queue, r.token, retries, decision, error, True, owner))
         replies = self._apply_failures(items, want_jobs=False) if items else []
         done = [r for (r, _), ok in zip(plan, replies, strict=True) if ok]
-        return self._report(done, False, more, owner, t0)
+        return RecoveryReport.from_outcomes(
+            done, dry_run=False, more=more, owner=owner, duration_ms=(time.perf_counter() - t0) * 1000
+        )
 
     def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
         """What recover_expired would do now; changes nothing."""
         limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
         t0 = time.perf_counter()
         plan, more = self._recovery_plan(limit)
-        return self._report([r for r, _ in plan], True, more, None, t0)
+        return RecoveryReport.from_outcomes(
+            [r for r, _ in plan],
+            dry_run=True,
+            more=more,
+            owner=None,
+            duration_ms=(time.perf_counter() - t0) * 1000,
+        )

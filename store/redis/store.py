@@ -146,17 +146,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
 
     def counts(self) -> Counts:
         [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
-        by_status = {s.name: 0 for s in S}
-        by_queue: dict[str, dict[str, int]] = {}
-        for key, value in counters.items():
-            n = int(value)
-            if not key.startswith("s:") or not n:
-                continue
-            _, code, queue = key.split(":", 2)
-            name = S(int(code)).name
-            by_status[name] += n
-            by_queue.setdefault(queue, {})[name] = n
-        return Counts(by_status, by_queue)
+        return Counts.from_counters(counters.items())
 
     def event_counts(self) -> dict[str, int]:
         [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
@@ -233,14 +223,6 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
                     stale.append((lease.job_id, lease.token, reply[1], reply[2]))
         self._refusals("heartbeat_refused", worker_id, stale)
         return HeartbeatResult(renewed, refused)
-
-    def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
-        [outcome] = self.complete_many([(job_id, token, result)], worker_id=worker_id)
-        if isinstance(outcome, LeaseLost):
-            if outcome.current_token is None:
-                raise JobNotFound(job_id)
-            raise outcome
-        return outcome
 
     def complete_many(
         self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None

@@ -37,6 +37,7 @@ from store.models import (
     RecoveryRun,
     WorkerInfo,
     as_spec,
+    refusal_message,
     ts,
     validate_spec,
 )
@@ -298,17 +299,7 @@ class SqlStore(JobStore):
         return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None)
 
     def counts(self) -> Counts:
-        rows = self._tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)
-        by_status = {s.name: 0 for s in S}
-        by_queue: dict[str, dict[str, int]] = {}
-        for key, n in rows:
-            if not key.startswith("s:") or not n:
-                continue
-            _, code, queue = key.split(":", 2)
-            name = S(int(code)).name
-            by_status[name] += int(n)
-            by_queue.setdefault(queue, {})[name] = int(n)
-        return Counts(by_status, by_queue)
+        return Counts.from_counters(self._tx(lambda c: c.execute(sql.sum_counters()).all(), write=False))
 
     def event_counts(self) -> dict[str, int]:
         """Totals of job events by kind since the store was created (for metrics)."""
@@ -400,14 +391,6 @@ class SqlStore(JobStore):
 
         return self._tx(body)
 
-    def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
-        [outcome] = self.complete_many([(job_id, token, result)], worker_id=worker_id)
-        if isinstance(outcome, LeaseLost):
-            if outcome.current_token is None:
-                raise JobNotFound(job_id)
-            raise outcome
-        return outcome
-
     def complete_many(
         self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
     ) -> list[Job | LeaseLost]:
@@ -489,10 +472,7 @@ class SqlStore(JobStore):
                 continue
             status = S(cur[2])
             out[(lease.job_id, lease.token)] = LeaseLost(lease.job_id, lease.token, cur[1], status.name)
-            message = (
-                f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {lease.token}; "
-                f"current token {cur[1]}, status {status.name}"
-            )
+            message = refusal_message(kind, actor, lease.token, cur[1], status)
             events.append(self._event(lease.job_id, kind, None, None, actor, lease.token, message))
         return out
 
@@ -625,18 +605,6 @@ class SqlStore(JobStore):
             delay_s=decision.delay_s,
         )
 
-    def _report(
-        self, done: list[RecoveredJob], dry_run: bool, more: bool, owner: str | None, t0: float
-    ) -> RecoveryReport:
-        return RecoveryReport(
-            recovered=[r for r in done if r.outcome is S.Scheduled],
-            failed=[r for r in done if r.outcome is S.Failed],
-            dry_run=dry_run,
-            more=more,
-            owner=owner,
-            duration_ms=(time.perf_counter() - t0) * 1000,
-        )
-
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
         limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
         t0 = time.perf_counter()
@@ -655,7 +623,8 @@ class SqlStore(JobStore):
             return done, len(rows) >= limit
 
         done, more = self._tx(body)
-        return self._report(done, False, more, owner, t0)
+        ms = (time.perf_counter() - t0) * 1000
+        return RecoveryReport.from_outcomes(done, dry_run=False, more=more, owner=owner, duration_ms=ms)
 
     def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
         limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
@@ -663,7 +632,10 @@ class SqlStore(JobStore):
         stmt = sql.expired_leases(self._now, lock=False)
         rows = self._tx(lambda c: c.execute(stmt, {"limit": limit}).mappings().all(), write=False)
         done = [self._recovered(r, d) for r, d in self._recovery_plan(rows)]
-        return self._report(done, True, len(rows) >= limit, None, t0)
+        ms = (time.perf_counter() - t0) * 1000
+        return RecoveryReport.from_outcomes(
+            done, dry_run=True, more=len(rows) >= limit, owner=None, duration_ms=ms
+        )
 
     def record_recovery_run(self, run: RecoveryRun) -> None:
         row = {
