@@ -69,3 +69,23 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts
 	find . -path ./instance -prune -o -path ./.services -prune -o \
 		-type d -name __pycache__ -prune -exec rm -rf {} +
+
+# The long soak of tests/faults (GitHub issue 9): 5,000 jobs on 16 worker processes per
+# store while children are killed; prints the summary table (jobs, kills, retries, ...).
+SOAK_JOBS ?= 5000
+SOAK_PROCESSES ?= 16
+SOAK_KILLS ?= 12
+.PHONY: soak
+soak: $(STAMP)
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	LEASEHOLD_SOAK_JOBS=$(SOAK_JOBS) LEASEHOLD_SOAK_PROCESSES=$(SOAK_PROCESSES) \
+	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) PYTHONPATH=. \
+	$(BIN)/pytest tests/faults/test_soak.py -m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
+
+# Leasehold side by side with huey, dramatiq, rq and celery (own venv: bench/.peers-venv).
+.PHONY: bench-peers
+bench-peers: $(STAMP)
+	bench/peers/setup.sh
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	BENCH_PEERS_REDIS_URL="$${BENCH_PEERS_REDIS_URL:-$${LEASEHOLD_TEST_REDIS_URL%/*}/13}" \
+	$(BIN)/python bench/peers/run.py

@@ -187,7 +187,10 @@ def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
 
 def refusal_message(kind: str, actor: str | None, token: int, current_token: int, status: JobStatus) -> str:
     """The job-event message of a refused stale write, e.g. ``completion refused
-    by w-3 with token 4; current token 5, status InProgress``."""
+    by w-3 with token 4; current token 5, status InProgress``. A refusal
+    with the current token of an InProgress job means its lease had expired."""
+    if current_token == token and status is JobStatus.InProgress:
+        return f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {token}: the lease had expired"
     return (
         f"{kind.replace('_', ' ')} by {actor or 'a worker'} with token {token}; "
         f"current token {current_token}, status {status.name}"

@@ -238,8 +238,15 @@ class Worker:
             if outcome.dropped:
                 return
             if not run.move(State.DONE):
-                if run.state is State.RELEASED:
-                    log.debug("job %s finished after its lease was given back; result discarded", run.job.id)
+                if run.state in (State.RELEASED, State.DROPPED):
+                    # Its lease was given back, or a renewal was refused (lost,
+                    # canceled or already expired): the run is no longer ours to
+                    # record, even where the store would still take the token.
+                    log.debug(
+                        "job %s finished after its lease was %s; result discarded",
+                        run.job.id,
+                        run.state.value,
+                    )
                     return
                 if run.state is State.TIMED_OUT:
                     run.settled.wait(30)  # our JobTimeout is written first; this late ack is then refused
