@@ -152,10 +152,12 @@ class JobStore(abc.ABC):
         name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: str = "desc",
     ) -> Page:
-        """Jobs, newest update first, filtered; keyset paging by
-        ``(last_updated_at, id)`` so a page costs the same at any depth.
-        ``limit`` 1..MAX_PAGE_SIZE. Raises ValidationError for a bad cursor."""
+        """Jobs, filtered, newest update first (``order="asc"``: oldest first);
+        keyset paging by ``(last_updated_at, id)`` so a page costs the same at
+        any depth. ``limit`` 1..MAX_PAGE_SIZE. Raises ValidationError for a bad
+        cursor, limit or order."""
 
     @abc.abstractmethod
     def counts(self) -> Counts:

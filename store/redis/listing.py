@@ -37,17 +37,22 @@ SCAN_CHUNK = 200
 Pipe = Callable[[Callable[[Any], object]], list[Any]]
 
 
-def _start_rank(pipe: Pipe, index: str, cursor: str) -> int:
-    """Rank (0-based, newest first) of the first entry after the cursor."""
+def _start_rank(pipe: Pipe, index: str, cursor: str, ascending: bool) -> int:
+    """Rank (0-based, in the page order) of the first entry after the cursor."""
     at, after_id = decode_cursor(cursor)
+    if ascending:
+        older, ties = pipe(lambda p: (p.zcount(index, "-inf", f"({at!r}"), p.zrangebyscore(index, at, at)))
+        return older + sum(1 for member in ties if member <= after_id)
     newer, ties = pipe(lambda p: (p.zcount(index, f"({at!r}", "+inf"), p.zrangebyscore(index, at, at)))
     return newer + sum(1 for member in ties if member >= after_id)
 
 
-def _read_chunk(pipe: Pipe, keys: Keys, index: str, rank: int, count: int) -> list[tuple[str, float, dict]]:
-    """``count`` index entries from ``rank`` on (newest first), each with its
-    job hash (empty when the job was deleted meanwhile): two round trips."""
-    [entries] = pipe(lambda p: p.zrange(index, rank, rank + count - 1, desc=True, withscores=True))
+def _read_chunk(
+    pipe: Pipe, keys: Keys, index: str, rank: int, count: int, ascending: bool
+) -> list[tuple[str, float, dict]]:
+    """``count`` index entries from ``rank`` on (in the page order), each with
+    its job hash (empty when the job was deleted meanwhile): two round trips."""
+    [entries] = pipe(lambda p: p.zrange(index, rank, rank + count - 1, desc=not ascending, withscores=True))
     hashes = pipe(lambda p: [p.hgetall(keys.job(job_id)) for job_id, _ in entries])
     return [(job_id, score, h) for (job_id, score), h in zip(entries, hashes, strict=True)]
 
@@ -61,20 +66,25 @@ def list_page(
     name: str | None,
     limit: int,
     cursor: str | None,
+    order: str = "desc",
 ) -> Page:
-    """One page of jobs, newest update first (see the module docstring).
-    Raises ValidationError for a bad limit or cursor."""
+    """One page of jobs, newest update first, or oldest first with
+    ``order="asc"`` (see the module docstring). Raises ValidationError for a
+    bad limit, cursor or order."""
+    if order not in ("asc", "desc"):
+        raise ValidationError("order", "must be asc or desc")
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
+    ascending = order == "asc"
     index = keys.updated(status)
-    rank = _start_rank(pipe, index, cursor) if cursor else 0
+    rank = _start_rank(pipe, index, cursor, ascending) if cursor else 0
     filtered = queue is not None or name is not None
     chunk = max(limit + 1, SCAN_CHUNK) if filtered else limit + 1
     found: list[tuple[Job, float]] = []
     last: tuple[float, str] | None = None
     scanned, exhausted = 0, False
     while len(found) <= limit and scanned < SCAN_BUDGET:
-        entries = _read_chunk(pipe, keys, index, rank, chunk)
+        entries = _read_chunk(pipe, keys, index, rank, chunk, ascending)
         for job_id, score, fields in entries:
             scanned, rank, last = scanned + 1, rank + 1, (score, job_id)
             if not fields:

@@ -137,11 +137,19 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
         name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: str = "desc",
     ) -> Page:
         """See JobStore.list_jobs. A queue or name filter scans the status
         index within a bound (``store.redis.listing`` states the cost)."""
         return list_page(
-            self._pipe, self.keys, status=status, queue=queue, name=name, limit=limit, cursor=cursor
+            self._pipe,
+            self.keys,
+            status=status,
+            queue=queue,
+            name=name,
+            limit=limit,
+            cursor=cursor,
+            order=order,
         )
 
     def counts(self) -> Counts:

@@ -362,13 +362,16 @@ def count_expired(now: ColumnElement[float]) -> Select:
     return select(func.count()).where(jobs.c.status == IN_PROGRESS, jobs.c.lease_expires_at < now)
 
 
-def list_jobs(filters: Sequence[ColumnElement[bool]], with_cursor: bool) -> Select:
-    """Keyset page, newest update first. Params: limit, and c_at, c_id with a cursor."""
+def list_jobs(filters: Sequence[ColumnElement[bool]], with_cursor: bool, ascending: bool = False) -> Select:
+    """Keyset page by ``(last_updated_at, id)``, newest first unless
+    ``ascending``. Params: limit, and c_at, c_id with a cursor."""
     stmt = select(jobs).where(*filters)
+    key = tuple_(jobs.c.last_updated_at, jobs.c.id)
     if with_cursor:
-        stmt = stmt.where(
-            tuple_(jobs.c.last_updated_at, jobs.c.id) < tuple_(bindparam("c_at"), bindparam("c_id"))
-        )
+        after = tuple_(bindparam("c_at"), bindparam("c_id"))
+        stmt = stmt.where(key > after if ascending else key < after)
+    if ascending:
+        return stmt.order_by(jobs.c.last_updated_at, jobs.c.id).limit(bindparam("limit"))
     return stmt.order_by(jobs.c.last_updated_at.desc(), jobs.c.id.desc()).limit(bindparam("limit"))
 
 

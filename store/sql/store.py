@@ -278,7 +278,10 @@ class SqlStore(JobStore):
         name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: str = "desc",
     ) -> Page:
+        if order not in ("asc", "desc"):
+            raise ValidationError("order", "must be asc or desc")
         if not 1 <= limit <= MAX_PAGE_SIZE:
             raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
         filters = []
@@ -291,7 +294,7 @@ class SqlStore(JobStore):
         params: dict[str, Any] = {"limit": limit + 1}
         if cursor:
             params["c_at"], params["c_id"] = decode_cursor(cursor)
-        stmt = sql.list_jobs(filters, bool(cursor))
+        stmt = sql.list_jobs(filters, bool(cursor), ascending=order == "asc")
         rows = self._tx(lambda c: c.execute(stmt, params).mappings().all(), write=False)
         items = [job_from_row(r) for r in rows[:limit]]
         more = len(rows) > limit

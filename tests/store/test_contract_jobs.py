@@ -136,6 +136,20 @@ def test_list_filters_and_cursor_paging(store: JobStore) -> None:
     assert store.list_jobs(status=S.Queued, queue="qb", limit=50).next_cursor is None
     assert len(store.list_jobs(status=S.Queued, queue="qb", limit=50).items) == 3
 
+    oldest, cursor = [], None
+    while True:
+        page = store.list_jobs(limit=4, cursor=cursor, order="asc")
+        oldest.extend(page.items)
+        if (cursor := page.next_cursor) is None:
+            break
+    assert [j.id for j in oldest] == [j.id for j in reversed(seen)]
+    first_three = sorted(a, key=lambda j: (j.last_updated_at, j.id))[:3]
+    assert [j.id for j in store.list_jobs(queue="qa", limit=3, order="asc").items] == [
+        j.id for j in first_three
+    ]
+
+    with pytest.raises(ValidationError):
+        store.list_jobs(order="sideways")
     with pytest.raises(ValidationError):
         store.list_jobs(cursor="not-a-cursor!")
     with pytest.raises(ValidationError):

@@ -124,9 +124,14 @@ def test_exact_id_jumps_to_the_job_and_prefix_filters(viewer: ConsoleClient, sto
     assert "No job has id" in viewer.get("/jobs?id=00000000-0000-0000-0000-000000000000").text
 
 
-def test_oldest_first_is_honest_about_store_support(viewer: ConsoleClient) -> None:
-    html = viewer.get("/jobs?sort=oldest").text
-    assert "Oldest-first needs store support" in html or 'value="oldest" selected' in html
+def test_oldest_first_sorting(viewer: ConsoleClient, store: JobStore) -> None:
+    first, second = store.enqueue("first-job"), store.enqueue("second-job")
+    oldest = viewer.get("/jobs?sort=oldest").text
+    assert 'value="oldest" selected' in oldest
+    newest = viewer.get("/jobs").text
+    if (first.last_updated_at, first.id) < (second.last_updated_at, second.id):
+        assert oldest.index(first.id[:8]) < oldest.index(second.id[:8])
+        assert newest.index(second.id[:8]) < newest.index(first.id[:8])
 
 
 def test_job_page_shows_everything_and_escapes_job_data(viewer: ConsoleClient, store: JobStore) -> None:

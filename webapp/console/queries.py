@@ -8,7 +8,6 @@ the read scans a bounded number of newest pages and says so in its result.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -107,11 +106,6 @@ def queued_in(counts: Counts, queue: str) -> int:
     return counts.by_queue.get(queue, {}).get(S.Queued.name, 0)
 
 
-def supports_order(store: JobStore) -> bool:
-    """True when the store's ``list_jobs`` takes ``order=`` (oldest-first paging)."""
-    return "order" in inspect.signature(store.list_jobs).parameters
-
-
 @dataclass(frozen=True, slots=True)
 class Filters:
     """The job list's filters, as the query string gives them (validated)."""
@@ -204,10 +198,8 @@ def search(store: JobStore, filters: Filters, limit: int, cursor: str | None) ->
             "that pass the other filters."
         )
         return Search(found[:limit], None, [note])
-    kwargs: dict[str, object] = {**filters.store_kwargs(), "limit": limit, "cursor": cursor}
-    if filters.oldest_first:
-        kwargs["order"] = "asc"
-    page = store.list_jobs(**kwargs)  # type: ignore[arg-type]
+    order = "asc" if filters.oldest_first else "desc"
+    page = store.list_jobs(**filters.store_kwargs(), limit=limit, cursor=cursor, order=order)
     return Search(page.items, page.next_cursor)
 
 

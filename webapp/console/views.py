@@ -122,12 +122,6 @@ def jobs() -> Response:
                 response.headers["HX-Redirect"] = target
                 return response
             return redirect(target, 303)
-    notes: list[str] = []
-    if filters.oldest_first and not queries.supports_order(st):
-        notes.append(
-            "Oldest-first needs store support (list_jobs order=) not available yet; newest first shown."
-        )
-        filters = queries.Filters(filters.status, filters.queue, filters.name, filters.id_prefix, False)
     status = 200
     try:
         found = queries.search(st, filters, _page_size(), request.args.get("cursor") or None)
@@ -140,7 +134,7 @@ def jobs() -> Response:
         "partials/jobs_table.html",
         status=status,
         found=found,
-        notes=notes + found.notes,
+        notes=found.notes,
         problems=problems,
         filters=filters,
         query=filters.as_query(),
@@ -150,7 +144,6 @@ def jobs() -> Response:
         statuses=list(S),
         queues=sorted(counts.by_queue),
         bulk_actions=BULK_ACTIONS,
-        can_sort_oldest=queries.supports_order(st),
         now_s=st.now(),
     )
 
