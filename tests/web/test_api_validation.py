@@ -201,7 +201,7 @@ _QUERY_KEYS = st.sampled_from(["status", "queue", "name", "limit", "cursor", "x"
 _QUERIES = st.lists(st.tuples(_QUERY_KEYS, st.text(max_size=20)), max_size=4)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=_BODIES)
 def test_enqueue_never_answers_500(api_app: Flask, handle, body: object) -> None:
     client = api_app.test_client()
@@ -212,7 +212,7 @@ def test_enqueue_never_answers_500(api_app: Flask, handle, body: object) -> None
         assert set(response.json) == {"error"}
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_QUERIES, raw=st.binary(max_size=64))
 def test_list_and_raw_bodies_never_answer_500(
     api_app: Flask, query: list[tuple[str, str]], raw: bytes

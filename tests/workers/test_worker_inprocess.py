@@ -84,11 +84,12 @@ def test_canceled_running_job_is_told_to_stop_and_its_ack_refused(handle: StoreH
     with running(make_worker(handle)):
         wait_until(lambda: job_is(store, job.id, "InProgress"), what="job claimed")
         store.cancel(job.id, actor="operator:test")
-        # the next heartbeat is refused: ctx.cancelled is set, the handler returns, its ack is fenced off
-        [refused] = wait_until(lambda: events(store, job.id, "completion_refused"), what="the refused ack")
+        # the next heartbeat is refused: ctx.cancelled is set, the handler returns and
+        # the run is dropped, never acked
+        [refused] = wait_until(lambda: events(store, job.id, "heartbeat_refused"), what="the refused renewal")
         assert refused.actor == "w-in"
     assert store.get(job.id).status.name == "Canceled"
-    assert events(store, job.id, "heartbeat_refused")
+    assert not events(store, job.id, "completed")
 
 
 def test_stop_lets_short_jobs_finish_and_releases_the_rest(handle: StoreHandle) -> None:
