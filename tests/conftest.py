@@ -56,13 +56,23 @@ def store_settings() -> StoreSettings:
     return StoreSettings()
 
 
-@pytest.fixture(params=BACKENDS)
-def handle(
-    request: pytest.FixtureRequest, tmp_path: Path, store_settings: StoreSettings
-) -> Iterator[StoreHandle]:
-    h = make_handle(request.param, request, tmp_path, store_settings)
-    yield h
-    h.close()
+def handle_fixture(backends: list[str]):
+    """A ``handle`` fixture parametrised over ``backends``: a fresh store per
+    test, closed and cleaned up afterwards. A conftest can narrow the stores
+    its folder runs on with ``handle = handle_fixture([...])``."""
+
+    @pytest.fixture(params=backends, name="handle")
+    def fixture(
+        request: pytest.FixtureRequest, tmp_path: Path, store_settings: StoreSettings
+    ) -> Iterator[StoreHandle]:
+        h = make_handle(request.param, request, tmp_path, store_settings)
+        yield h
+        h.close()
+
+    return fixture
+
+
+handle = handle_fixture(BACKENDS)
 
 
 @pytest.fixture

@@ -24,10 +24,9 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
 from werkzeug.serving import make_server
 
-from store import StoreSettings
 from tests.backends import StoreHandle
 from tests.browser.helpers import REPO, WAIT_MS, LiveServer
-from tests.conftest import make_handle
+from tests.conftest import handle_fixture
 from tests.web.console_fixtures import console_app_for
 
 CHROMIUM = "/usr/bin/chromium"
@@ -93,13 +92,7 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 BROWSER_BACKENDS = os.environ.get("LEASEHOLD_BROWSER_BACKENDS", "sqlite").split(",")
 
 
-@pytest.fixture(params=BROWSER_BACKENDS)
-def handle(
-    request: pytest.FixtureRequest, tmp_path: Path, store_settings: StoreSettings
-) -> Iterator[StoreHandle]:
-    h = make_handle(request.param, request, tmp_path, store_settings)
-    yield h
-    h.close()
+handle = handle_fixture(BROWSER_BACKENDS)
 
 
 @pytest.fixture
