@@ -66,8 +66,10 @@ def latencies(values: list[float], digits: int) -> str:
     return f"p50 {ms(values, 0.5):.{digits}f} ms  p99 {ms(values, 0.99):.{digits}f} ms"
 
 
-def timed_script(store: RedisStore, script: Any) -> list[float]:
-    """Record the duration (s) of every call of ``script`` made through the store."""
+def timed_script(store: RedisStore, script: Any = None) -> list[float]:
+    """Record the duration (s) of every call of ``script`` (None: of every
+    script) made through the store, measured by the client (round trip
+    included: an upper bound of the time Redis was blocked)."""
     durations: list[float] = []
     call = store._eval
 
@@ -76,7 +78,7 @@ def timed_script(store: RedisStore, script: Any) -> list[float]:
         try:
             return call(s, keys, args)
         finally:
-            if s is script:
+            if script is None or s is script:
                 durations.append(time.perf_counter() - t0)
 
     store._eval = timed  # type: ignore[method-assign]

@@ -4,7 +4,9 @@ Throughput: N no-op jobs enqueued with ``enqueue_many``, then 1 and then 2
 ``flask --app wsgi worker --burst`` processes drain them; the rate is jobs
 per second from the first claim to the last completion (store timestamps,
 so interpreter start-up is left out; the wall time with start-up is shown
-too). Every job is checked Completed.
+too), and the peak RSS of each worker process (``wait4``). Every job is
+checked Completed with the no-op handler's result written by the holder of
+its lease (``check_ran``).
 
 Latency: one idle worker; jobs are enqueued one at a time, each after the
 previous one completed plus a random pause (so the worker is found at every
@@ -31,14 +33,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.store_throughput import fresh_url  # noqa: E402
 from store import JobStore, StoreSettings, open_store  # noqa: E402
+from store.lifecycle import JobStatus  # noqa: E402
 from store.models import Job  # noqa: E402
 
 FLASK = str(Path(sys.executable).parent / "flask")
@@ -60,13 +65,39 @@ def worker_env(url: str) -> dict[str, str]:
     return env
 
 
-def start_worker(url: str, name: str, concurrency: int, burst: bool) -> subprocess.Popen[bytes]:
+def start_worker(
+    url: str, name: str, concurrency: int, burst: bool, log: IO[bytes] | None = None
+) -> subprocess.Popen[bytes]:
+    """A ``flask --app wsgi worker`` process on ``url``; its stderr goes to
+    ``log`` (a file; None: a pipe, read it with ``communicate``)."""
     cmd = [FLASK, "--app", "wsgi", "worker", "--concurrency", str(concurrency), "--name", name]
     if burst:
         cmd.append("--burst")
     return subprocess.Popen(
-        cmd, cwd=REPO, env=worker_env(url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        cmd,
+        cwd=REPO,
+        env=worker_env(url),
+        stdout=subprocess.DEVNULL,
+        stderr=log if log is not None else subprocess.PIPE,
     )
+
+
+def wait_worker(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, float]:
+    """Wait for a worker started with a ``log`` file; returns its exit code and
+    peak resident set size in MB (``ru_maxrss`` of ``wait4``: the kernel's
+    high-water mark, VmHWM, of that process). SIGKILLs it after ``timeout_s``
+    and raises TimeoutError."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_maxrss / 1024
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise TimeoutError(f"worker {proc.pid} still running after {timeout_s:.0f} s")
+        time.sleep(0.02)
 
 
 def all_jobs(store: JobStore) -> Iterator[Job]:
@@ -79,47 +110,102 @@ def all_jobs(store: JobStore) -> Iterator[Job]:
         cursor = page.next_cursor
 
 
-def throughput(url: str, jobs: int, procs: int, concurrency: int) -> tuple[float, float]:
-    """(jobs/s first claim -> last completion, wall seconds including start-up)."""
+def check_ran(store: JobStore, ids: Collection[str], slack: int = 10_000) -> tuple[float, float]:
+    """Check that every job of ``ids`` is Completed with the no-op handler's
+    result from the holder of its current lease (``tests.handlers.noop``
+    returns the worker id and token that ran it). Returns the first
+    ``started_at`` and last ``completed_at`` (epoch s, store clock).
+
+    Reads Completed jobs newest first, so in a store that already holds many
+    finished jobs it stops once it has seen ``ids`` (plus ``slack`` others).
+    Raises AssertionError naming what is missing or wrong."""
+    wanted, seen = set(ids), 0
+    first, last = float("inf"), 0.0
+    cursor = None
+    while wanted and seen < len(ids) + slack:
+        page = store.list_jobs(status=JobStatus.Completed, limit=500, cursor=cursor)
+        for job in page.items:
+            seen += 1
+            if job.id not in wanted:
+                continue
+            wanted.discard(job.id)
+            result = job.result or {}
+            ran = result.get("token") == job.lease_token and result.get("worker") == job.worker_id
+            assert ran, f"job {job.id} Completed without the no-op handler's result: {job.result}"
+            first = min(first, job.started_at.timestamp())
+            last = max(last, job.completed_at.timestamp())
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert not wanted, f"{len(wanted)} of {len(ids)} jobs are not Completed (e.g. {next(iter(wanted))})"
+    return first, last
+
+
+@dataclass(frozen=True)
+class DrainResult:
+    """rate: jobs/s from the first claim to the last completion (store clock);
+    wall_s: from spawning the workers to the last exit; peak_rss_mb: peak RSS
+    of each worker process, MB."""
+
+    rate: float
+    wall_s: float
+    peak_rss_mb: list[float]
+
+
+def throughput(url: str, jobs: int, procs: int, concurrency: int, timeout_s: float = 1800) -> DrainResult:
+    """Enqueue ``jobs`` no-op jobs, drain them with ``procs`` burst workers,
+    check that every one ran (``check_ran``)."""
     store = open_store(url, StoreSettings())
     try:
-        store.enqueue_many([("noop", None)] * jobs)
-        t0 = time.perf_counter()
-        workers = [start_worker(url, f"bench-{i}", concurrency, burst=True) for i in range(procs)]
-        for w in workers:
-            _, err = w.communicate(timeout=1800)
-            if w.returncode != 0:
-                raise SystemExit(f"worker exited with {w.returncode}: {err.decode()[-2000:]}")
-        wall = time.perf_counter() - t0
-        counts = store.counts().by_status
-        assert counts["Completed"] == jobs, counts
-        started = min(j.started_at for j in all_jobs(store))
-        finished = max(j.completed_at for j in all_jobs(store))
-        return jobs / (finished - started).total_seconds(), wall
+        ids = [job.id for job in store.enqueue_many([("noop", None)] * jobs)]
+        with tempfile.TemporaryFile() as log:
+            t0 = time.perf_counter()
+            workers = [start_worker(url, f"bench-{i}", concurrency, True, log) for i in range(procs)]
+            try:
+                exits = [wait_worker(w, timeout_s) for w in workers]
+            finally:
+                for w in workers:
+                    if w.returncode is None:
+                        w.kill()
+                        w.wait()
+            wall = time.perf_counter() - t0
+            if any(code != 0 for code, _ in exits):
+                log.seek(0)
+                codes = [code for code, _ in exits]
+                raise RuntimeError(f"worker exit codes {codes}: {log.read().decode()[-2000:]}")
+        first, last = check_ran(store, ids)
+        return DrainResult(jobs / (last - first), wall, [rss for _, rss in exits])
     finally:
         store.close()
 
 
 def latency(url: str, jobs: int, concurrency: int, gap_ms: float) -> list[float]:
-    """Milliseconds from enqueue to completion (store clock), one job at a time."""
+    """Milliseconds from enqueue to completion (store clock), one job at a time.
+    Each job must be Completed by the idle worker's no-op handler."""
     store = open_store(url, StoreSettings())
-    worker = start_worker(url, "bench-idle", concurrency, burst=False)
     rng = random.Random(1)
     out: list[float] = []
-    try:
-        warm = store.enqueue("noop")
-        while store.get(warm.id).status.name != "Completed":  # wait until the worker is up
-            time.sleep(0.05)
-        for _ in range(jobs):
-            time.sleep(rng.uniform(0, gap_ms / 1000))
-            job = store.enqueue("noop")
-            while (done := store.get(job.id)).status.name != "Completed":
-                time.sleep(0.002)
-            out.append((done.completed_at - done.created_at).total_seconds() * 1000)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(60)
-        store.close()
+    with tempfile.TemporaryFile() as log:
+        worker = start_worker(url, "bench-idle", concurrency, burst=False, log=log)
+        try:
+            warm = store.enqueue("noop")
+            deadline = time.monotonic() + 60
+            while store.get(warm.id).status.name != "Completed":  # wait until the worker is up
+                if worker.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"idle worker did not start: {log.read().decode()[-2000:]}")
+                time.sleep(0.05)
+            for _ in range(jobs):
+                time.sleep(rng.uniform(0, gap_ms / 1000))
+                job = store.enqueue("noop")
+                while (done := store.get(job.id)).status.name != "Completed":
+                    time.sleep(0.002)
+                assert (done.result or {}).get("token") == done.lease_token, done.result
+                out.append((done.completed_at - done.created_at).total_seconds() * 1000)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(60)
+            store.close()
     return out
 
 
@@ -147,18 +233,20 @@ def main() -> None:
     print(f"# latency: {args.latency_jobs} jobs one at a time, random 0-{args.gap_ms:g} ms pause before each")
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs")
     print(
-        f"{'store':<11} {'procs':>5} {'jobs/s':>8} {'wall s':>7}   {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}"
+        f"{'store':<11} {'procs':>5} {'jobs/s':>8} {'wall s':>7} {'RSS MB':>7}   "
+        f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for kind in stores:
             for procs in (int(p) for p in args.processes.split(",")):
                 url, cleanup = fresh_url(kind, Path(tmp))
                 try:
-                    rate, wall = throughput(url, args.jobs, procs, args.concurrency)
+                    res = throughput(url, args.jobs, procs, args.concurrency)
                 finally:
                     if cleanup:
                         cleanup()
-                print(f"{kind:<11} {procs:>5} {rate:>8,.0f} {wall:>7.1f}", flush=True)
+                rss = max(res.peak_rss_mb)
+                print(f"{kind:<11} {procs:>5} {res.rate:>8,.0f} {res.wall_s:>7.1f} {rss:>7.1f}", flush=True)
             url, cleanup = fresh_url(kind, Path(tmp))
             try:
                 ms = latency(url, args.latency_jobs, args.concurrency, args.gap_ms)
@@ -166,7 +254,7 @@ def main() -> None:
                 if cleanup:
                     cleanup()
             p50, p99 = pct(ms, 50), pct(ms, 99)
-            print(f"{kind:<11} {'idle':>5} {'':>8} {'':>7}   {p50:>7.1f} {p99:>7.1f} {max(ms):>7.1f}")
+            print(f"{kind:<11} {'idle':>5} {'':>8} {'':>7} {'':>7}   {p50:>7.1f} {p99:>7.1f} {max(ms):>7.1f}")
 
 
 if __name__ == "__main__":
