@@ -4,7 +4,7 @@ Throughput: N no-op jobs enqueued with ``enqueue_many``, then 1 and then 2
 ``flask --app wsgi worker --burst`` processes drain them; the rate is jobs
 per second from the first claim to the last completion (store timestamps,
 so interpreter start-up is left out; the wall time with start-up is shown
-too), and the peak RSS of each worker process (``wait4``). Every job is
+too), and the peak RSS (VmHWM) of each worker process. Every job is
 checked Completed with the no-op handler's result written by the holder of
 its lease (``check_ran``).
 
@@ -82,22 +82,37 @@ def start_worker(
     )
 
 
-def wait_worker(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, float]:
-    """Wait for a worker started with a ``log`` file; returns its exit code and
-    peak resident set size in MB (``ru_maxrss`` of ``wait4``: the kernel's
-    high-water mark, VmHWM, of that process). SIGKILLs it after ``timeout_s``
-    and raises TimeoutError."""
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM (peak resident set size) of a running process in MB; None once
+    it has exited."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def wait_workers(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> list[tuple[int, float]]:
+    """Wait for workers; returns each one's exit code and peak RSS in MB,
+    VmHWM read every 20 ms until it exits (``ru_maxrss`` of ``wait4`` would
+    not do: it keeps the high-water mark of the image before ``exec``, which
+    is this process's, forked). SIGKILLs them after ``timeout_s`` and raises
+    TimeoutError."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_maxrss / 1024
+    peaks = [0.0] * len(procs)
+    while any(p.poll() is None for p in procs):
+        for i, proc in enumerate(procs):
+            peaks[i] = max(peaks[i], peak_rss_mb(proc.pid) or 0.0)
         if time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            raise TimeoutError(f"worker {proc.pid} still running after {timeout_s:.0f} s")
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+            raise TimeoutError(f"workers still running after {timeout_s:.0f} s")
         time.sleep(0.02)
+    return [(proc.returncode, peak) for proc, peak in zip(procs, peaks, strict=True)]
 
 
 def all_jobs(store: JobStore) -> Iterator[Job]:
@@ -162,10 +177,10 @@ def throughput(url: str, jobs: int, procs: int, concurrency: int, timeout_s: flo
             t0 = time.perf_counter()
             workers = [start_worker(url, f"bench-{i}", concurrency, True, log) for i in range(procs)]
             try:
-                exits = [wait_worker(w, timeout_s) for w in workers]
+                exits = wait_workers(workers, timeout_s)
             finally:
                 for w in workers:
-                    if w.returncode is None:
+                    if w.poll() is None:
                         w.kill()
                         w.wait()
             wall = time.perf_counter() - t0
