@@ -103,6 +103,21 @@ def default_worker_host() -> str:
     return socket.gethostname()
 
 
+class Wakeups(abc.ABC):
+    """One worker's subscription to ready-job notices (``JobStore.wakeups``).
+    Used from one thread; ``close`` may be called from another."""
+
+    @abc.abstractmethod
+    def wait(self, timeout_s: float) -> bool:
+        """Block up to ``timeout_s`` seconds for a notice for one of the
+        queues; True if one came. Reconnects on its own after an outage;
+        raises StoreUnavailable while the store cannot be reached."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """End the subscription and its connection."""
+
+
 class JobStore(abc.ABC):
     """A job store. Thread-safe; open one per process (``store.open_store``)."""
 
@@ -211,19 +226,22 @@ class JobStore(abc.ABC):
             if outcome.current_token is None:
                 raise JobNotFound(job_id)
             raise outcome
+        assert outcome is not None  # return_jobs=True
         return outcome
 
     @abc.abstractmethod
     def complete_many(
-        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
-    ) -> list[Job | LeaseLost]:
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None, *, return_jobs: bool = True
+    ) -> list[Job | LeaseLost | None]:
         """Ack many jobs at once (one transaction or script call per chunk):
         ``acks`` are ``(job_id, token, result)``.
 
         Each ack is guarded on its own (InProgress and current token); the
-        answer has one entry per ack, in order: the Completed job, or the
-        LeaseLost that refused it (a refusal event is recorded). A job that no
-        longer exists is refused too (LeaseLost with no current token).
+        answer has one entry per ack, in order: the Completed job (None with
+        ``return_jobs=False``, which spares reading the jobs back: a worker's
+        acks), or the LeaseLost that refused it (a refusal event is recorded).
+        A job that no longer exists is refused too (LeaseLost with no current
+        token).
         Raises ValidationError (a result not JSON; nothing written)."""
 
     @abc.abstractmethod
@@ -320,6 +338,15 @@ class JobStore(abc.ABC):
         """Delete up to ``limit`` Completed/Failed/Canceled jobs (and their
         events) last updated more than ``older_than_s`` seconds ago. Returns
         how many were deleted."""
+
+    # -------------------------------------------------------------- wake-ups
+    def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
+        """A listener for "a job became ready on one of ``queues``" (enqueue),
+        so an idle worker claims at once instead of at its next poll; None
+        when the store has no such channel (SQLite: workers poll). Notices are
+        hints, never the source of truth: one may be lost (a reconnect), and
+        a worker still polls, more slowly."""
+        return None
 
     @abc.abstractmethod
     def close(self) -> None:

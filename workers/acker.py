@@ -1,11 +1,13 @@
 """Group commit of acks: one ``store.complete_many`` for every completion that
 is waiting, instead of one ``store.complete`` per job.
 
-Slots hand their successful runs to the acker and move on; the acker takes
-everything queued (up to ``MAX_BATCH``) in one call, logs the refused ones
-(LeaseLost: fencing did its job) and only then calls each run's ``finish``,
-which frees its slot. So a slot is never reused before its outcome is
-recorded, and batching adds no waiting: an ack alone in the queue goes at once.
+Slots hand their successful runs to the acker and move on to their next job;
+the acker takes everything queued (up to ``MAX_BATCH``) in one call, logs the
+refused ones (LeaseLost: fencing did its job) and only then calls each run's
+``finish`` (the worker forgets the run). Batching adds no waiting: an ack
+alone in the queue goes at once. At most ``max_pending`` acks wait: a slot
+that would add one more blocks until the acker catches up (back-pressure
+when the store is slow).
 A store outage is retried (every ack is guarded by its token, so a retry is
 safe); after the last retry the leases expire and recovery retries the jobs.
 """
@@ -34,26 +36,32 @@ Item = tuple[Running, Any, Callable[[], None]]
 class Acker(threading.Thread):
     """The thread that records completions for one worker process."""
 
-    def __init__(self, store: JobStore, worker_id: str, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, store: JobStore, worker_id: str, max_batch: int = MAX_BATCH, max_pending: int = MAX_BATCH
+    ) -> None:
         super().__init__(name="leasehold-acker", daemon=True)
         self.store = store
         self.worker_id = worker_id
         self.max_batch = max_batch
+        self.max_pending = max_pending
         self._queue: deque[Item] = deque()
         self._cond = threading.Condition()
         self._stopping = False
 
     def submit(self, run: Running, result: Any, finish: Callable[[], None]) -> None:
-        """Queue the completion of ``run``; ``finish()`` runs once it is recorded (or refused)."""
+        """Queue the completion of ``run``; ``finish()`` runs once it is recorded
+        (or refused). Blocks while ``max_pending`` acks are waiting."""
         with self._cond:
+            while len(self._queue) >= self.max_pending and not self._stopping and self.is_alive():
+                self._cond.wait(0.1)
             self._queue.append((run, result, finish))
-            self._cond.notify()
+            self._cond.notify_all()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Record what is queued, then end the thread."""
         with self._cond:
             self._stopping = True
-            self._cond.notify()
+            self._cond.notify_all()
         if self.is_alive():
             self.join(timeout_s)
 
@@ -65,6 +73,7 @@ class Acker(threading.Thread):
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch))]
+                self._cond.notify_all()  # slots blocked on max_pending may go on
             try:
                 self._record(batch)
             except Exception:  # never lose the thread; the leases expire and recovery retries
@@ -80,7 +89,7 @@ class Acker(threading.Thread):
         acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]
         for delay in (*RETRY_DELAYS_S, None):
             try:
-                outcomes = self.store.complete_many(acks, worker_id=self.worker_id)
+                outcomes = self.store.complete_many(acks, worker_id=self.worker_id, return_jobs=False)
                 break
             except ValidationError:  # some result the store will not take: ack one by one
                 outcomes = [self._one(*ack) for ack in acks]

@@ -123,6 +123,12 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
     help="Job slots per process [LEASEHOLD_CONCURRENCY, default CPU count].",
 )
 @click.option(
+    "--prefetch",
+    type=click.IntRange(0, 4096),
+    default=None,
+    help="Most jobs to claim ahead of the slots while jobs are short [4 x --concurrency].",
+)
+@click.option(
     "--processes",
     type=click.IntRange(1, 256),
     default=None,
@@ -158,6 +164,7 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
 def worker_command(
     queues: list[tuple[str, int]],
     concurrency: int | None,
+    prefetch: int | None,
     processes: int | None,
     lease_ttl: float | None,
     burst: bool,
@@ -180,6 +187,7 @@ def worker_command(
         store_url=settings.store_url,
         queues=tuple(queues),
         concurrency=concurrency or settings.concurrency,
+        prefetch=prefetch,
         pool=pool,  # type: ignore[arg-type]
         lease_ttl_s=lease_ttl or settings.lease_ttl_s,
         name=name,

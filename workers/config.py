@@ -21,6 +21,8 @@ Pool = Literal["thread", "process"]
 
 #: Default seconds running jobs get to finish after SIGTERM/SIGINT.
 DEFAULT_GRACE_S = 10.0
+#: Default ``prefetch`` per job slot.
+PREFETCH_MULTIPLIER = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,9 @@ class WorkerConfig:
 
     queues: ``(name, weight)`` pairs, claimed by smooth weighted round robin.
     concurrency: job slots (threads or processes).
+    prefetch: most jobs a thread-pool worker claims ahead of its slots when
+      jobs are short (None: 4 x ``concurrency``, Celery's default prefetch
+      multiplier; 0: never).
     lease_ttl_s: lease requested at claim and renewal; heartbeats every third.
     name: worker id (None: ``host.pid``).
     burst: exit 0 once no job is due and none is running.
@@ -42,6 +47,7 @@ class WorkerConfig:
     store_url: str
     queues: tuple[tuple[str, int], ...] = (("default", 1),)
     concurrency: int = 1
+    prefetch: int | None = None
     pool: Pool = "thread"
     lease_ttl_s: float = 30.0
     name: str | None = None
@@ -58,6 +64,8 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise ValueError("prefetch must be >= 0")
         if self.pool not in ("thread", "process"):
             raise ValueError("pool must be 'thread' or 'process'")
         if not self.lease_ttl_s > 0:
@@ -66,6 +74,11 @@ class WorkerConfig:
             raise ValueError("grace must be >= 0 seconds")
         if not self.queues:
             raise ValueError("name at least one queue")
+
+    @property
+    def claim_ahead(self) -> int:
+        """Jobs claimed ahead of the slots at most (``prefetch`` resolved)."""
+        return PREFETCH_MULTIPLIER * self.concurrency if self.prefetch is None else self.prefetch
 
     @property
     def queue_names(self) -> list[str]:

@@ -5,8 +5,12 @@ A ``Running`` job moves from RUNNING to exactly one of:
 * DONE: the handler returned; its thread acks or nacks.
 * TIMED_OUT: the worker failed it (JobTimeout) and stopped waiting for it.
 * DROPPED: a heartbeat was refused (lease lost, job canceled); the handler is
-  told to stop and whatever it returns is acked anyway, to be fenced.
+  told to stop and whatever it returns is discarded (never acked).
 * RELEASED: shutdown gave the lease back.
+
+A claimed run may wait in the runner's queue before a slot starts it (claim
+ahead, ``workers.worker``); ``start()`` marks the moment its execution timeout
+begins, and refuses a run that was already dropped or released meanwhile.
 
 The move is a compare-and-set under the job's lock, so the handler's thread
 and the worker never both record an outcome for one run. Heartbeats renew
@@ -16,6 +20,7 @@ the leases of RUNNING jobs only.
 from __future__ import annotations
 
 import enum
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,14 +43,16 @@ class Running:
     """One run of one job: the job as claimed, its context, its deadline.
 
     ``deadline`` is ``time.monotonic()`` seconds (a local duration, never
-    compared with the store's clock). ``settled`` is set once the worker's
+    compared with the store's clock): infinite until ``start()``, then start
+    + ``job.timeout_seconds``. ``settled`` is set once the worker's
     own write for a TIMED_OUT or RELEASED run has finished, so the handler's
     late ack goes to the store after it and is refused by fencing."""
 
     job: Job
     ctx: JobContext
-    deadline: float
+    deadline: float = math.inf
     state: State = State.RUNNING
+    started: bool = False
     settled: threading.Event = field(default_factory=threading.Event)
     future: Any = None  # the process pool's future, when there is one
     given_up_at: float | None = None  # time.monotonic() when it left RUNNING for anything but DONE
@@ -67,6 +74,26 @@ class Running:
             self.state = to
             if to is not State.DONE:
                 self.given_up_at = time.monotonic()
+            return True
+
+    def start(self) -> bool:
+        """A slot begins the handler now; False (do not run it) when the run
+        already left RUNNING (dropped, released) while it waited for a slot."""
+        with self._lock:
+            if self.state is not State.RUNNING:
+                return False
+            self.started = True
+            self.deadline = time.monotonic() + self.job.timeout_seconds
+            return True
+
+    def release_if_waiting(self) -> bool:
+        """RUNNING and not started -> RELEASED (shutdown gives back claimed-ahead
+        runs at once); False when a slot already started it."""
+        with self._lock:
+            if self.state is not State.RUNNING or self.started:
+                return False
+            self.state = State.RELEASED
+            self.given_up_at = time.monotonic()
             return True
 
     def overdue(self, now: float | None = None) -> bool:

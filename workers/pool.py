@@ -1,9 +1,13 @@
 """Execution slots: a pool of threads (default) or of processes (pebble).
 
 Both runners take a ``Running`` job and its handler, run it in a slot and
-call ``done(run, outcome, finish)`` from a pool thread when it ends; the slot
+call ``done(run, outcome, finish)`` from a pool thread when it ends; the run
 counts as busy until ``finish()`` is called, which the worker does once the
-run's outcome is recorded (the ack is part of the slot's work).
+outcome is recorded (a nack) or handed to the acker (an ack).
+
+A runner takes more runs than it has slots when asked to (``free(ahead)``):
+the extra ones wait in its queue, claimed ahead, and a slot starts each with
+``Running.start()`` (which refuses a run dropped or released meanwhile).
 
 * ThreadRunner: daemon threads, started lazily up to ``size``. A thread
   cannot be killed: a run the worker gave up on (timeout) keeps its slot
@@ -35,10 +39,18 @@ log = logging.getLogger(__name__)
 Done = Callable[[Running, Outcome, Callable[[], None]], None]
 
 
+#: Weight of the newest run in ThreadRunner.mean_run_s (exponential moving average).
+RUN_TIME_EWMA_ALPHA = 0.1
+
+
 class ThreadRunner:
-    """``size`` slots served by daemon threads (they never block exit)."""
+    """``size`` slots served by daemon threads (they never block exit).
+
+    ``mean_run_s``: exponential moving average of handler run time, seconds
+    (None before the first run); the worker claims ahead only for short jobs."""
 
     kills_on_timeout = False
+    claims_ahead = True
 
     def __init__(self, size: int, done: Done, on_free: Callable[[], None]) -> None:
         self.size = size
@@ -48,18 +60,21 @@ class ThreadRunner:
         self._threads: list[threading.Thread] = []
         self._busy: set[Running] = set()
         self._lock = threading.Lock()
+        self.mean_run_s: float | None = None
 
-    def free(self) -> int:
+    def free(self, ahead: int = 0) -> int:
+        """Runs it takes now: free slots, plus ``ahead`` runs to queue."""
         with self._lock:
-            return self.size - len(self._busy)
+            return self.size + ahead - len(self._busy)
 
     def busy(self) -> int:
+        """Runs taken and not finished (running or waiting for a slot)."""
         with self._lock:
             return len(self._busy)
 
     def abandoned(self, older_than_s: float = 0.0) -> int:
-        """Slots held by runs the worker gave up on (timed out, dropped or
-        released) at least ``older_than_s`` seconds ago."""
+        """Runs the worker gave up on (timed out, dropped or released) at least
+        ``older_than_s`` seconds ago that still hold a slot."""
         limit = time.monotonic() - older_than_s
         with self._lock:
             return sum(1 for run in self._busy if run.given_up_at is not None and run.given_up_at <= limit)
@@ -78,7 +93,15 @@ class ThreadRunner:
         self._tasks.put(partial(self._run, run, spec))
 
     def _run(self, run: Running, spec: HandlerSpec) -> None:
-        self._done(run, run_handler(spec, run.ctx), partial(self._free, run))
+        if not run.start():  # dropped or released while it waited for a slot
+            self._done(run, Outcome(dropped=True), partial(self._free, run))
+            return
+        started = time.monotonic()
+        outcome = run_handler(spec, run.ctx)
+        elapsed = time.monotonic() - started
+        mean = self.mean_run_s
+        self.mean_run_s = elapsed if mean is None else mean + RUN_TIME_EWMA_ALPHA * (elapsed - mean)
+        self._done(run, outcome, partial(self._free, run))
 
     def _free(self, run: Running) -> None:
         with self._lock:
@@ -106,9 +129,12 @@ class ThreadRunner:
 
 
 class ProcessRunner:
-    """``size`` spawned processes; each loads the handler modules at start."""
+    """``size`` spawned processes; each loads the handler modules at start.
+    Never claims ahead: pebble does not tell when a queued run starts."""
 
     kills_on_timeout = True
+    claims_ahead = False
+    mean_run_s: float | None = None
 
     def __init__(self, size: int, handlers: Sequence[str], done: Done, on_free: Callable[[], None]) -> None:
         from pebble import ProcessPool
@@ -125,7 +151,7 @@ class ProcessRunner:
             context=multiprocessing.get_context("spawn"),
         )
 
-    def free(self) -> int:
+    def free(self, ahead: int = 0) -> int:
         with self._lock:
             return self.size - len(self._busy)
 
@@ -142,6 +168,7 @@ class ProcessRunner:
     def submit(self, run: Running, spec: HandlerSpec) -> None:
         with self._lock:
             self._busy.add(run)
+        run.start()  # handed to pebble, which times it from here
         try:
             future = self._pool.schedule(
                 run_in_child, args=(spec.name, run.ctx.fields()), timeout=run.job.timeout_seconds

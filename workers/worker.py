@@ -2,10 +2,22 @@
 
 The claim loop runs in the main thread. It picks a queue by smooth weighted
 round robin (``workers.claim``), claims a batch sized to the free slots and
-hands each job to the runner (``workers.pool``); the slot's thread acks
-(``store.complete``) or nacks (``store.fail``) with the job's fencing token.
-When no job is due it polls with a short exponential backoff (5 ms -> 200 ms,
-reset on work); when every slot is busy it sleeps until one frees.
+hands each job to the runner (``workers.pool``); the slot's thread nacks
+(``store.fail``) itself or hands a success to the acker thread, which records
+completions in batches (``store.complete_many``), every write carrying the
+job's fencing token. When no job is due it waits for the store's wake-up
+(``store.wakeups``: Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short
+exponential backoff (5 ms -> 200 ms, reset on work); when every slot is busy
+it sleeps until one frees.
+
+Batches, not round trips: a claim waits until half the slots are free (or
+CLAIM_LINGER_S has passed with some free), so a busy worker claims in
+batches; and it claims ahead of its slots as many jobs as they run in
+CLAIM_AHEAD_S (by the mean run time so far; at most ``prefetch``), leased
+and renewed like running ones, so short jobs never wait for a claim's round
+trip while long ones are not held back from other workers. A job's
+execution timeout starts when a slot starts it; shutdown gives back the
+leases of jobs claimed ahead at once.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
 registry entry) and the recovery service (``workers.recovery``).
@@ -33,6 +45,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from store import open_store
@@ -48,6 +61,7 @@ from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.pool import ProcessRunner, ThreadRunner
 from workers.recovery import RecoveryService
+from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +79,12 @@ WRITE_RETRY_DELAYS_S = (0.1, 0.5, 2.0)
 MIN_ABANDONED_GRACE_S = 1.0
 #: Longest wait between claims after a store error, seconds.
 MAX_ERROR_BACKOFF_S = 5.0
+#: Longest a free slot waits for more to free before a claim, seconds (a busy
+#: worker claims when half its slots are free, so claims come in batches).
+CLAIM_LINGER_S = 0.01
+#: Work claimed ahead of the slots, in seconds of mean run time: a job claimed
+#: ahead waits about this long for a slot (long jobs are not claimed ahead).
+CLAIM_AHEAD_S = 0.05
 
 
 def open_worker_store(config: WorkerConfig, connections: int) -> JobStore:
@@ -90,6 +110,7 @@ class Worker:
         self._signals = 0
         self._queues = WeightedQueues(config.queues)
         self._idle = IdleBackoff()
+        self._last_claim = 0.0
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.runner: ThreadRunner | ProcessRunner
         if config.pool == "process":
@@ -99,6 +120,7 @@ class Worker:
         self.acker = Acker(store, self.id)
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
+        self.listener: WakeupListener | None = None
 
     # ------------------------------------------------------------ control
     def stop(self) -> None:
@@ -166,6 +188,10 @@ class Worker:
         )
         self.heartbeat.start()
         self.acker.start()
+        wakeups = self.store.wakeups(self.config.queue_names)
+        if wakeups is not None:
+            self.listener = WakeupListener(wakeups, self._wakeup.set, self.id)
+            self.listener.start()
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
@@ -182,10 +208,11 @@ class Worker:
                 )
                 self.exit_code = EXIT_SLOTS_LOST
                 return
-            free = self.runner.free()
+            free, wait_s = self._want()
             if free <= 0:
-                self._wakeup.wait(self._until_deadline(1.0))
+                self._wakeup.wait(self._until_deadline(wait_s))
                 continue
+            self._last_claim = time.monotonic()
             try:
                 jobs = self._claim(free)
             except Exception as exc:  # the store may come back: wait and retry
@@ -203,6 +230,28 @@ class Worker:
                 return
             self._wakeup.wait(self._until_deadline(self._idle.next()))
 
+    def _ahead(self) -> int:
+        """Jobs to claim ahead of the slots: what they run in CLAIM_AHEAD_S at
+        the mean run time, within [0, prefetch]; none before the first run."""
+        mean = self.runner.mean_run_s
+        if not self.runner.claims_ahead or mean is None:
+            return 0
+        if mean <= 0:
+            return self.config.claim_ahead
+        return min(self.config.claim_ahead, int(self.config.concurrency * CLAIM_AHEAD_S / mean))
+
+    def _want(self) -> tuple[int, float]:
+        """``(jobs to claim now, 0)``, or ``(0, seconds to wait before asking again)``."""
+        ahead = self._ahead()
+        free = self.runner.free(ahead)
+        if free <= 0:
+            return 0, 1.0
+        batch_at = max(1, (self.config.concurrency + ahead) // 2)
+        if free >= batch_at or self.runner.busy() == 0:
+            return free, 0.0
+        linger = self._last_claim + CLAIM_LINGER_S - time.monotonic()
+        return (free, 0.0) if linger <= 0 else (0, linger)
+
     def _claim(self, free: int) -> list[Job]:
         """Claim from the queue whose turn it is; if it is empty, from the others."""
         first, others = self._queues.order()
@@ -214,7 +263,7 @@ class Worker:
 
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
-        run = Running(job, JobContext.for_job(job, self.id), time.monotonic() + job.timeout_seconds)
+        run = Running(job, JobContext.for_job(job, self.id))
         if spec is None:
             self._write(run, unknown_handler(job.name, self.id))
             return
@@ -227,7 +276,9 @@ class Worker:
     # ----------------------------------------------------------- outcomes
     def _done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
         """A run ended (called from its slot's thread). ``finish()`` frees the
-        slot: at once, or once the acker has recorded a completion. Never raises."""
+        slot: once a failure is recorded, or once a completion is handed to
+        the acker (the run stays in ``inflight`` until the acker recorded it).
+        Never raises."""
         handed_off = False
 
         def finished() -> None:
@@ -251,8 +302,9 @@ class Worker:
                 if run.state is State.TIMED_OUT:
                     run.settled.wait(30)  # our JobTimeout is written first; this late ack is then refused
             if outcome.error is None:
-                self.acker.submit(run, outcome.result, finished)
+                self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
                 handed_off = True
+                finish()
             else:
                 self._write(run, outcome)
         except Exception:  # a slot must always be freed
@@ -315,6 +367,11 @@ class Worker:
         self._stopping.set()
         if self.recovery is not None:
             self.recovery.stop()
+        if self.listener is not None:
+            self.listener.stop()
+        for run in self.inflight.running():  # claimed ahead, never started: back at once
+            if run.release_if_waiting():
+                self._release(run)
         grace_end = time.monotonic() + self.config.grace_s
         while self.inflight.running() and time.monotonic() < grace_end:
             self._enforce_timeouts()

@@ -108,6 +108,11 @@ class Keys:
     def recovery_runs(self) -> str:
         return self._key("recovery_runs")
 
+    @property
+    def wakeup(self) -> str:
+        """Pub/Sub channel (not a key): enqueue publishes the queue of ready jobs."""
+        return self._key("wakeup")
+
     def common(self) -> list[str]:
         """KEYS[1..10] of every script that changes jobs (lua/lib/job.lua):
         counters, updated, updated:100 .. updated:600, leases, audit."""

@@ -24,9 +24,10 @@ refused); fail, release and operator actions 2; recovery 2 + 1 per SCRIPT_BATCH.
 from __future__ import annotations
 
 import heapq
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import uuid6
 
 from store import lifecycle
 from store.base import MAX_BATCH, JobStore
@@ -50,6 +51,7 @@ from store.redis.listing import list_page
 from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, guard, target
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
+from store.redis.wakeups import RedisWakeups
 
 S = JobStatus
 #: Read-then-guarded-write attempts (fail, operator actions) when the job
@@ -75,9 +77,9 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
         ``([], id)`` when an idempotency key is taken by job ``id`` (``''``
         when the key is repeated inside the chunk)."""
         k = self.keys
-        keys, args, rows = [*k.common(), k.idempotency], self._args(), []
+        keys, args, rows = [*k.common(), k.idempotency], self._args(k.wakeup), []
         for spec in specs:
-            job_id = str(uuid.uuid4())
+            job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
             index = k.scheduled(spec.queue) if status is S.Scheduled else k.ready(spec.queue)
             fields = codec.spec_fields(spec, job_id, self.settings)
@@ -233,8 +235,8 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
         return HeartbeatResult(renewed, refused)
 
     def complete_many(
-        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
-    ) -> list[Job | LeaseLost]:
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None, *, return_jobs: bool = True
+    ) -> list[Job | LeaseLost | None]:
         """See JobStore.complete_many: one script call per SCRIPT_BATCH acks,
         plus one to record refusals when there are any."""
         texts = []
@@ -243,9 +245,10 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
                 texts.append(codec.dumps(result))
             except TypeError as exc:
                 raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
-        out: list[Job | LeaseLost] = []
+        out: list[Job | LeaseLost | None] = []
+        want = 1 if return_jobs else 0
         for chunk in chunks([(*ack[:2], text) for ack, text in zip(acks, texts, strict=True)]):
-            keys, args = self.keys.common(), self._args(worker_id or "", *guard(Operation.COMPLETE))
+            keys, args = self.keys.common(), self._args(worker_id or "", *guard(Operation.COMPLETE), want)
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, text]
@@ -254,7 +257,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             lost = iter(self._refusals("completion_refused", worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):
                 if reply[0] == 1:
-                    out.append(codec.job_from_flat(reply[1]))
+                    out.append(codec.job_from_flat(reply[1]) if return_jobs else None)
                 else:
                     out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
         return out
@@ -303,6 +306,10 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
         if reply[0] == -1:
             raise JobNotFound(job_id)
         raise self._refusals("release_refused", worker_id, [(job_id, token, reply[1], reply[2])])[0]
+
+    def wakeups(self, queues: Sequence[str]) -> RedisWakeups:
+        """Subscribe to the deployment's wake-up channel (lua/enqueue.lua publishes)."""
+        return RedisWakeups(self._client, self.keys.wakeup, queues)
 
     # ------------------------------------------------------------ operator
     def _operator(self, job_id: str, op: Operation, actor: str, script: Any, *extra: Any) -> Job:

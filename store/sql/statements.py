@@ -100,6 +100,14 @@ def job_by_id() -> Select:
     return select(jobs).where(jobs.c.id == bindparam("j_id"))
 
 
+def notify_ready() -> Select:
+    """PostgreSQL: tell listening workers that queues got ready jobs
+    (``pg_notify``, delivered at commit; duplicates in one transaction are
+    folded). Params: channel, queues (text array)."""
+    queue = func.unnest(bindparam("queues", type_=postgresql.ARRAY(Text()))).column_valued("q")
+    return select(func.pg_notify(bindparam("channel", type_=Text()), queue))
+
+
 def job_by_idempotency_key() -> Select:
     """The job enqueued with a key. Params: key."""
     return select(jobs).where(jobs.c.idempotency_key == bindparam("key"))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import orjson
+import uuid6
 from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -45,6 +45,7 @@ from store.sql import statements as sql
 from store.sql.engine import make_engines
 from store.sql.rows import event_from_row, job_from_row, run_from_row, worker_from_row
 from store.sql.schema import jobs
+from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
 
 T = TypeVar("T")
 S = JobStatus
@@ -78,6 +79,7 @@ class SqlStore(JobStore):
         self._now = now
         self._q_now = sql.select_now(now)
         self._q_insert = sql.insert_jobs(now)
+        self._q_notify = sql.notify_ready()
         self._q_events = sql.insert_events(now)
         self._q_complete = sql.complete_job(now)
         self._q_complete_many = sql.with_bookkeeping(sql.complete_jobs_pg(now), now, "completed")
@@ -198,7 +200,7 @@ class SqlStore(JobStore):
         s = self.settings
         delayed = spec.delay_s > 0
         return {
-            "id": str(uuid.uuid4()),
+            "id": str(uuid6.uuid7()),
             "name": spec.name,
             "queue": spec.queue,
             "status": int(S.Scheduled if delayed else S.Queued),
@@ -228,6 +230,9 @@ class SqlStore(JobStore):
             events.append(self._event(job.id, "enqueued", None, int(job.status), None, 0))
         self._events(conn, events, deltas)
         self._bump(conn, deltas)
+        ready = sorted({job.queue for job in created if job.status is S.Queued})
+        if ready and self.dialect == "postgresql":
+            conn.execute(self._q_notify, {"channel": WAKEUP_CHANNEL, "queues": ready})
         return created
 
     def enqueue(self, name: str, payload: Any = None, **options: Any) -> Job:
@@ -395,8 +400,8 @@ class SqlStore(JobStore):
         return self._tx(body)
 
     def complete_many(
-        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None
-    ) -> list[Job | LeaseLost]:
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None, *, return_jobs: bool = True
+    ) -> list[Job | LeaseLost | None]:
         texts = []
         for _, _, result in acks:
             try:
@@ -414,12 +419,12 @@ class SqlStore(JobStore):
                 "shard": self._shard,
             }
             rows = self._tx(lambda c: c.execute(self._q_complete_many, params).mappings().all(), single=True)
-            done = {(r["id"], r["lease_token"]): job_from_row(r) for r in rows}
+            done = {(r["id"], r["lease_token"]): job_from_row(r) if return_jobs else None for r in rows}
             refused = [Lease(a[0], a[1]) for a in acks if (a[0], a[1]) not in done]
             lost = self._tx(lambda c: self._record_refused(c, refused, worker_id)) if refused else {}
-            return [done.get((a[0], a[1])) or lost[(a[0], a[1])] for a in acks]
+            return [done[key] if (key := (a[0], a[1])) in done else lost[key] for a in acks]
 
-        def body(conn: Connection) -> list[Job | LeaseLost]:  # SQLite: one statement per ack
+        def body(conn: Connection) -> list[Job | LeaseLost | None]:  # SQLite: one statement per ack
             rows = []
             for job_id, token, result in acks:
                 params = {"j_id": job_id, "token": token, "new_result": result}
@@ -439,6 +444,8 @@ class SqlStore(JobStore):
             lost = self._refuse(conn, refused, "completion_refused", worker_id, events)
             self._events(conn, events, deltas)
             self._bump(conn, deltas)
+            if not return_jobs:
+                return [None if (a[0], a[1]) in done else lost[(a[0], a[1])] for a in acks]
             return [done.get((a[0], a[1])) or lost[(a[0], a[1])] for a in acks]
 
         return self._tx(body)
@@ -709,6 +716,13 @@ class SqlStore(JobStore):
             return len(ids)
 
         return self._tx(body)
+
+    def wakeups(self, queues: Sequence[str]) -> PgWakeups | None:
+        """PostgreSQL: LISTEN on WAKEUP_CHANNEL (enqueue notifies in its
+        transaction). SQLite has no such channel: None, workers poll."""
+        if self.dialect != "postgresql":
+            return None
+        return PgWakeups(self._write_engine, WAKEUP_CHANNEL, queues)
 
     def close(self) -> None:
         self._write_engine.dispose()

@@ -207,3 +207,16 @@ def test_complete_many_guards_each_ack(store: JobStore) -> None:
     with pytest.raises(ValidationError):
         store.complete_many([(b.id, b.lease_token, {1, 2})])
     assert store.get(b.id).status is S.InProgress
+
+
+def test_complete_many_without_jobs_writes_the_same(store: JobStore) -> None:
+    a, b = store.claim("w", ["default"], 2) if store.enqueue_many([("t", None)] * 2) else []
+    out = store.complete_many(
+        [(a.id, a.lease_token, {"n": 1}), (b.id, b.lease_token + 1, None)], worker_id="w", return_jobs=False
+    )
+    assert out[0] is None and type(out[1]).__name__ == "LeaseLost"
+    done = store.get(a.id)
+    assert (done.status, done.result, done.lease_expires_at) == (S.Completed, {"n": 1}, None)
+    assert store.events(a.id)[-1].kind == "completed"
+    assert store.get(b.id).status is S.InProgress
+    assert store.counts().by_status["Completed"] == 1

@@ -36,6 +36,7 @@ KEY_POSITIONS: dict[str, int | str] = {
     **dict.fromkeys(["HGET", "HMGET", "HGETALL", "HSET", "HSETNX", "HDEL", "HINCRBY"], 1),
     **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZREMRANGEBYRANK"], 1),
     **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "PEXPIRE"], 1),
+    "PUBLISH": 0,  # a Pub/Sub channel, not a key (ARGV); cluster-wide on Redis Cluster
 }
 KEY_REF = re.compile(r"KEYS\[[^\[\]]+\]")
 

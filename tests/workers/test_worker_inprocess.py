@@ -15,6 +15,7 @@ from store.base import RECOVERY_LOCK
 from tests.backends import StoreHandle
 from tests.store.helpers import expire_leases
 from tests.workers.procs import events, job_is, registered, wait_until
+from workers.claim import IdleBackoff
 from workers.config import WorkerConfig
 from workers.handlers import load_handlers
 from workers.recovery import RecoveryBusy, RecoveryService, run_recovery
@@ -142,3 +143,40 @@ def test_run_recovery_dry_run_and_a_busy_lock(handle: StoreHandle) -> None:
     assert [r.job_id for r in report.recovered] == [job.id] and not report.more
     [run] = store.recovery_runs()
     assert (run.trigger, run.owner, run.recovered) == ("operator:ann", "op", 1)
+
+
+def test_jobs_claimed_ahead_wait_for_a_slot_and_are_given_back_at_stop(handle: StoreHandle) -> None:
+    store = handle.store
+    first = store.enqueue("noop")  # a short run first: the worker then claims ahead
+    worker = make_worker(handle, concurrency=1, prefetch=8, grace_s=0.5)
+    with running(worker):
+        wait_until(lambda: job_is(store, first.id, "Completed"), what="the first job")
+        hold = store.enqueue("wait_cancel", {"seconds": 60}, priority=1)
+        ahead = store.enqueue_many([("noop", {"i": i}) for i in range(3)])
+        # one slot, busy with `hold`: the noops are leased ahead and wait, not run
+        wait_until(
+            lambda: all(job_is(store, j.id, "InProgress") for j in (hold, *ahead)), what="claims ahead"
+        )
+        assert worker.runner.busy() == 4  # one running, three waiting for the slot
+    for job in ahead:
+        back = store.get(job.id)
+        assert (back.status.name, back.retry_count, back.worker_id) == ("Scheduled", 0, None)
+        assert [e.actor for e in events(store, job.id, "released")] == ["w-in"]
+        assert not events(store, job.id, "completed")
+    assert store.get(hold.id).status.name == "Scheduled"  # released after its grace
+
+
+def test_an_idle_worker_is_woken_by_enqueue(handle: StoreHandle) -> None:
+    """Stores with a wake-up channel: a job enqueued to an idle worker runs at
+    once, long before the idle poll (made 30 s here) would find it."""
+    store = handle.store
+    if store.wakeups(["default"]) is None:
+        pytest.skip(f"{handle.backend} has no wake-up channel (workers poll)")
+    worker = make_worker(handle)
+    worker._idle = IdleBackoff(30.0, 30.0)
+    with running(worker):
+        wait_until(lambda: worker.listener is not None and registered(store, "w-in"), what="worker up")
+        warm = store.enqueue("noop")  # the subscription may still be starting: wait for one run
+        wait_until(lambda: job_is(store, warm.id, "Completed"), timeout=40, what="first job")
+        job = store.enqueue("noop")
+        wait_until(lambda: job_is(store, job.id, "Completed"), timeout=5, what="woken by the notice")

@@ -6,17 +6,20 @@
 -- ARGV[4]      actor (worker id, '' for none)
 -- ARGV[5]      statuses an ack starts from ("300")
 -- ARGV[6]      status it leads to (Completed)
--- then 3 values per ack, ARGV[7 + 3(i-1)] ...: job id, lease token held, result JSON
--- Returns:     one entry per ack: {1, job as a flat HGETALL array} completed,
---              {0, current token, status} refused (nothing written), {-1} no such job
+-- ARGV[7]      1: return each completed job; 0: do not (a worker's acks)
+-- then 3 values per ack, ARGV[8 + 3(i-1)] ...: job id, lease token held, result JSON
+-- Returns:     one entry per ack: {1, job as a flat HGETALL array} completed
+--              ({1} when ARGV[7] is 0), {0, current token, status} refused
+--              (nothing written), {-1} no such job
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
 local actor, sources, target = none(ARGV[4]), status_set(ARGV[5]), tonumber(ARGV[6])
+local want_jobs = ARGV[7] == '1'
 local out = {}
 for i = 1, (#KEYS - 10) / 2 do
-  local k, a = 10 + 2 * (i - 1), 7 + 3 * (i - 1)
+  local k, a = 10 + 2 * (i - 1), 8 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'queue')
   local old = tonumber(f[1])
@@ -31,7 +34,11 @@ for i = 1, (#KEYS - 10) / 2 do
     redis.call('ZREM', KEYS[9], id)
     move(id, f[3], old, target)
     append_event(k + 2, id, 'completed', old, target, actor, token, nil)
-    out[i] = {1, redis.call('HGETALL', KEYS[k + 1])}
+    if want_jobs then
+      out[i] = {1, redis.call('HGETALL', KEYS[k + 1])}
+    else
+      out[i] = {1}
+    end
   end
 end
 flush_counts()

@@ -5,7 +5,9 @@
 -- for job i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
 --              job hash, event list, index zset (ready when delay is 0, else scheduled)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- then 14 values per job, ARGV[4 + 14(i-1)] ...: status code, delay (s), and the
+-- ARGV[4]      Pub/Sub channel: each queue that got a ready (undelayed) job is
+--              published on it once (wakes idle workers; a channel, not a key)
+-- then 14 values per job, ARGV[5 + 14(i-1)] ...: status code, delay (s), and the
 --              hash fields of FIELDS below in that order (store/redis/codec.py,
 --              ENQUEUE_FIELDS); '' leaves an optional field out (null)
 -- Writes each job hash with status, due_at = now + delay, created_at,
@@ -32,14 +34,14 @@ local n = (#KEYS - 11) / 3
 
 -- The value of `name` in job i's ARGV.
 local function arg(i, name)
-  return ARGV[4 + PER_JOB * (i - 1) + AT[name]]
+  return ARGV[5 + PER_JOB * (i - 1) + AT[name]]
 end
 
 if n > 0 and redis.call('EXISTS', KEYS[12]) == 1 then
   return {'replay', redis.call('HGET', KEYS[12], 'created_at')}
 end
 
-local seen = {}
+local seen, ready = {}, {}
 for i = 1, n do
   local key = none(arg(i, 'idempotency_key'))
   if key then
@@ -77,6 +79,7 @@ for i = 1, n do
     redis.call('ZADD', KEYS[k + 3], due, member)
   else
     redis.call('ZADD', KEYS[k + 3], 0, member)
+    ready[queue] = true
   end
   redis.call('HSET', KEYS[k + 1], unpack(hash))
   if key then
@@ -86,4 +89,7 @@ for i = 1, n do
   append_event(k + 2, id, 'enqueued', nil, status, nil, 0, nil)
 end
 flush_counts()
+for queue in pairs(ready) do
+  redis.call('PUBLISH', ARGV[4], queue)
+end
 return {'ok', fmt(now)}

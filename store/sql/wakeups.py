@@ -1,0 +1,57 @@
+"""Wake-ups of idle workers over PostgreSQL LISTEN/NOTIFY.
+
+Enqueue runs ``pg_notify(WAKEUP_CHANNEL, queue)`` (statements.notify_ready)
+in the transaction that inserts ready jobs, so the notice is delivered at
+commit, never before the jobs are visible. A worker LISTENs on a connection
+of its own, outside the pool (it stays idle in LISTEN for the process's
+life). NOTIFY is per database, like the jobs table. A notice sent while the
+connection is down is lost; the worker's poll covers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from sqlalchemy import Engine
+
+from store.base import Wakeups
+from store.errors import StoreUnavailable
+
+#: The NOTIFY channel; the payload is the queue name.
+WAKEUP_CHANNEL = "leasehold_wakeup"
+
+
+class PgWakeups(Wakeups):
+    """A LISTEN connection of one worker (psycopg 3, autocommit)."""
+
+    def __init__(self, engine: Engine, channel: str, queues: Sequence[str]) -> None:
+        self._engine = engine
+        self._channel = channel
+        self._queues = frozenset(queues)
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """The engine's connect arguments, on a connection the pool does not own."""
+        cargs, cparams = self._engine.dialect.create_connect_args(self._engine.url)
+        conn = psycopg.connect(*cargs, **{**cparams, "autocommit": True})
+        conn.execute(f"LISTEN {self._channel}")  # a fixed identifier, not input
+        return conn
+
+    def wait(self, timeout_s: float) -> bool:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = self._connect()
+            for notice in self._conn.notifies(timeout=timeout_s, stop_after=1):
+                if notice.payload in self._queues:
+                    return True
+            return False
+        except psycopg.Error as exc:
+            self.close()
+            raise StoreUnavailable(f"SQL store unavailable (LISTEN): {exc}") from exc
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
