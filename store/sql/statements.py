@@ -8,6 +8,7 @@ are named in its docstring. The store builds them once and reuses them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -100,12 +101,79 @@ def job_by_id() -> Select:
     return select(jobs).where(jobs.c.id == bindparam("j_id"))
 
 
-def notify_ready() -> Select:
-    """PostgreSQL: tell listening workers that queues got ready jobs
-    (``pg_notify``, delivered at commit; duplicates in one transaction are
-    folded). Params: channel, queues (text array)."""
-    queue = func.unnest(bindparam("queues", type_=postgresql.ARRAY(Text()))).column_valued("q")
-    return select(func.pg_notify(bindparam("channel", type_=Text()), queue))
+#: Columns enqueue_jobs_pg takes as arrays: (bind parameter, column, array element type).
+ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
+    ("ids", "id", String()),
+    ("names", "name", String()),
+    ("queues", "queue", String()),
+    ("statuses", "status", SmallInteger()),
+    ("priorities", "priority", BigInteger()),
+    ("payloads", "payload", Text()),
+    ("headers", "headers", Text()),
+    ("route_params", "route_params", Text()),
+    ("query_params", "query_params", Text()),
+    ("max_retries", "max_retries", BigInteger()),
+    ("timeouts", "timeout_seconds", Double()),
+    ("lease_ttls", "lease_ttl_seconds", Double()),
+    ("idempotency_keys", "idempotency_key", String()),
+    ("delays", "delay", Double()),
+    ("delay_untils", "delay_until", Double()),
+)
+_JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
+
+
+def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
+    """PostgreSQL enqueue of a chunk as one statement (autocommit): the jobs
+    inserted from ``unnest`` of one array per column (a fixed number of bind
+    parameters whatever the chunk size), one ``enqueued`` event per job, the
+    counter deltas, and one ``pg_notify`` per queue that got ready jobs
+    (delivered at commit; workers LISTEN, see store/sql/wakeups.py). Params:
+    the arrays of ENQUEUE_ARRAYS (JSON columns as JSON texts, None for SQL
+    NULL; ``delay_untils`` None when not delayed), shard, channel. Returns
+    the inserted rows, in no particular order."""
+    names = [name for _, name, _ in ENQUEUE_ARRAYS]
+    src = (
+        func.unnest(*(bindparam(param, type_=postgresql.ARRAY(kind)) for param, _, kind in ENQUEUE_ARRAYS))
+        .table_valued(*names)
+        .render_derived(name="u")
+    )
+    columns = [c for c in names if c not in ("delay", "delay_until")]
+    values = [cast(src.c[c], postgresql.JSONB) if c in _JSON_COLUMNS else src.c[c] for c in columns]
+    zero = ("retry_count", "lease_expirations", "lease_token")
+    times = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
+    ins = (
+        insert(jobs)
+        .from_select(
+            [*columns, *zero, *times],
+            select(
+                *values, *(literal(0) for _ in zero), now, now, now + src.c.delay, now + src.c.delay_until
+            ).select_from(src),
+        )
+        .returning(*jobs.c)
+        .cte("ins")
+    )
+    events = insert(job_events).from_select(
+        ["job_id", "at", "kind", "to_status", "token"],
+        select(ins.c.id, now, literal("enqueued"), ins.c.status, literal(0)),
+    )
+    deltas = union_all(
+        select(func.concat("s:", ins.c.status, ":", ins.c.queue).label("key"), literal(1).label("d")),
+        select(literal("e:enqueued"), literal(1)).select_from(ins),
+    ).subquery("deltas")
+    totals = (
+        select(deltas.c.key, bindparam("shard", type_=SmallInteger()), func.sum(deltas.c.d))
+        .group_by(deltas.c.key)
+        .order_by(deltas.c.key)  # a fixed lock order on counter rows: no deadlocks
+    )
+    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
+    bump = bump.on_conflict_do_update(
+        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
+    )
+    ready = select(ins.c.queue).where(ins.c.status == int(JobStatus.Queued)).distinct().subquery("ready")
+    notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
+    return select(ins, notified.scalar_subquery().label("notified")).add_cte(
+        events.cte("ev"), bump.cte("cnt")
+    )
 
 
 def job_by_idempotency_key() -> Select:

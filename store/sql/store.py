@@ -79,7 +79,7 @@ class SqlStore(JobStore):
         self._now = now
         self._q_now = sql.select_now(now)
         self._q_insert = sql.insert_jobs(now)
-        self._q_notify = sql.notify_ready()
+        self._q_enqueue_pg = sql.enqueue_jobs_pg(now)
         self._q_events = sql.insert_events(now)
         self._q_complete = sql.complete_job(now)
         self._q_complete_many = sql.with_bookkeeping(sql.complete_jobs_pg(now), now, "completed")
@@ -221,6 +221,7 @@ class SqlStore(JobStore):
         }
 
     def _insert(self, conn: Connection, specs: Sequence[JobSpec]) -> list[Job]:
+        """SQLite: insert a chunk (executemany), its events and counters, in ``conn``."""
         rows = [self._row_for(spec) for spec in specs]
         created = [job_from_row(r) for r in conn.execute(self._q_insert, rows).mappings()]
         deltas: Counter[str] = Counter()
@@ -230,10 +231,28 @@ class SqlStore(JobStore):
             events.append(self._event(job.id, "enqueued", None, int(job.status), None, 0))
         self._events(conn, events, deltas)
         self._bump(conn, deltas)
-        ready = sorted({job.queue for job in created if job.status is S.Queued})
-        if ready and self.dialect == "postgresql":
-            conn.execute(self._q_notify, {"channel": WAKEUP_CHANNEL, "queues": ready})
         return created
+
+    def _insert_pg(self, specs: Sequence[JobSpec]) -> list[Job]:
+        """PostgreSQL: insert a chunk with its events, counters and wake-up
+        notices in one autocommit statement (statements.enqueue_jobs_pg).
+        Raises IntegrityError when an idempotency key is taken (nothing written)."""
+        rows = [self._row_for(spec) for spec in specs]
+        for row in rows:
+            for column in _JSON_COLUMNS:
+                if row[column] is not None:
+                    row[column] = orjson.dumps(row[column]).decode()
+        params: dict[str, Any] = {p: [r[c] for r in rows] for p, c, _ in sql.ENQUEUE_ARRAYS}
+        params.update(shard=self._shard, channel=WAKEUP_CHANNEL)
+        result = self._tx(lambda c: c.execute(self._q_enqueue_pg, params).mappings().all(), single=True)
+        created = {r["id"]: job_from_row(r) for r in result}
+        return [created[r["id"]] for r in rows]
+
+    def _add(self, specs: Sequence[JobSpec]) -> list[Job]:
+        """Insert a chunk as one atomic unit (see _insert, _insert_pg)."""
+        if self.dialect == "postgresql":
+            return self._insert_pg(specs)
+        return self._tx(lambda conn: self._insert(conn, specs))
 
     def enqueue(self, name: str, payload: Any = None, **options: Any) -> Job:
         return self.enqueue_idempotent(JobSpec(name, payload, **options))[0]
@@ -241,21 +260,27 @@ class SqlStore(JobStore):
     def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
         validate_spec(spec)
 
-        def body(conn: Connection) -> tuple[Job, bool]:
+        def body() -> tuple[Job, bool]:
             if spec.idempotency_key is not None:
-                row = conn.execute(sql.job_by_idempotency_key(), {"key": spec.idempotency_key}).mappings()
-                found = row.first()
+                found = self._tx(
+                    lambda c: (
+                        c.execute(sql.job_by_idempotency_key(), {"key": spec.idempotency_key})
+                        .mappings()
+                        .first()
+                    ),
+                    write=False,
+                )
                 if found is not None:
                     return job_from_row(found), False
-            return self._insert(conn, [spec])[0], True
+            return self._add([spec])[0], True
 
         try:
-            return self._tx(body)
+            return body()
         except IntegrityError:
             # A concurrent enqueue with the same key won the race: return its job.
             if spec.idempotency_key is None:
                 raise
-            return self._tx(body)
+            return body()
 
     def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
         checked = [validate_spec(as_spec(item)) for item in specs]
@@ -263,7 +288,7 @@ class SqlStore(JobStore):
         for i in range(0, len(checked), MAX_BATCH):
             chunk = checked[i : i + MAX_BATCH]
             try:
-                out.extend(self._tx(lambda conn, c=chunk: self._insert(conn, c)))
+                out.extend(self._add(chunk))
             except IntegrityError:
                 raise ValidationError("idempotency_key", "a key in this batch is already used") from None
         return out
@@ -727,6 +752,9 @@ class SqlStore(JobStore):
     def close(self) -> None:
         self._write_engine.dispose()
         self._read_engine.dispose()
+
+
+_JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
 
 
 def _negate(rows: Sequence[Any]) -> Counter[str]:

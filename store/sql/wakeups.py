@@ -1,7 +1,7 @@
 """Wake-ups of idle workers over PostgreSQL LISTEN/NOTIFY.
 
-Enqueue runs ``pg_notify(WAKEUP_CHANNEL, queue)`` (statements.notify_ready)
-in the transaction that inserts ready jobs, so the notice is delivered at
+Enqueue runs ``pg_notify(WAKEUP_CHANNEL, queue)`` (statements.enqueue_jobs_pg)
+in the statement that inserts ready jobs, so the notice is delivered at
 commit, never before the jobs are visible. A worker LISTENs on a connection
 of its own, outside the pool (it stays idle in LISTEN for the process's
 life). NOTIFY is per database, like the jobs table. A notice sent while the
