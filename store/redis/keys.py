@@ -30,7 +30,7 @@ claim order (priority descending, then oldest due, then id), as the SQL store's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
@@ -55,10 +55,13 @@ class Keys:
     that is empty or contains a brace (it would break the hash tag)."""
 
     prefix: str
+    _common: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
             raise ValidationError("prefix", "must be non-empty, without { or }")
+        common = (self.counters, self.updated(), *(self.updated(s) for s in JobStatus), self.leases, self.audit)
+        object.__setattr__(self, "_common", common)
 
     def _key(self, *parts: str) -> str:
         return ":".join((f"{{{self.prefix}}}", *parts))
@@ -115,5 +118,6 @@ class Keys:
 
     def common(self) -> list[str]:
         """KEYS[1..10] of every script that changes jobs (lua/lib/job.lua):
-        counters, updated, updated:100 .. updated:600, leases, audit."""
-        return [self.counters, self.updated(), *(self.updated(s) for s in JobStatus), self.leases, self.audit]
+        counters, updated, updated:100 .. updated:600, leases, audit (a new
+        list each call: callers append their own keys)."""
+        return list(self._common)
