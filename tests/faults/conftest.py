@@ -1,6 +1,7 @@
 """Fixtures of the fault tests: real worker processes running the ledger
 handlers on a fresh store, always killed at the end (logs attached to a
-failing test), and a summary table of every soak printed after the run."""
+failing test), and a summary table of every soak printed after the run,
+with the figures other fault tests measured (claim latency, resume time)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.workers.procs import Spawner
 
 #: Figures of each soak run in this session, printed by pytest_terminal_summary.
 SOAK_RESULTS: list[dict[str, Any]] = []
+#: One line per measured figure of the other fault tests, printed after the soak table.
+FIGURES: list[str] = []
 HANDLERS = "tests.faults.ledger_handlers"
 
 
@@ -40,7 +43,7 @@ def spawn(
     base_env = spawner.env
 
     def env(**extra: str) -> dict[str, str]:
-        return base_env(LEASEHOLD_HANDLERS=HANDLERS, LEASEHOLD_TEST_LEDGER=str(ledger), **extra)
+        return base_env(**{"LEASEHOLD_HANDLERS": HANDLERS, "LEASEHOLD_TEST_LEDGER": str(ledger), **extra})
 
     spawner.env = env  # type: ignore[method-assign]
     request.node.leasehold_spawner = spawner
@@ -57,7 +60,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+def report(line: str) -> None:
+    """Print a measured figure now (``-s``) and again in the terminal summary."""
+    print(f"\n{line}")
+    FIGURES.append(line)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FIGURES:
+        terminalreporter.section("leasehold fault figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
     if not SOAK_RESULTS:
         return
     cols = [

@@ -23,27 +23,40 @@ from workers import JobContext, handler
 LEDGER_ENV = "LEASEHOLD_TEST_LEDGER"
 #: Share of ``ledger-flaky`` payloads that raise (percent), chosen by a CRC of the payload.
 FLAKY_PERCENT = 5
+#: ``ledger-leak``: bytes leaked per step, and the most one process leaks
+#: before the handler gives up and raises (nothing killed it: the test fails).
+LEAK_STEP_BYTES = 16 * 1024 * 1024
+LEAK_LIMIT_BYTES = 1024 * 1024 * 1024
+#: Memory ``ledger-leak`` has leaked in this process; it outlives the job,
+#: like a real leak in a long-lived pool process.
+_LEAKED: list[bytes] = []
 
 
 def _lease_ttl_s() -> float:
     return float(os.environ.get("LEASEHOLD_LEASE_TTL", "1"))
 
 
-def record(ctx: JobContext, outcome: str) -> None:
-    """Append this run's row to the ledger (one write, O_APPEND)."""
+def append_row(path: str, job_id: str, token: int, worker: str, outcome: str, name: str) -> None:
+    """Append one ledger row to ``path`` (one write, O_APPEND). Tests that act
+    as a worker themselves (claim and complete) record their runs with it."""
     row = {
-        "job_id": ctx.job_id,
-        "token": ctx.lease_token,
-        "worker": ctx.worker_id,
+        "job_id": job_id,
+        "token": token,
+        "worker": worker,
         "time": time.time(),
         "outcome": outcome,
-        "name": ctx.name,
+        "name": name,
     }
-    fd = os.open(os.environ[LEDGER_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (json.dumps(row) + "\n").encode())
     finally:
         os.close(fd)
+
+
+def record(ctx: JobContext, outcome: str) -> None:
+    """Append this run's row to the ledger named by LEASEHOLD_TEST_LEDGER."""
+    append_row(os.environ[LEDGER_ENV], ctx.job_id, ctx.lease_token, ctx.worker_id, outcome, ctx.name)
 
 
 def _finish(ctx: JobContext) -> dict[str, Any]:
@@ -86,3 +99,18 @@ def ledger_timeout(ctx: JobContext) -> dict[str, Any]:
     the worker's timeout sets ``ctx.cancelled``, which ends the sleep."""
     ctx.cancelled.wait(float(ctx.payload["seconds"]))
     return _finish(ctx)
+
+
+@handler("ledger-leak")
+def ledger_leak(ctx: JobContext) -> None:
+    """Leaks memory (``LEAK_STEP_BYTES`` a step, every page touched) until its
+    process is killed from outside, as the kernel's OOM killer or a container
+    memory limit would do; the fault tests play that part with a watchdog. Run
+    it in the process pool: a thread-pool worker would be the one killed. At
+    ``LEAK_LIMIT_BYTES`` nobody killed it: it raises, and the test fails on
+    the error type."""
+    while len(_LEAKED) * LEAK_STEP_BYTES < LEAK_LIMIT_BYTES:
+        _LEAKED.append(b"\x01" * LEAK_STEP_BYTES)
+        time.sleep(0.002)
+    record(ctx, "raised")
+    raise RuntimeError(f"leaked {LEAK_LIMIT_BYTES >> 20} MiB and nothing killed the process")

@@ -3,6 +3,8 @@ the store must keep whatever was killed or raced (GitHub issue 9).
 
 ``invariants`` returns a list of violations (strings), empty when all hold;
 tests assert it is empty so a failure names every broken job at once.
+``metrics_disagreements`` does the same for what a web process exports on
+``/metrics`` against the store it reads.
 """
 
 from __future__ import annotations
@@ -174,3 +176,75 @@ def figures(store: JobStore, jobs: list[Job]) -> dict[str, Any]:
         "retries": sum(j.retry_count for j in jobs),
         "lease_expired": ev.get("lease_expired", 0),
     }
+
+
+#: The API token of the web app ``metrics_disagreements`` builds.
+METRICS_TOKEN = "faults-metrics-token"
+
+
+def scrape_metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics from a web app built with ``create_app`` on ``url`` (its own
+    store handle, as a separate web process would have): sample (name,
+    labels) -> value. Raises AssertionError when the scrape is not a 200."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from webapp import create_app
+
+    app = create_app(
+        {
+            "STORE_URL": url,
+            "API_TOKENS": f"{METRICS_TOKEN}:viewer",
+            "SECRET_KEY": "faults-metrics-secret",
+            "TESTING": True,
+        }
+    )
+    try:
+        response = app.test_client().get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    finally:
+        app.extensions["leasehold"].close()
+    assert response.status_code == 200, f"/metrics answered {response.status_code}: {response.text[:500]}"
+    out = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+#: Named counters of /metrics and the job event kind each one exports.
+_COUNTED_EVENTS = {
+    "leasehold_jobs_enqueued_total": "enqueued",
+    "leasehold_jobs_claimed_total": "claimed",
+    "leasehold_jobs_completed_total": "completed",
+    "leasehold_jobs_failed_total": "failed",
+    "leasehold_retries_scheduled_total": "retry_scheduled",
+    "leasehold_lease_expirations_total": "lease_expired",
+}
+
+
+def metrics_disagreements(url: str, store: JobStore) -> list[str]:
+    """Where ``/metrics`` and the store disagree, once nothing moves (workers
+    stopped): the per-status and per-queue job gauges against
+    ``store.counts()``, the event counters against ``store.event_counts()``,
+    and the per-status gauges against a recount of the listed jobs."""
+    got = scrape_metrics(url)
+    counts = store.counts()
+    bad: list[str] = []
+    recount = Counter(job.status.name for job in all_jobs(store))
+    for status in JobStatus:
+        exported = got.get(("leasehold_jobs_by_status", (("status", status.name),)))
+        kept = counts.by_status.get(status.name, 0)
+        if exported != kept:
+            bad.append(f"/metrics jobs_by_status {status.name}={exported}, counts() {kept}")
+        if kept != recount.get(status.name, 0):
+            bad.append(f"counts() {status.name}={kept}, recount {recount.get(status.name, 0)}")
+        for queue, row in counts.by_queue.items():
+            exported = got.get(("leasehold_jobs", (("queue", queue), ("status", status.name))))
+            if exported != row.get(status.name, 0):
+                bad.append(
+                    f"/metrics jobs{{{queue},{status.name}}}={exported}, counts() {row.get(status.name, 0)}"
+                )
+    totals = store.event_counts()
+    for name, kind in _COUNTED_EVENTS.items():
+        if got.get((name, ())) != totals.get(kind, 0):
+            bad.append(f"/metrics {name}={got.get((name, ()))}, event_counts {kind}={totals.get(kind, 0)}")
+    return bad

@@ -1,6 +1,7 @@
 """Soak: a supervisor with several worker processes runs a mix of jobs while
-children are killed with SIGKILL; every job must end final and the oracle's
-invariants hold (GitHub issue 9).
+children are killed with SIGKILL; every job must end final, the oracle's
+invariants hold, and ``/metrics`` of a web app on the same store agrees with
+the store's counts (GitHub issue 9).
 
 The default suite runs a short version (400 jobs, 4 processes) on every
 backend; ``make soak`` a long one (LEASEHOLD_SOAK_JOBS, LEASEHOLD_SOAK_PROCESSES,
@@ -21,7 +22,15 @@ import pytest
 from store.models import JobSpec
 from tests.backends import StoreHandle
 from tests.faults.conftest import SOAK_RESULTS
-from tests.faults.oracle import all_jobs, figures, invariants, read_ledger, summary, unfinished
+from tests.faults.oracle import (
+    all_jobs,
+    figures,
+    invariants,
+    metrics_disagreements,
+    read_ledger,
+    summary,
+    unfinished,
+)
 from tests.faults.procutil import kill_random_child
 from tests.workers.procs import Spawner, wait_until
 
@@ -85,6 +94,7 @@ def test_soak_with_kills(handle: StoreHandle, spawn: Spawner, ledger: Path) -> N
 
     jobs = all_jobs(store)
     bad = invariants(store, read_ledger(ledger), jobs=jobs)
+    bad += metrics_disagreements(handle.url, store)  # what a web process exports agrees
     figs = figures(store, jobs)
     SOAK_RESULTS.append(
         {
