@@ -75,7 +75,9 @@ clean:
 		-type d -name __pycache__ -prune -exec rm -rf {} +
 
 # The long soak of tests/faults (GitHub issue 9): 5,000 jobs on 16 worker processes per
-# store while children are killed; prints the summary table (jobs, kills, retries, ...).
+# store while children are killed, then the long PostgreSQL scenarios (LEASEHOLD_SOAK_LONG=1:
+# a transaction held 60 s, a 10 s crash-restart of a private cluster, ten rounds of
+# terminated backends); prints the soak table and the measured figures (~10 minutes).
 SOAK_JOBS ?= 5000
 SOAK_PROCESSES ?= 16
 SOAK_KILLS ?= 12
@@ -83,8 +85,10 @@ SOAK_KILLS ?= 12
 soak: $(STAMP)
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	LEASEHOLD_SOAK_JOBS=$(SOAK_JOBS) LEASEHOLD_SOAK_PROCESSES=$(SOAK_PROCESSES) \
-	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) PYTHONPATH=. \
-	$(BIN)/pytest tests/faults/test_soak.py -m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
+	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) LEASEHOLD_SOAK_LONG=1 PYTHONPATH=. \
+	$(BIN)/pytest tests/faults/test_soak.py tests/faults/test_pg_long_transaction.py \
+		tests/faults/test_pg_restart.py tests/faults/test_pg_terminate.py \
+		-m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
 
 # Leasehold side by side with huey, dramatiq, rq and celery (own venv: bench/.peers-venv).
 .PHONY: bench-peers
