@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from store.errors import ValidationError
-from store.lifecycle import JobStatus
+from store.lifecycle import FailureDecision, JobStatus
 
 #: Limits checked at enqueue (the API checks them earlier, with the same numbers).
 MAX_NAME_LEN = 200
@@ -183,6 +183,15 @@ def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
     if isinstance(item, tuple) and 1 <= len(item) <= 3:
         return JobSpec(*item)
     raise ValidationError("jobs", "each item must be a JobSpec or (name, payload[, queue])")
+
+
+def failure_event(decision: FailureDecision, error: dict[str, Any], expired: bool) -> tuple[str, str]:
+    """Event kind and message of an applied retry decision (every store
+    writes these), e.g. ``("retry_scheduled", "ValueError: retry 1 in 2.000s")``."""
+    if decision.status is JobStatus.Scheduled:
+        kind = "lease_expired" if expired else "retry_scheduled"
+        return kind, f"{error.get('type')}: retry {decision.retry_count} in {decision.delay_s:.3f}s"
+    return ("lease_expired" if expired else "failed"), f"{error.get('type')}: {error.get('message')}"
 
 
 def refusal_message(kind: str, actor: str | None, token: int, current_token: int, status: JobStatus) -> str:

@@ -60,7 +60,13 @@ class Keys:
     def __post_init__(self) -> None:
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
             raise ValidationError("prefix", "must be non-empty, without { or }")
-        common = (self.counters, self.updated(), *(self.updated(s) for s in JobStatus), self.leases, self.audit)
+        common = (
+            self.counters,
+            self.updated(),
+            *(self.updated(s) for s in JobStatus),
+            self.leases,
+            self.audit,
+        )
         object.__setattr__(self, "_common", common)
 
     def _key(self, *parts: str) -> str:

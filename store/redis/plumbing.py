@@ -16,7 +16,7 @@ from store import lifecycle
 from store.base import StoreSettings
 from store.errors import LeaseLost
 from store.lifecycle import FailureDecision, JobStatus, Operation
-from store.models import refusal_message
+from store.models import failure_event, refusal_message
 from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable
 from store.redis.keys import Keys
@@ -52,14 +52,6 @@ def target(op: Operation) -> int:
 def guard(op: Operation) -> tuple[str, int]:
     """ARGV pair of a guarded script: the source statuses of ``op`` and its target."""
     return codes(lifecycle.source_codes(op)), target(op)
-
-
-def failure_event(decision: FailureDecision, error: dict[str, Any], expired: bool) -> tuple[str, str]:
-    """Event kind and message of an applied retry decision (as the SQL store writes them)."""
-    if decision.status is S.Scheduled:
-        kind = "lease_expired" if expired else "retry_scheduled"
-        return kind, f"{error.get('type')}: retry {decision.retry_count} in {decision.delay_s:.3f}s"
-    return ("lease_expired" if expired else "failed"), f"{error.get('type')}: {error.get('message')}"
 
 
 @dataclass(frozen=True, slots=True)

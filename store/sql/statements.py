@@ -29,6 +29,7 @@ from sqlalchemy import (
     insert,
     literal,
     literal_column,
+    null,
     select,
     tuple_,
     union_all,
@@ -197,17 +198,23 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
     return _lease(update(jobs), now).where(jobs.c.id == picked.c.id).returning(*jobs.c, picked.c.old_status)
 
 
-def with_bookkeeping(change: Update, now: ColumnElement[float], kind: str) -> Select:
+def with_bookkeeping(
+    change: Update, now: ColumnElement[float], kind: str, *, by_actor: bool = False
+) -> Select:
     """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
     the jobs columns and ``old_status``), appends one ``kind`` event per
     changed job and adds the status and event deltas to the counters, so a
-    hot-path change is a single atomic round trip (autocommit). Params:
-    ``shard`` plus those of ``change``. Returns the changed rows."""
+    hot-path change is a single atomic round trip (autocommit). The event's
+    actor is the job's worker_id, or with ``by_actor`` the bind parameter
+    ``actor`` and its message the column ``message`` that ``change`` returns.
+    Params: ``shard`` plus those of ``change``. Returns the changed rows."""
     upd = change.cte("upd")
+    actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
+    message = upd.c.message if by_actor else null()
     events = insert(job_events).from_select(
-        ["job_id", "at", "kind", "from_status", "to_status", "actor", "token"],
+        ["job_id", "at", "kind", "from_status", "to_status", "actor", "token", "message"],
         select(
-            upd.c.id, now, literal(kind), upd.c.old_status, upd.c.status, upd.c.worker_id, upd.c.lease_token
+            upd.c.id, now, literal(kind), upd.c.old_status, upd.c.status, actor, upd.c.lease_token, message
         ),
     )
     deltas = union_all(
@@ -377,6 +384,52 @@ def apply_failure(now: ColumnElement[float], expired_only: bool = False) -> Upda
             last_updated_at=now,
         )
         .returning(*jobs.c)
+    )
+
+
+def recover_jobs_pg(now: ColumnElement[float]) -> Update:
+    """PostgreSQL recovery of a batch: one UPDATE over ``unnest`` of the retry
+    decisions, each row guarded by status InProgress, its token and its lease
+    still expired (so a lease renewed or a job recovered meanwhile is left
+    alone). Params: ids, tokens, new_statuses, new_retry_counts, delays
+    (seconds, None when Failed), errors (JSON texts), messages (event
+    messages). Returns the changed rows with ``old_status`` and ``message``;
+    wrap it in ``with_bookkeeping(..., by_actor=True)``."""
+    f = (
+        func.unnest(
+            bindparam("ids", type_=postgresql.ARRAY(String())),
+            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("new_statuses", type_=postgresql.ARRAY(SmallInteger())),
+            bindparam("new_retry_counts", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("delays", type_=postgresql.ARRAY(Double())),
+            bindparam("errors", type_=postgresql.ARRAY(Text())),
+            bindparam("messages", type_=postgresql.ARRAY(Text())),
+        )
+        .table_valued("f_id", "f_token", "f_status", "f_retries", "f_delay", "f_error", "f_message")
+        .render_derived(name="f")
+    )
+    return (
+        update(jobs)
+        .where(
+            jobs.c.id == f.c.f_id,
+            jobs.c.lease_token == f.c.f_token,
+            jobs.c.status.in_(source_codes(Operation.FAIL)),
+            jobs.c.lease_expires_at < now,
+        )
+        .values(
+            status=f.c.f_status,
+            retry_count=f.c.f_retries,
+            lease_expirations=jobs.c.lease_expirations + 1,
+            error=cast(f.c.f_error, postgresql.JSONB),
+            retry_delay_until=now + f.c.f_delay,
+            due_at=func.coalesce(now + f.c.f_delay, now),
+            lease_expires_at=None,
+            completed_at=case((f.c.f_status == int(JobStatus.Failed), now), else_=None),
+            last_updated_at=now,
+        )
+        .returning(
+            *jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"), f.c.f_message.label("message")
+        )
     )
 
 

@@ -37,6 +37,7 @@ from store.models import (
     RecoveryRun,
     WorkerInfo,
     as_spec,
+    failure_event,
     refusal_message,
     ts,
     validate_spec,
@@ -85,6 +86,9 @@ class SqlStore(JobStore):
         self._q_complete_many = sql.with_bookkeeping(sql.complete_jobs_pg(now), now, "completed")
         self._q_fail = sql.apply_failure(now)
         self._q_recover = sql.apply_failure(now, expired_only=True)
+        self._q_recover_pg = sql.with_bookkeeping(
+            sql.recover_jobs_pg(now), now, "lease_expired", by_actor=True
+        )
         self._q_release = sql.release_job(now)
         self._q_renew = sql.renew_leases(now)
         self._q_claim_sqlite = sql.claim_sqlite(now)
@@ -535,12 +539,7 @@ class SqlStore(JobStore):
         if found is None:
             return None
         job = job_from_row(found)
-        if decision.status is S.Scheduled:
-            kind = "lease_expired" if expired else "retry_scheduled"
-            message = f"{error.get('type')}: retry {decision.retry_count} in {decision.delay_s:.3f}s"
-        else:
-            kind = "lease_expired" if expired else "failed"
-            message = f"{error.get('type')}: {error.get('message')}"
+        kind, message = failure_event(decision, error, expired)
         deltas = Counter({f"s:{int(S.InProgress)}:{job.queue}": -1, f"s:{int(job.status)}:{job.queue}": 1})
         ev = self._event(job.id, kind, int(S.InProgress), int(job.status), actor, row["lease_token"], message)
         self._events(conn, [ev], deltas)
@@ -646,20 +645,45 @@ class SqlStore(JobStore):
 
         def body(conn: Connection) -> tuple[list[RecoveredJob], bool]:
             rows = conn.execute(sql.expired_leases(self._now, lock=True), {"limit": limit}).mappings().all()
-            done = []
-            for row, decision in self._recovery_plan(rows):
-                error = {
-                    "type": "LeaseExpired",
-                    "message": f"lease of {row['worker_id']} (token {row['lease_token']}) expired",
-                    "traceback": None,
-                }
-                if self._apply_decision(conn, row, decision, error, expired=True, actor=owner):
-                    done.append(self._recovered(row, decision))
+            plan = [(row, decision, _lease_expired(row)) for row, decision in self._recovery_plan(rows)]
+            if self.dialect == "postgresql":
+                applied = self._recover_pg(conn, plan, owner)
+                done = [self._recovered(row, d) for row, d, _ in plan if row["id"] in applied]
+            else:
+                done = [
+                    self._recovered(row, d)
+                    for row, d, error in plan
+                    if self._apply_decision(conn, row, d, error, expired=True, actor=owner)
+                ]
             return done, len(rows) >= limit
 
         done, more = self._tx(body)
         ms = (time.perf_counter() - t0) * 1000
         return RecoveryReport.from_outcomes(done, dry_run=False, more=more, owner=owner, duration_ms=ms)
+
+    def _recover_pg(
+        self,
+        conn: Connection,
+        plan: Sequence[tuple[Any, lifecycle.FailureDecision, dict[str, Any]]],
+        owner: str,
+    ) -> set[str]:
+        """PostgreSQL: apply a batch of recovery decisions in one statement
+        (statements.recover_jobs_pg with events and counters); the ids applied."""
+        if not plan:
+            return set()
+        events = [failure_event(d, error, True) for _, d, error in plan]
+        params = {
+            "ids": [row["id"] for row, _, _ in plan],
+            "tokens": [row["lease_token"] for row, _, _ in plan],
+            "new_statuses": [int(d.status) for _, d, _ in plan],
+            "new_retry_counts": [d.retry_count for _, d, _ in plan],
+            "delays": [d.delay_s for _, d, _ in plan],
+            "errors": [orjson.dumps(error).decode() for _, _, error in plan],
+            "messages": [message for _, message in events],
+            "actor": owner,
+            "shard": self._shard,
+        }
+        return {r["id"] for r in conn.execute(self._q_recover_pg, params).mappings()}
 
     def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
         limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
@@ -755,6 +779,16 @@ class SqlStore(JobStore):
 
 
 _JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
+
+
+#: A recovery decision: the job's row, the retry decision, the error to record.
+_Planned = tuple[Any, lifecycle.FailureDecision, dict[str, Any]]
+
+
+def _lease_expired(row: Any) -> dict[str, Any]:
+    """The error recovery records on a job whose lease expired."""
+    message = f"lease of {row['worker_id']} (token {row['lease_token']}) expired"
+    return {"type": "LeaseExpired", "message": message, "traceback": None}
 
 
 def _negate(rows: Sequence[Any]) -> Counter[str]:
