@@ -56,8 +56,9 @@ T = TypeVar("T")
 #: application_name of the test's own probing store.
 PROBE_APP = "lh-fault-probe"
 LONG = os.environ.get("LEASEHOLD_SOAK_LONG") == "1"
-#: Jobs the feeder enqueues at most (it stops once the terminations are done).
-JOBS = 20_000 if LONG else 3000
+#: Jobs the feeder may enqueue (it is stopped once the terminations are done; claims
+#: and acks must keep coming until then, or no statement would wait on the lock).
+JOBS = 100_000 if LONG else 20_000
 #: Terminations inside claims, inside acks, and of every idle worker connection.
 ROUNDS = 10 if LONG else 3
 #: Completions recorded after each termination before the next one.
@@ -181,7 +182,7 @@ def test_workers_ride_through_terminated_backends(handle: StoreHandle, spawn: Sp
     """Workers churn jobs while their backends are terminated inside claims,
     inside acks, and idle; every job completes once and the oracle holds."""
     store = handle.store
-    feeder = Feeder(store, job_spec, depth=100, limit=JOBS)
+    feeder = Feeder(store, job_spec, depth=100, limit=JOBS, rate_per_s=500)
     feeder.start()
     spawn.store_url = with_app_name(handle.url, WORKER_APP)
     supervisor = spawn.worker(
