@@ -11,13 +11,15 @@ connection is down is lost; the worker's poll covers it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 from sqlalchemy import Engine
 
 from store.base import Wakeups
 from store.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    import psycopg
 
 #: The NOTIFY channel; the payload is the queue name.
 WAKEUP_CHANNEL = "leasehold_wakeup"
@@ -34,12 +36,16 @@ class PgWakeups(Wakeups):
 
     def _connect(self) -> psycopg.Connection[Any]:
         """The engine's connect arguments, on a connection the pool does not own."""
+        import psycopg  # here: a SQLite deployment never loads the PostgreSQL driver
+
         cargs, cparams = self._engine.dialect.create_connect_args(self._engine.url)
         conn = psycopg.connect(*cargs, **{**cparams, "autocommit": True})
         conn.execute(f"LISTEN {self._channel}")  # a fixed identifier, not input
         return conn
 
     def wait(self, timeout_s: float) -> bool:
+        import psycopg
+
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = self._connect()
