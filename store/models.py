@@ -217,11 +217,15 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatResult:
-    """Outcome of a batched heartbeat: leases renewed (new expiry) and leases
-    refused (stale token, job canceled or no longer InProgress)."""
+    """Outcome of a batched heartbeat: leases renewed (new expiry), leases
+    refused (stale token, job canceled or no longer InProgress, lease already
+    expired) and leases ``deferred``: still valid but not renewed this time
+    because another transaction holds the job's row (PostgreSQL); the worker
+    keeps them and renews them at its next beat."""
 
     renewed: list[Lease]
     refused: list[Lease]
+    deferred: list[Lease] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

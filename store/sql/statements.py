@@ -282,18 +282,38 @@ def _lease(stmt: Update, now: ColumnElement[float]) -> Update:
 
 
 def renew_leases(now: ColumnElement[float]) -> Update:
-    """Heartbeat: extend current, unexpired leases. Params: pairs (expanding
-    (id, token) tuples), ttl. Returns the renewed (id, lease_token, lease_expires_at)."""
+    """Heartbeat: extend current, unexpired leases. Rows another transaction
+    holds are skipped, not waited for (FOR UPDATE SKIP LOCKED on PostgreSQL):
+    one locked job must not stall the renewal of every other lease in the
+    batch. Params: pairs (expanding (id, token) tuples), ttl. Returns the
+    renewed (id, lease_token, lease_expires_at)."""
     ttl = func.coalesce(jobs.c.lease_ttl_seconds, bindparam("ttl", type_=Double()))
-    return (
-        update(jobs)
+    live = (
+        select(jobs.c.id)
         .where(
             tuple_(jobs.c.id, jobs.c.lease_token).in_(bindparam("pairs", expanding=True)),
             jobs.c.status == IN_PROGRESS,
             jobs.c.lease_expires_at >= now,
         )
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    return (
+        update(jobs)
+        .where(jobs.c.id.in_(live))
         .values(lease_expires_at=now + ttl, last_heartbeat_at=now)
         .returning(jobs.c.id, jobs.c.lease_token, jobs.c.lease_expires_at)
+    )
+
+
+def live_leases(now: ColumnElement[float]) -> Select:
+    """Which of some leases are still valid (current token, InProgress, not
+    expired), read without locks: a renewal that skipped them was deferred,
+    not refused. Params: pairs (expanding (id, token) tuples). Returns ids."""
+    return select(jobs.c.id).where(
+        tuple_(jobs.c.id, jobs.c.lease_token).in_(bindparam("pairs", expanding=True)),
+        jobs.c.status == IN_PROGRESS,
+        jobs.c.lease_expires_at >= now,
     )
 
 

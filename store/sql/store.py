@@ -91,6 +91,7 @@ class SqlStore(JobStore):
         )
         self._q_release = sql.release_job(now)
         self._q_renew = sql.renew_leases(now)
+        self._q_live_leases = sql.live_leases(now)
         self._q_claim_sqlite = sql.claim_sqlite(now)
         self._q_claim_pg: dict[int, Any] = {}
         self._q_candidates: dict[int, Any] = {}
@@ -417,14 +418,20 @@ class SqlStore(JobStore):
             rows = conn.execute(self._q_renew, {"pairs": pairs, "ttl": ttl}).all()
             renewed = [Lease(r[0], r[1], ts(r[2])) for r in rows]
             done = {(r[0], r[1]) for r in rows}
-            refused = [lease for lease in leases if (lease.job_id, lease.token) not in done]
+            missed = [lease for lease in leases if (lease.job_id, lease.token) not in done]
+            live: set[str] = set()
+            if missed and self.dialect == "postgresql":  # skipped rows held by another transaction
+                params = {"pairs": [(x.job_id, x.token) for x in missed]}
+                live = set(conn.execute(self._q_live_leases, params).scalars())
+            deferred = [lease for lease in missed if lease.job_id in live]
+            refused = [lease for lease in missed if lease.job_id not in live]
             if refused:
                 events: list[dict[str, Any]] = []
                 self._refuse(conn, refused, "heartbeat_refused", worker_id, events)
                 deltas: Counter[str] = Counter()
                 self._events(conn, events, deltas)
                 self._bump(conn, deltas)
-            return HeartbeatResult(renewed, refused)
+            return HeartbeatResult(renewed, refused, deferred)
 
         return self._tx(body)
 

@@ -184,12 +184,6 @@ def test_claims_keep_working_while_a_transaction_is_held_open(
     assert not bad, summary(bad)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="one foreign row lock on a held job stalls the worker's whole batched heartbeat "
-    "(store.sql renew_leases is one UPDATE over every lease in hand, waiting on the lock), "
-    "so every other lease of that worker expires and its jobs are run again",
-)
 def test_a_row_lock_on_one_held_job_does_not_cost_the_workers_other_leases(
     handle: StoreHandle, spawn: Spawner, ledger: Path, held: list[psycopg.Connection]
 ) -> None:
