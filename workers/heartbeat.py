@@ -1,9 +1,12 @@
 """The heartbeat thread: renews every lease the worker holds, in one call.
 
 Every third of the shortest lease in hand (DESIGN.md section 4) it sends one
-batched ``store.heartbeat(worker_id, leases, ttl)``; a refused lease (stale
-token, job canceled, lease already expired) is dropped: its ``ctx.cancelled``
-is set and its slot is told to stop. The same tick refreshes the worker's
+batched ``store.heartbeat(worker_id, leases, ttl)`` for every run it holds a
+lease for: running, waiting for a slot, or finished with its ack still queued
+(``InFlight.leased``). A refused lease (stale token, job canceled, lease
+already expired) is dropped: its ``ctx.cancelled`` is set and its slot is
+told to stop. A deferred one (its row held by another transaction) is simply
+renewed at the next beat. The same tick refreshes the worker's
 registry entry (``store.worker_heartbeat``). A store error skips one beat and
 retries sooner; the thread never dies on it.
 """
@@ -45,7 +48,7 @@ class Heartbeat(threading.Thread):
     def interval_s(self) -> float:
         """A third of the shortest lease in hand (a job may carry its own TTL)."""
         ttls = [self.lease_ttl_s]
-        ttls += [r.job.lease_ttl_seconds for r in self.inflight.running() if r.job.lease_ttl_seconds]
+        ttls += [r.job.lease_ttl_seconds for r in self.inflight.leased() if r.job.lease_ttl_seconds]
         return min(ttls) / 3
 
     def stop(self) -> None:
@@ -70,7 +73,7 @@ class Heartbeat(threading.Thread):
         """Renew the leases in hand and refresh the registry; False on a store error."""
         try:
             self.renew()
-            self.info.jobs_in_hand = [r.job.id for r in self.inflight.running()]
+            self.info.jobs_in_hand = [r.job.id for r in self.inflight.leased()]
             self.store.worker_heartbeat(self.info)
             return True
         except Exception as exc:  # keep beating: the next beat may reach the store
@@ -78,7 +81,7 @@ class Heartbeat(threading.Thread):
             return False
 
     def renew(self) -> None:
-        runs = self.inflight.running()
+        runs = self.inflight.leased()
         if not runs:
             return
         result = self.store.heartbeat(self.info.id, [r.lease for r in runs], self.lease_ttl_s)

@@ -120,8 +120,14 @@ class InFlight:
             return list(self._runs.values())
 
     def running(self) -> list[Running]:
-        """Runs still RUNNING (their leases are renewed)."""
+        """Runs still RUNNING."""
         return [r for r in self.all() if r.state is State.RUNNING]
+
+    def leased(self) -> list[Running]:
+        """Runs whose leases the worker renews: RUNNING, and DONE ones whose
+        completion waits for the acker (a slow or retried ack must not let
+        the lease of finished work expire)."""
+        return [r for r in self.all() if r.state in (State.RUNNING, State.DONE)]
 
     def get(self, lease: Lease) -> Running | None:
         with self._lock:
