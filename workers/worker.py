@@ -111,12 +111,15 @@ class Worker:
         self._queues = WeightedQueues(config.queues)
         self._idle = IdleBackoff()
         self._last_claim = 0.0
+        # What _want last saw, for _slot_freed: jobs claimed ahead, free slots worth a claim.
+        self._ahead_now = 0
+        self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.runner: ThreadRunner | ProcessRunner
         if config.pool == "process":
-            self.runner = ProcessRunner(config.concurrency, config.handlers, self._done, self._wakeup.set)
+            self.runner = ProcessRunner(config.concurrency, config.handlers, self._done, self._slot_freed)
         else:
-            self.runner = ThreadRunner(config.concurrency, self._done, self._wakeup.set)
+            self.runner = ThreadRunner(config.concurrency, self._done, self._slot_freed)
         self.acker = Acker(store, self.id)
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
@@ -243,14 +246,22 @@ class Worker:
     def _want(self) -> tuple[int, float]:
         """``(jobs to claim now, 0)``, or ``(0, seconds to wait before asking again)``."""
         ahead = self._ahead()
+        batch_at = max(1, (self.config.concurrency + ahead) // 2)
+        self._ahead_now, self._claim_at = ahead, batch_at
         free = self.runner.free(ahead)
         if free <= 0:
             return 0, 1.0
-        batch_at = max(1, (self.config.concurrency + ahead) // 2)
         if free >= batch_at or self.runner.busy() == 0:
             return free, 0.0
         linger = self._last_claim + CLAIM_LINGER_S - time.monotonic()
         return (free, 0.0) if linger <= 0 else (0, linger)
+
+    def _slot_freed(self) -> None:
+        """A run gave its slot back (called from a pool thread). Wake the claim
+        loop only when enough slots are free to claim a batch, or none is
+        busy (burst mode's end, shutdown): not once per job."""
+        if self.runner.free(self._ahead_now) >= self._claim_at or self.runner.busy() == 0:
+            self._wakeup.set()
 
     def _claim(self, free: int) -> list[Job]:
         """Claim from the queue whose turn it is; if it is empty, from the others."""
