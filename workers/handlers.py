@@ -34,6 +34,10 @@ class PermanentError(Exception):
     """Raise from a handler to fail the job at once, without using a retry."""
 
 
+#: Guards the lazy creation of JobContext.cancelled (read by a handler, set by the worker).
+_EVENT_LOCK = threading.Lock()
+
+
 class HandlerError(Exception):
     """A handler module cannot be imported, or two handlers claim one name."""
 
@@ -58,7 +62,19 @@ class JobContext:
     attempt: int
     worker_id: str
     lease_token: int
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the job is canceled, times out or loses its lease. Made on
+        first use (most runs never look at it; an Event costs a few µs)."""
+        event = self._cancelled
+        if event is None:
+            with _EVENT_LOCK:
+                if self._cancelled is None:
+                    self._cancelled = threading.Event()
+                event = self._cancelled
+        return event
 
     @classmethod
     def for_job(cls, job: Job, worker_id: str) -> JobContext:

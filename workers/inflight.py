@@ -53,10 +53,18 @@ class Running:
     deadline: float = math.inf
     state: State = State.RUNNING
     started: bool = False
-    settled: threading.Event = field(default_factory=threading.Event)
+    _settled: threading.Event | None = None
     future: Any = None  # the process pool's future, when there is one
     given_up_at: float | None = None  # time.monotonic() when it left RUNNING for anything but DONE
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def settled(self) -> threading.Event:
+        """Made on first use: only timed-out and released runs need it."""
+        with self._lock:
+            if self._settled is None:
+                self._settled = threading.Event()
+            return self._settled
 
     @property
     def key(self) -> tuple[str, int]:
