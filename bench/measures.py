@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,11 +156,13 @@ def recovery(store: JobStore, jobs: int, cap_s: float) -> RecoveryResult:
 
 
 # ----------------------------------------------------------- bytes per job
-def store_size(store: JobStore) -> int:
-    """Bytes the store's data takes: Redis MEMORY USAGE summed over the keys
-    of the store's prefix; PostgreSQL pg_total_relation_size of the job,
-    event and counter tables (indexes and TOAST included); SQLite the pages
-    in use (page_count - freelist_count, WAL included)."""
+def store_size(store: JobStore, ids: Iterable[str] = ()) -> int:
+    """Bytes the store's data takes. Redis: MEMORY USAGE summed over the
+    hash and event list of each job of ``ids`` and every shared key of the
+    deployment (indexes, counters; queue ``default``); PostgreSQL:
+    pg_total_relation_size of the job, event and counter tables (indexes and
+    TOAST included); SQLite: the pages in use (page_count - freelist_count,
+    WAL included)."""
     url: str = store.url  # type: ignore[attr-defined]
     if url.startswith("sqlite"):
         conn = sqlite3.connect(url.split("///", 1)[1])
@@ -184,9 +187,11 @@ def store_size(store: JobStore) -> int:
             engine.dispose()
     import redis
 
+    k = store.keys  # type: ignore[attr-defined]
+    keys = [*k.common(), k.idempotency, k.ready("default"), k.scheduled("default")]
+    keys += [key for job_id in ids for key in (k.job(job_id), k.events(job_id))]
     client = redis.Redis.from_url(url.split("?", 1)[0])
     try:
-        keys = list(client.scan_iter(match=f"{{{store.keys.prefix}}}:*", count=1000))  # type: ignore[attr-defined]
         total = 0
         for i in range(0, len(keys), 1000):
             pipe = client.pipeline(transaction=False)
@@ -205,9 +210,10 @@ def bytes_per_job(store: JobStore, jobs: int) -> tuple[float, float]:
     PostgreSQL's figure includes the dead row versions the updates leave
     until vacuum reuses them."""
     before = store_size(store)
+    ids: list[str] = []
     for i in range(0, jobs, MAX_BATCH):
-        store.enqueue_many([JobSpec("noop", PAYLOAD)] * min(MAX_BATCH, jobs - i))
-    queued = (store_size(store) - before) / jobs
+        ids += [j.id for j in store.enqueue_many([JobSpec("noop", PAYLOAD)] * min(MAX_BATCH, jobs - i))]
+    queued = (store_size(store, ids) - before) / jobs
     done = 0
     while batch := store.claim("bench-bytes", ["default"], MAX_BATCH):
         acks: list[tuple[str, int, Any]] = [
@@ -218,5 +224,5 @@ def bytes_per_job(store: JobStore, jobs: int) -> tuple[float, float]:
             1 for r in store.complete_many(acks, worker_id="bench-bytes") if not isinstance(r, Exception)
         )
     assert done == jobs, f"{done} of {jobs} jobs completed"
-    completed = (store_size(store) - before) / jobs
+    completed = (store_size(store, ids) - before) / jobs
     return queued, completed

@@ -32,7 +32,7 @@ whether the median meets it. Groups (``--metrics``):
   client, with the SLOWLOG in the notes; SQL: one batch transaction). A run
   stops after ``--recovery-cap`` seconds and its total is then projected.
 * bytes: bytes per job of ``--bytes-jobs`` jobs, queued and then completed
-  (Redis MEMORY USAGE of the prefix's keys; PostgreSQL table + index sizes;
+  (Redis MEMORY USAGE of the jobs' keys and shared ones; PostgreSQL table + index sizes;
   SQLite pages in use).
 
 ``--scale`` loads ``--scale-jobs`` Completed jobs into one store per kind
@@ -282,7 +282,7 @@ class Bench:
     def bytes(self, kind: str) -> None:
         a = self.args
         what = {
-            "redis": "MEMORY USAGE of all keys",
+            "redis": "MEMORY USAGE of its keys + shared",
             "postgresql": "tables + indexes",
             "sqlite": "pages in use",
         }[kind]
