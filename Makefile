@@ -44,7 +44,7 @@ demo: $(STAMP) $(HTMX)
 	$(BIN)/python -m workers.demo --store "$(STORE)"
 
 # Every benchmark of GitHub issue 8, 3 runs each, in one table (median, min-max, target,
-# met?); ~15 min on 2 CPUs. BENCH_ARGS="--quick" for a smoke run; bench/README.md has the rest.
+# met?); ~11 min on 2 CPUs. BENCH_ARGS="--quick" for a smoke run; bench/README.md has the rest.
 # bench-scale: the same figures with 1,000,000 finished jobs already in each store.
 BENCH_ARGS ?=
 .PHONY: bench-scale
