@@ -199,7 +199,7 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
 
 
 def with_bookkeeping(
-    change: Update, now: ColumnElement[float], kind: str, *, by_actor: bool = False
+    change: Update, now: ColumnElement[float], kind: str, *, by_actor: bool = False, ids_only: bool = False
 ) -> Select:
     """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
     the jobs columns and ``old_status``), appends one ``kind`` event per
@@ -207,7 +207,9 @@ def with_bookkeeping(
     hot-path change is a single atomic round trip (autocommit). The event's
     actor is the job's worker_id, or with ``by_actor`` the bind parameter
     ``actor`` and its message the column ``message`` that ``change`` returns.
-    Params: ``shard`` plus those of ``change``. Returns the changed rows."""
+    Params: ``shard`` plus those of ``change``. Returns the changed rows, or
+    with ``ids_only`` just their (id, lease_token): nothing to decode when the
+    caller needs no job back (a worker's acks, recovery)."""
     upd = change.cte("upd")
     actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
     message = upd.c.message if by_actor else null()
@@ -231,7 +233,8 @@ def with_bookkeeping(
     bump = bump.on_conflict_do_update(
         index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
     )
-    return select(upd).add_cte(events.cte("ev"), bump.cte("cnt"))
+    out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
+    return out.add_cte(events.cte("ev"), bump.cte("cnt"))
 
 
 def _due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:

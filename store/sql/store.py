@@ -84,10 +84,11 @@ class SqlStore(JobStore):
         self._q_events = sql.insert_events(now)
         self._q_complete = sql.complete_job(now)
         self._q_complete_many = sql.with_bookkeeping(sql.complete_jobs_pg(now), now, "completed")
+        self._q_ack_many = sql.with_bookkeeping(sql.complete_jobs_pg(now), now, "completed", ids_only=True)
         self._q_fail = sql.apply_failure(now)
         self._q_recover = sql.apply_failure(now, expired_only=True)
         self._q_recover_pg = sql.with_bookkeeping(
-            sql.recover_jobs_pg(now), now, "lease_expired", by_actor=True
+            sql.recover_jobs_pg(now), now, "lease_expired", by_actor=True, ids_only=True
         )
         self._q_release = sql.release_job(now)
         self._q_renew = sql.renew_leases(now)
@@ -454,7 +455,8 @@ class SqlStore(JobStore):
                 "results": texts,
                 "shard": self._shard,
             }
-            rows = self._tx(lambda c: c.execute(self._q_complete_many, params).mappings().all(), single=True)
+            stmt = self._q_complete_many if return_jobs else self._q_ack_many
+            rows = self._tx(lambda c: c.execute(stmt, params).mappings().all(), single=True)
             done = {(r["id"], r["lease_token"]): job_from_row(r) if return_jobs else None for r in rows}
             refused = [Lease(a[0], a[1]) for a in acks if (a[0], a[1]) not in done]
             lost = self._tx(lambda c: self._record_refused(c, refused, worker_id)) if refused else {}
