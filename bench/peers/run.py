@@ -1,13 +1,14 @@
-"""Leasehold side by side with huey, dramatiq, rq and celery: the same no-op workload.
+"""Leasehold side by side with huey, dramatiq, rq, celery and procrastinate: the same no-op workload.
 
     make bench-peers            # creates bench/.peers-venv, then runs this
     .venv/bin/python bench/peers/run.py [--jobs 10000] [--processes 2] [--threads 8]
-        [--timeout 180] [--peers huey,dramatiq,rq,rq-fork,celery] [--stores redis,postgresql]
+        [--timeout 180] [--peers huey,dramatiq,rq,rq-fork,celery,procrastinate]
+        [--stores redis,postgresql]
 
 For every system: enqueue N no-op jobs in bulk where it has a bulk/pipelined
 API (Leasehold ``enqueue_many``, rq ``enqueue_many``, huey LPUSH of serialised
-tasks; dramatiq and celery publish one message per call), then start P worker
-processes and time until all N are done. Two rates:
+tasks, procrastinate ``batch_defer``; dramatiq and celery publish one message per
+call), then start P worker processes and time until all N are done. Two rates:
 
 * steady: jobs/s from the first completion seen to the last (start-up left out);
 * wall:   N / seconds from spawning the workers to the last completion.
@@ -21,6 +22,8 @@ BENCH_PEERS_REDIS_URL (default redis://127.0.0.1:6379/13). That database must be
 empty at start (the run refuses otherwise) and is FLUSHDB-ed after each peer.
 Leasehold's Redis store uses a fresh key prefix on LEASEHOLD_TEST_REDIS_URL and
 its PostgreSQL store a fresh database on LEASEHOLD_TEST_PG_URL; both removed after.
+procrastinate gets a fresh database ``bench_peers_procrastinate_<random>`` on that
+same server (created and dropped by its script; dropped here too if it is left).
 Every run is bounded by --timeout; a peer that is not installed or fails is
 reported as skipped, with the reason.
 """
@@ -34,6 +37,7 @@ import platform
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +61,9 @@ PEERS = {  # name -> (script, extra argv, package that must be installed)
     "rq": ("peer_rq.py", ["simple"], "rq"),
     "rq-fork": ("peer_rq.py", ["fork"], "rq"),
     "celery": ("peer_celery.py", [], "celery"),
+    "procrastinate": ("peer_procrastinate.py", [], "procrastinate"),
 }
+PG_PREFIX = "bench_peers_procrastinate_"  # the only databases a peer creates (and drops)
 
 
 def check_empty(conn: redis.Redis) -> None:
@@ -68,22 +74,38 @@ def check_empty(conn: redis.Redis) -> None:
         )
 
 
+def drop_pg_db(name: str) -> None:
+    """DROP one database this run named (never any other) on LEASEHOLD_TEST_PG_URL's server."""
+    import psycopg
+    from psycopg import sql
+
+    assert name.startswith(PG_PREFIX)
+    admin = os.environ["LEASEHOLD_TEST_PG_URL"].replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(admin, autocommit=True) as pg:
+        pg.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 def run_peer(name: str, jobs: int, procs: int, threads: int, timeout: float, conn: redis.Redis) -> dict:
     script, extra, package = PEERS[name]
     installed = INSTALLED.read_text().split() if INSTALLED.exists() else []
     if not VENV_PY.exists() or package not in installed:
         return {"skipped": f"{package} not installed in bench/.peers-venv (run bench/peers/setup.sh)"}
     check_empty(conn)
+    env = dict(os.environ, BENCH_PEERS_REDIS_URL=PEERS_URL, PYTHONPATH=str(HERE))
+    pg_db = None
+    if name == "procrastinate":
+        if not os.environ.get("LEASEHOLD_TEST_PG_URL"):
+            return {"skipped": 'LEASEHOLD_TEST_PG_URL not set (eval "$(scripts/services.sh)")'}
+        pg_db = env["BENCH_PEERS_PG_DB"] = f"{PG_PREFIX}{uuid.uuid4().hex[:10]}"
     cmd = [str(VENV_PY), str(HERE / script), str(jobs), str(procs), str(threads), str(timeout), *extra]
     try:
-        out = subprocess.run(
-            cmd, cwd=HERE, capture_output=True, text=True, timeout=timeout + 60,
-            env=dict(os.environ, BENCH_PEERS_REDIS_URL=PEERS_URL, PYTHONPATH=str(HERE)),
-        )  # fmt: skip
+        out = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, timeout=timeout + 60, env=env)
     except subprocess.TimeoutExpired:
         return {"skipped": f"no result within {timeout + 60:.0f} s"}
     finally:
         conn.flushdb()  # only the peers' database, checked empty before the run
+        if pg_db:
+            drop_pg_db(pg_db)  # normally already dropped by the peer's script
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -123,7 +145,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8, help="threads a process where the system has them")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds a system gets to drain")
-    parser.add_argument("--peers", default="huey,dramatiq,rq,rq-fork,celery")
+    parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--stores", default="redis,postgresql")
     args = parser.parse_args()
 
