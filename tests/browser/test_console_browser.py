@@ -125,7 +125,7 @@ def test_recovery_preview_and_run_after_a_lease_expires(page: Page, live_server:
     log_in(page, live_server, "ann", "/recovery")
     # the page polls: the expired lease shows up in the preview by itself
     preview = page.locator("#recovery-live table").first
-    expect(preview).to_contain_text(job.id[:8], timeout=WAIT_MS)
+    expect(preview).to_contain_text(job.id[-8:], timeout=WAIT_MS)
     expect(preview).to_contain_text("retry")
     screenshot(page, "recovery-preview")
     page.click("#recover-run")
@@ -285,6 +285,6 @@ def test_reading_and_acting_work_without_javascript(browser, live_server: LiveSe
         expect(status_badge(page)).to_have_text("Queued")
         expect(page.locator(".flash.ok")).to_contain_text("Requeued by ann.")
         page.goto(f"{live_server.url}/jobs?status=Queued")
-        expect(page.locator("#jobs-table")).to_contain_text(failed.id[:8])
+        expect(page.locator("#jobs-table")).to_contain_text(failed.id[-8:])
     finally:
         ctx.close()

@@ -197,7 +197,7 @@ def test_recover_stuck_jobs(operator: ConsoleClient, store: JobStore) -> None:
     assert run.trigger == "operator:ann" and run.recovered == 1 and run.failed == 1
     assert last_event(store, retried.id).actor.startswith("operator:ann#")
     audit = operator.get("/audit?actor=ann").text
-    assert "recovery run" in audit and "1 retried, 1 failed" in audit and retried.id[:8] in audit
+    assert "recovery run" in audit and "1 retried, 1 failed" in audit and retried.id[-8:] in audit
 
 
 def test_recover_without_javascript_redirects(operator: ConsoleClient, store: JobStore) -> None:

@@ -80,7 +80,7 @@ def test_overview_counts_failures_throughput_workers_and_expired(
     html = viewer.get("/").text
     assert re.search(r"Completed</span>\s*<span class=\"card-value\">1<", html)
     assert re.search(r"Expired leases</span>\s*<span class=\"card-value\">1<", html)
-    assert "mail" in html and "disk full" in html and failed.id[:8] in html
+    assert "mail" in html and "disk full" in html and failed.id[-8:] in html
     assert "Throughput, last hour" in html and '1 <span class="muted">completed' in html
     assert re.search(r"Workers alive</span>\s*<span class=\"card-value\">1<", html)
 
@@ -108,19 +108,19 @@ def test_jobs_status_filter_and_bad_inputs(viewer: ConsoleClient, store: JobStor
     failed = job_in(store, S.Failed)
     queued = job_in(store, S.Queued)
     html = viewer.get("/jobs?status=Failed").text
-    assert failed.id[:8] in html and queued.id[:8] not in html
+    assert failed.id[-8:] in html and queued.id[-8:] not in html
     assert "unknown status" in viewer.get("/jobs?status=Lost").text
     assert viewer.get("/jobs?cursor=%%%bad").status_code == 400
 
 
-def test_exact_id_jumps_to_the_job_and_prefix_filters(viewer: ConsoleClient, store: JobStore) -> None:
+def test_exact_id_jumps_to_the_job_and_a_short_id_filters(viewer: ConsoleClient, store: JobStore) -> None:
     job = store.enqueue("t", {})
     other = store.enqueue("t", {})
     response = viewer.get(f"/jobs?id={job.id}")
     assert response.status_code == 303 and response.headers["Location"] == f"/jobs/{job.id}"
     assert viewer.get(f"/jobs?id={job.id}", htmx=True).headers["HX-Redirect"] == f"/jobs/{job.id}"
-    html = viewer.get(f"/jobs?id={job.id[:6]}").text
-    assert job.id[:8] in html and (other.id[:6] == job.id[:6] or other.id[:8] not in html)
+    html = viewer.get(f"/jobs?id=…{job.id[-8:]}").text  # the short id the console shows, pasted
+    assert job.id[-8:] in html and other.id[-8:] not in html
     assert "No job has id" in viewer.get("/jobs?id=00000000-0000-0000-0000-000000000000").text
 
 
@@ -130,8 +130,8 @@ def test_oldest_first_sorting(viewer: ConsoleClient, store: JobStore) -> None:
     assert 'value="oldest" selected' in oldest
     newest = viewer.get("/jobs").text
     if (first.last_updated_at, first.id) < (second.last_updated_at, second.id):
-        assert oldest.index(first.id[:8]) < oldest.index(second.id[:8])
-        assert newest.index(second.id[:8]) < newest.index(first.id[:8])
+        assert oldest.index(first.id[-8:]) < oldest.index(second.id[-8:])
+        assert newest.index(second.id[-8:]) < newest.index(first.id[-8:])
 
 
 def test_job_page_shows_everything_and_escapes_job_data(viewer: ConsoleClient, store: JobStore) -> None:
@@ -212,7 +212,7 @@ def test_workers_page(viewer: ConsoleClient, store: JobStore) -> None:
     job = store.enqueue("t", {})
     worker(store, "w-live", jobs=[job.id])
     html = viewer.get("/workers").text
-    assert "w-live" in html and "host-a" in html and "1/4" in html and job.id[:8] in html and "alive" in html
+    assert "w-live" in html and "host-a" in html and "1/4" in html and job.id[-8:] in html and "alive" in html
     expire_leases(store, 3600)
     assert "silent" in viewer.get("/workers").text
 
@@ -224,7 +224,7 @@ def test_recovery_page_previews_lock_and_history(viewer: ConsoleClient, store: J
     expire_leases(store)
     store.acquire_lock("recovery", "worker-7", 60)
     html = viewer.get("/recovery").text
-    assert retried.id[:8] in html and spent.id[:8] in html
+    assert retried.id[-8:] in html and spent.id[-8:] in html
     assert ">retry<" in html and ">fail<" in html
     assert "held by <code>worker-7</code>" in html
     assert "Recover stuck jobs" in html and 'id="recover-run"' not in html  # viewer: no button

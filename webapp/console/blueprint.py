@@ -156,7 +156,9 @@ def utc(value: Any) -> str:
 
 @bp.app_template_filter("short_id")
 def short_id(value: str | None) -> str:
-    return (value or "")[:8]
+    """The last 8 characters of a job id: the random tail of a UUIDv7 (its
+    head is the creation time, shared by jobs created together)."""
+    return f"…{value[-8:]}" if value else ""
 
 
 @bp.app_context_processor

@@ -2,7 +2,7 @@
 search and the selection a bulk action applies to.
 
 Everything here goes through the JobStore contract; where the contract has no
-query for what the page wants (an id prefix, a job count for a name filter),
+query for what the page wants (part of an id, a job count for a name filter),
 the read scans a bounded number of newest pages and says so in its result.
 """
 
@@ -25,7 +25,7 @@ THROUGHPUT_PAGE = 100
 #: Throughput window and bucket, seconds.
 THROUGHPUT_WINDOW_S = 3600.0
 THROUGHPUT_BUCKET_S = 300.0
-#: Most jobs an id-prefix search or a bulk count scans.
+#: Most jobs an id search (part of an id) or a bulk count scans.
 SCAN_LIMIT = 5000
 #: Most jobs one bulk request changes.
 BULK_LIMIT = 1000
@@ -113,7 +113,7 @@ class Filters:
     status: JobStatus | None = None
     queue: str | None = None
     name: str | None = None
-    id_prefix: str | None = None
+    id_part: str | None = None
     oldest_first: bool = False
 
     def store_kwargs(self) -> dict[str, object]:
@@ -125,14 +125,14 @@ class Filters:
             "status": self.status.name if self.status else "",
             "queue": self.queue or "",
             "name": self.name or "",
-            "id": self.id_prefix or "",
+            "id": self.id_part or "",
             "sort": "oldest" if self.oldest_first else "",
         }
         return {k: v for k, v in out.items() if v}
 
     @property
     def any(self) -> bool:
-        return bool(self.status or self.queue or self.name or self.id_prefix)
+        return bool(self.status or self.queue or self.name or self.id_part)
 
 
 def parse_filters(args: dict[str, str]) -> tuple[Filters, list[str]]:
@@ -145,15 +145,15 @@ def parse_filters(args: dict[str, str]) -> tuple[Filters, list[str]]:
             status = JobStatus.parse(raw_status)
         except ValueError as exc:
             problems.append(str(exc))
-    prefix = (args.get("id") or "").strip().lower() or None
-    if prefix and not all(c in "0123456789abcdef-" for c in prefix):
+    part = (args.get("id") or "").strip().lstrip("…").lower() or None  # a pasted short id keeps its "…"
+    if part and not all(c in "0123456789abcdef-" for c in part):
         problems.append("id: only hexadecimal digits and dashes")
-        prefix = None
+        part = None
     filters = Filters(
         status=status,
         queue=(args.get("queue") or "").strip() or None,
         name=(args.get("name") or "").strip() or None,
-        id_prefix=prefix,
+        id_part=part,
         oldest_first=args.get("sort") == "oldest",
     )
     return filters, problems
@@ -185,16 +185,12 @@ class Search:
 
 
 def search(store: JobStore, filters: Filters, limit: int, cursor: str | None) -> Search:
-    """One page of the job list. An id prefix scans the SCAN_LIMIT newest
-    matching jobs (the contract has no id-prefix query)."""
-    if filters.id_prefix:
-        found = [
-            j
-            for j in _pages(store, filters, filters.status, SCAN_LIMIT)
-            if j.id.startswith(filters.id_prefix)
-        ]
+    """One page of the job list. Part of an id scans the SCAN_LIMIT newest
+    matching jobs (the contract has no query by part of an id)."""
+    if filters.id_part:
+        found = [j for j in _pages(store, filters, filters.status, SCAN_LIMIT) if filters.id_part in j.id]
         note = (
-            f"An id prefix is matched among the {SCAN_LIMIT:,} most recently updated jobs "
+            f"Part of an id is matched among the {SCAN_LIMIT:,} most recently updated jobs "
             "that pass the other filters."
         )
         return Search(found[:limit], None, [note])
@@ -224,7 +220,7 @@ def _counted(counts: Counts, filters: Filters, statuses: frozenset[JobStatus]) -
 def select_for_bulk(store: JobStore, filters: Filters, statuses: frozenset[JobStatus]) -> Selection:
     """Count the jobs a bulk action on ``statuses`` would change. Exact from the
     counters when only status/queue filter; else counted by a bounded scan."""
-    if not (filters.name or filters.id_prefix):
+    if not (filters.name or filters.id_part):
         matching, eligible = _counted(store.counts(), filters, statuses)
         return Selection(eligible, False, matching)
     jobs = list(eligible_jobs(store, filters, statuses, BULK_LIMIT + 1))
@@ -240,7 +236,7 @@ def eligible_jobs(
     given = 0
     for status in wanted:
         for job in _pages(store, filters, status, SCAN_LIMIT):
-            if filters.id_prefix and not job.id.startswith(filters.id_prefix):
+            if filters.id_part and filters.id_part not in job.id:
                 continue
             yield job
             given += 1
