@@ -126,7 +126,7 @@ def test_filters_from_the_query_string() -> None:
         {"status": "in_progress", "queue": " q ", "id": "ABC-1", "sort": "oldest"}
     )
     assert problems == [] and filters.status is S.InProgress and filters.queue == "q"
-    assert filters.id_prefix == "abc-1" and filters.oldest_first
+    assert filters.id_part == "abc-1" and filters.oldest_first
     assert filters.as_query() == {"status": "InProgress", "queue": "q", "id": "abc-1", "sort": "oldest"}
     _, problems = parse_filters({"status": "nope", "id": "zz'"})
     assert len(problems) == 2

@@ -109,7 +109,7 @@ def _exact_id(text: str | None) -> str | None:
 def jobs() -> Response:
     st = store()
     filters, problems = queries.parse_filters(request.args)
-    exact = _exact_id(filters.id_prefix)
+    exact = _exact_id(filters.id_part)
     if exact:
         try:
             st.get(exact)
