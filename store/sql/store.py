@@ -93,6 +93,8 @@ class SqlStore(JobStore):
         self._q_release = sql.release_job(now)
         self._q_renew = sql.renew_leases(now)
         self._q_live_leases = sql.live_leases(now)
+        self._q_walk_indexes = sql.walk_indexes_pg()
+        self._q_planner_settings = sql.planner_settings_pg()
         self._q_claim_sqlite = sql.claim_sqlite(now)
         self._q_claim_pg: dict[int, Any] = {}
         self._q_candidates: dict[int, Any] = {}
@@ -653,7 +655,12 @@ class SqlStore(JobStore):
         t0 = time.perf_counter()
 
         def body(conn: Connection) -> tuple[list[RecoveredJob], bool]:
+            was = None
+            if self.dialect == "postgresql":
+                was = conn.execute(self._q_walk_indexes).mappings().one()
             rows = conn.execute(sql.expired_leases(self._now, lock=True), {"limit": limit}).mappings().all()
+            if was is not None:
+                conn.execute(self._q_planner_settings, {name: was[name] for name in sql.PLANNER_OFF})
             plan = [(row, decision, _lease_expired(row)) for row, decision in self._recovery_plan(rows)]
             if self.dialect == "postgresql":
                 applied = self._recover_pg(conn, plan, owner)
