@@ -157,18 +157,9 @@ def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
         ["job_id", "at", "kind", "to_status", "token"],
         select(ins.c.id, now, literal("enqueued"), ins.c.status, literal(0)),
     )
-    deltas = union_all(
+    bump = _add_to_counters(
         select(func.concat("s:", ins.c.status, ":", ins.c.queue).label("key"), literal(1).label("d")),
         select(literal("e:enqueued"), literal(1)).select_from(ins),
-    ).subquery("deltas")
-    totals = (
-        select(deltas.c.key, bindparam("shard", type_=SmallInteger()), func.sum(deltas.c.d))
-        .group_by(deltas.c.key)
-        .order_by(deltas.c.key)  # a fixed lock order on counter rows: no deadlocks
-    )
-    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
-    bump = bump.on_conflict_do_update(
-        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
     )
     ready = select(ins.c.queue).where(ins.c.status == int(JobStatus.Queued)).distinct().subquery("ready")
     notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
@@ -198,6 +189,22 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
     return _lease(update(jobs), now).where(jobs.c.id == picked.c.id).returning(*jobs.c, picked.c.old_status)
 
 
+def _add_to_counters(*deltas: Select) -> Insert:
+    """PostgreSQL: an upsert adding ``(key, d)`` rows, summed per key, to this
+    process's shard of the counters (bind parameter ``shard``), in key order:
+    a fixed lock order on counter rows, so concurrent statements never deadlock."""
+    rows = union_all(*deltas).subquery("deltas")
+    totals = (
+        select(rows.c.key, bindparam("shard", type_=SmallInteger()), func.sum(rows.c.d))
+        .group_by(rows.c.key)
+        .order_by(rows.c.key)
+    )
+    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
+    return bump.on_conflict_do_update(
+        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
+    )
+
+
 def with_bookkeeping(
     change: Update, now: ColumnElement[float], kind: str, *, by_actor: bool = False, ids_only: bool = False
 ) -> Select:
@@ -219,19 +226,10 @@ def with_bookkeeping(
             upd.c.id, now, literal(kind), upd.c.old_status, upd.c.status, actor, upd.c.lease_token, message
         ),
     )
-    deltas = union_all(
+    bump = _add_to_counters(
         select(func.concat("s:", upd.c.old_status, ":", upd.c.queue).label("key"), literal(-1).label("d")),
         select(func.concat("s:", upd.c.status, ":", upd.c.queue), literal(1)),
         select(literal(f"e:{kind}"), literal(1)).select_from(upd),
-    ).subquery("deltas")
-    totals = (
-        select(deltas.c.key, bindparam("shard", type_=SmallInteger()), func.sum(deltas.c.d))
-        .group_by(deltas.c.key)
-        .order_by(deltas.c.key)  # a fixed lock order on counter rows: no deadlocks
-    )
-    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
-    bump = bump.on_conflict_do_update(
-        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
     )
     out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
     return out.add_cte(events.cte("ev"), bump.cte("cnt"))
