@@ -68,6 +68,7 @@ __all__ = [
     "StoreSettings",
     "StoreUnavailable",
     "ValidationError",
+    "Wakeups",
     "WorkerInfo",
 ]
 

@@ -120,7 +120,8 @@ ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
     ("delays", "delay", Double()),
     ("delay_untils", "delay_until", Double()),
 )
-_JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
+#: The JSON columns of ``jobs`` that enqueue_jobs_pg takes as JSON texts.
+JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
 
 
 def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
@@ -139,7 +140,7 @@ def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
         .render_derived(name="u")
     )
     columns = [c for c in names if c not in ("delay", "delay_until")]
-    values = [cast(src.c[c], postgresql.JSONB) if c in _JSON_COLUMNS else src.c[c] for c in columns]
+    values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
     zero = ("retry_count", "lease_expirations", "lease_token")
     times = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
     ins = (

@@ -247,7 +247,7 @@ class SqlStore(JobStore):
         Raises IntegrityError when an idempotency key is taken (nothing written)."""
         rows = [self._row_for(spec) for spec in specs]
         for row in rows:
-            for column in _JSON_COLUMNS:
+            for column in sql.JSON_COLUMNS:
                 if row[column] is not None:
                     row[column] = orjson.dumps(row[column]).decode()
         params: dict[str, Any] = {p: [r[c] for r in rows] for p, c, _ in sql.ENQUEUE_ARRAYS}
@@ -677,12 +677,7 @@ class SqlStore(JobStore):
         ms = (time.perf_counter() - t0) * 1000
         return RecoveryReport.from_outcomes(done, dry_run=False, more=more, owner=owner, duration_ms=ms)
 
-    def _recover_pg(
-        self,
-        conn: Connection,
-        plan: Sequence[tuple[Any, lifecycle.FailureDecision, dict[str, Any]]],
-        owner: str,
-    ) -> set[str]:
+    def _recover_pg(self, conn: Connection, plan: Sequence[_Planned], owner: str) -> set[str]:
         """PostgreSQL: apply a batch of recovery decisions in one statement
         (statements.recover_jobs_pg with events and counters); the ids applied."""
         if not plan:
@@ -792,9 +787,6 @@ class SqlStore(JobStore):
     def close(self) -> None:
         self._write_engine.dispose()
         self._read_engine.dispose()
-
-
-_JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
 
 
 #: A recovery decision: the job's row, the retry decision, the error to record.
