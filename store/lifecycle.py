@@ -72,6 +72,39 @@ def check_transition(job_id: str, source: JobStatus, target: JobStatus) -> None:
         raise InvalidTransition(job_id, source.name, target.name)
 
 
+class EventKind(enum.StrEnum):
+    """Kinds of job event, the one list of names Python, SQL and Lua write
+    (Lua receives them in ARGV) and metrics read back. The value is the wire
+    form stored with each event and in the ``e:<kind>`` counters."""
+
+    ENQUEUED = "enqueued"
+    CLAIMED = "claimed"
+    COMPLETED = "completed"
+    RETRY_SCHEDULED = "retry_scheduled"  # a handler failure (nack, timeout) with a retry left
+    FAILED = "failed"  # a handler failure that ended Failed
+    LEASE_EXPIRED = "lease_expired"  # recovery: retried or failed
+    RELEASED = "released"
+    CANCELED = "canceled"
+    REQUEUED = "requeued"
+    RETRIED_NOW = "retried_now"
+    COMPLETION_REFUSED = "completion_refused"
+    FAILURE_REFUSED = "failure_refused"
+    HEARTBEAT_REFUSED = "heartbeat_refused"
+    RELEASE_REFUSED = "release_refused"
+
+
+#: Refusal kinds: a stale write (wrong token, job no longer InProgress) that
+#: changed nothing and was recorded as an event.
+REFUSALS: Final[frozenset[EventKind]] = frozenset(
+    {
+        EventKind.COMPLETION_REFUSED,
+        EventKind.FAILURE_REFUSED,
+        EventKind.HEARTBEAT_REFUSED,
+        EventKind.RELEASE_REFUSED,
+    }
+)
+
+
 class Operation(enum.Enum):
     """The store operations that change a job's status."""
 
@@ -86,30 +119,133 @@ class Operation(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class OperationRule:
-    """Which statuses an operation may start from, and where it leads.
+    """What an operation does to a job, besides being atomic.
 
-    ``targets`` lists every status the operation can produce (FAIL can end in
-    Scheduled or Failed); every (source, target) pair is in TRANSITIONS."""
+    ``sources``: statuses it may start from (the store's write guard,
+    ``status IN sources``). ``targets``: every status it can produce (FAIL
+    ends Scheduled or Failed, by ``decide_failure``); every (source, target)
+    pair is in TRANSITIONS. ``event``: the kind of the job event it appends
+    (FAIL's depends on the decision: ``failure_event_kind``). ``refusal``: the
+    event a stale worker write of this operation records instead (None for
+    operator operations, which raise InvalidTransition). ``stamps``: job
+    fields set to the store's clock; ``clears``: job fields set to null;
+    ``writes``: fields it sets from its arguments or the retry decision (each
+    store writes those itself; listed so the table says everything an
+    operation touches). Every operation also stamps ``last_updated_at``.
+    """
 
     sources: frozenset[JobStatus]
     targets: frozenset[JobStatus]
+    event: EventKind | None
+    refusal: EventKind | None = None
+    stamps: tuple[str, ...] = ()
+    clears: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> JobStatus:
+        """The one status the operation leads to. Raises ValueError for FAIL,
+        whose target is the retry decision's."""
+        if len(self.targets) != 1:
+            raise ValueError("this operation has several targets: use the retry decision")
+        [to] = self.targets
+        return to
 
 
-#: The one table the stores read to guard their writes (``status IN sources``).
+#: The one table the stores read to guard and shape their writes: SQL builds
+#: its guarded UPDATEs from it (store/sql/changes.py), the Lua scripts receive
+#: its target, event kind, stamped and cleared fields in ARGV
+#: (store/redis/plumbing.py), the console's buttons and bulk actions read its
+#: sources. TRANSITIONS is the lifecycle's law; OPERATIONS is how the stores
+#: move along it, and uses only pairs TRANSITIONS allows (checked at import).
 OPERATIONS: Final[dict[Operation, OperationRule]] = {
-    Operation.CLAIM: OperationRule(frozenset({S.Queued, S.Scheduled}), frozenset({S.InProgress})),
-    Operation.COMPLETE: OperationRule(frozenset({S.InProgress}), frozenset({S.Completed})),
-    Operation.FAIL: OperationRule(frozenset({S.InProgress}), frozenset({S.Scheduled, S.Failed})),
+    Operation.CLAIM: OperationRule(
+        frozenset({S.Queued, S.Scheduled}),
+        frozenset({S.InProgress}),
+        EventKind.CLAIMED,
+        stamps=("started_at", "last_heartbeat_at"),
+        clears=("retry_delay_until",),
+        writes=("worker_id", "lease_token", "lease_expires_at"),
+    ),
+    Operation.COMPLETE: OperationRule(
+        frozenset({S.InProgress}),
+        frozenset({S.Completed}),
+        EventKind.COMPLETED,
+        EventKind.COMPLETION_REFUSED,
+        stamps=("completed_at",),
+        clears=("lease_expires_at",),
+        writes=("result",),
+    ),
+    Operation.FAIL: OperationRule(
+        frozenset({S.InProgress}),
+        frozenset({S.Scheduled, S.Failed}),
+        None,
+        EventKind.FAILURE_REFUSED,
+        clears=("lease_expires_at",),
+        writes=("retry_count", "lease_expirations", "error", "retry_delay_until", "due_at", "completed_at"),
+    ),
     # A released lease is due at once: InProgress -> Scheduled with no delay
     # (InProgress -> Queued is not a legal transition).
-    Operation.RELEASE: OperationRule(frozenset({S.InProgress}), frozenset({S.Scheduled})),
+    Operation.RELEASE: OperationRule(
+        frozenset({S.InProgress}),
+        frozenset({S.Scheduled}),
+        EventKind.RELEASED,
+        EventKind.RELEASE_REFUSED,
+        stamps=("due_at", "retry_delay_until"),
+        clears=("worker_id", "lease_expires_at"),
+    ),
     Operation.CANCEL: OperationRule(
         frozenset({S.Queued, S.Scheduled, S.InProgress, S.Failed, S.Completed}),
         frozenset({S.Canceled}),
+        EventKind.CANCELED,
+        stamps=("completed_at",),
+        clears=("lease_expires_at",),
     ),
-    Operation.REQUEUE: OperationRule(frozenset({S.Scheduled, S.Failed, S.Canceled}), frozenset({S.Queued})),
-    Operation.RETRY_NOW: OperationRule(frozenset({S.Scheduled, S.Failed}), frozenset({S.Queued})),
+    Operation.REQUEUE: OperationRule(
+        frozenset({S.Scheduled, S.Failed, S.Canceled}),
+        frozenset({S.Queued}),
+        EventKind.REQUEUED,
+        stamps=("due_at",),
+        clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
+        writes=("retry_count", "lease_expirations"),  # reset to 0 when asked
+    ),
+    Operation.RETRY_NOW: OperationRule(
+        frozenset({S.Scheduled, S.Failed}),
+        frozenset({S.Queued}),
+        EventKind.RETRIED_NOW,
+        stamps=("due_at",),
+        clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
+    ),
 }
+
+#: Transitions TRANSITIONS allows that no operation makes yet (kept legal for
+#: operators and future operations; checked against OPERATIONS at import).
+UNUSED_TRANSITIONS: Final[frozenset[tuple[JobStatus, JobStatus]]] = frozenset(
+    {
+        (S.Queued, S.Completed),
+        (S.Queued, S.Failed),
+        (S.Queued, S.Scheduled),
+        (S.Failed, S.Scheduled),
+    }
+)
+
+
+def rule(op: Operation) -> OperationRule:
+    """The table's row of ``op``."""
+    return OPERATIONS[op]
+
+
+def target(op: Operation) -> JobStatus:
+    """The one status ``op`` leads to (ValueError for FAIL)."""
+    return OPERATIONS[op].target
+
+
+def failure_event_kind(decision_status: JobStatus, expired: bool) -> EventKind:
+    """The event of an applied retry decision: LEASE_EXPIRED for recovery,
+    else RETRY_SCHEDULED (Scheduled) or FAILED."""
+    if expired:
+        return EventKind.LEASE_EXPIRED
+    return EventKind.RETRY_SCHEDULED if decision_status is S.Scheduled else EventKind.FAILED
 
 
 def sources(op: Operation) -> frozenset[JobStatus]:
@@ -124,10 +260,9 @@ def source_codes(op: Operation) -> tuple[int, ...]:
 
 def check_operation(job_id: str, op: Operation, current: JobStatus) -> None:
     """Raise InvalidTransition when ``op`` may not start from ``current``."""
-    rule = OPERATIONS[op]
-    if current not in rule.sources:
-        target = min(rule.targets)
-        raise InvalidTransition(job_id, current.name, target.name, operation=op.value)
+    row = OPERATIONS[op]
+    if current not in row.sources:
+        raise InvalidTransition(job_id, current.name, min(row.targets).name, operation=op.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +337,18 @@ def decide_failure(
 
 
 def _check_table() -> None:
-    for op, rule in OPERATIONS.items():
-        for source in rule.sources:
-            for target in rule.targets:
-                if not is_legal(source, target):  # pragma: no cover - import-time guard
-                    raise AssertionError(f"{op}: {source.name} -> {target.name} is not legal")
+    """OPERATIONS moves only along TRANSITIONS, and every legal transition is
+    either made by an operation or listed in UNUSED_TRANSITIONS."""
+    used = set()
+    for op, row in OPERATIONS.items():
+        for source in row.sources:
+            for to in row.targets:
+                if not is_legal(source, to):  # pragma: no cover - import-time guard
+                    raise AssertionError(f"{op}: {source.name} -> {to.name} is not legal")
+                used.add((source, to))
+    legal = {(source, to) for source, targets in TRANSITIONS.items() for to in targets}
+    if legal - used != UNUSED_TRANSITIONS:  # pragma: no cover - import-time guard
+        raise AssertionError(f"transitions no operation makes: {sorted(legal - used)}")
 
 
 _check_table()

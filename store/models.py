@@ -15,8 +15,9 @@ from typing import Any
 
 import orjson
 
+from store.counters import parse_status_key
 from store.errors import ValidationError
-from store.lifecycle import FailureDecision, JobStatus
+from store.lifecycle import EventKind, FailureDecision, JobStatus, failure_event_kind
 
 #: Limits checked at enqueue (the API checks them earlier, with the same numbers).
 MAX_NAME_LEN = 200
@@ -185,13 +186,19 @@ def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
     raise ValidationError("jobs", "each item must be a JobSpec or (name, payload[, queue])")
 
 
-def failure_event(decision: FailureDecision, error: dict[str, Any], expired: bool) -> tuple[str, str]:
+def failure_event(decision: FailureDecision, error: dict[str, Any], expired: bool) -> tuple[EventKind, str]:
     """Event kind and message of an applied retry decision (every store
-    writes these), e.g. ``("retry_scheduled", "ValueError: retry 1 in 2.000s")``."""
+    writes these), e.g. ``(RETRY_SCHEDULED, "ValueError: retry 1 in 2.000s")``."""
+    kind = failure_event_kind(decision.status, expired)
     if decision.status is JobStatus.Scheduled:
-        kind = "lease_expired" if expired else "retry_scheduled"
         return kind, f"{error.get('type')}: retry {decision.retry_count} in {decision.delay_s:.3f}s"
-    return ("lease_expired" if expired else "failed"), f"{error.get('type')}: {error.get('message')}"
+    return kind, f"{error.get('type')}: {error.get('message')}"
+
+
+def lease_expired_error(worker_id: str | None, token: int) -> dict[str, Any]:
+    """The error recovery records on a job whose lease expired."""
+    message = f"lease of {worker_id} (token {token}) expired"
+    return {"type": "LeaseExpired", "message": message, "traceback": None}
 
 
 def refusal_message(kind: str, actor: str | None, token: int, current_token: int, status: JobStatus) -> str:
@@ -379,13 +386,12 @@ class Counts:
         by_status = {s.name: 0 for s in JobStatus}
         by_queue: dict[str, dict[str, int]] = {}
         for key, value in counters:
-            n = int(value)
-            if not key.startswith("s:") or not n:
+            n, parsed = int(value), parse_status_key(key)
+            if parsed is None or not n:
                 continue
-            _, code, queue = key.split(":", 2)
-            name = JobStatus(int(code)).name
-            by_status[name] += n
-            by_queue.setdefault(queue, {})[name] = n
+            status, queue = parsed
+            by_status[status.name] += n
+            by_queue.setdefault(queue, {})[status.name] = n
         return cls(by_status, by_queue)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,51 @@
+"""Counter keys, the one place their format is written in Python.
+
+Every store keeps running totals in a key/value form (a Redis hash, a SQL
+table of sharded rows): ``s:<status code>:<queue>`` is the number of jobs of
+a queue in a status, ``e:<event kind>`` the number of events of a kind ever
+appended. The Lua twin is ``status_counter``/``event_counter`` in
+``store/redis/lua/lib/job.lua``; the SQL statements build the same text with
+``status_key_sql``. ``tests/store/test_counters.py`` checks the three agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from store.lifecycle import EventKind, JobStatus
+
+STATUS_PREFIX = "s:"
+EVENT_PREFIX = "e:"
+
+
+def status_key(status: JobStatus | int, queue: str) -> str:
+    """``s:300:default``: jobs of ``queue`` in ``status``."""
+    return f"{STATUS_PREFIX}{int(status)}:{queue}"
+
+
+def event_key(kind: EventKind | str) -> str:
+    """``e:completed``: events of ``kind`` ever appended."""
+    return f"{EVENT_PREFIX}{kind}"
+
+
+def parse_status_key(key: str) -> tuple[JobStatus, str] | None:
+    """``(status, queue)`` of a status key; None for any other key."""
+    if not key.startswith(STATUS_PREFIX):
+        return None
+    code, _, queue = key[len(STATUS_PREFIX) :].partition(":")
+    return JobStatus(int(code)), queue
+
+
+def event_totals(rows: Iterable[tuple[str, int | str]]) -> dict[str, int]:
+    """Totals by event kind from ``(key, n)`` counter rows (other keys skipped)."""
+    n = len(EVENT_PREFIX)
+    return {key[n:]: int(value) for key, value in rows if key.startswith(EVENT_PREFIX)}
+
+
+def moved(queue: str, old: JobStatus | int | None, new: JobStatus | int) -> Counter[str]:
+    """Deltas of one job of ``queue`` moving from ``old`` (None: a new job) to ``new``."""
+    deltas: Counter[str] = Counter({status_key(new, queue): 1})
+    if old is not None:
+        deltas[status_key(old, queue)] -= 1
+    return deltas

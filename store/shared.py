@@ -1,0 +1,126 @@
+"""What every store does the same way before and after its engine: the front
+halves of the JobStore operations (validation, chunking, the JSON check of
+results, limits and timing of recovery, counters read back as totals).
+
+A store subclasses ``SharedStore`` and implements the engine halves, the
+abstract ``_``-methods below; the public operations here are final in
+spirit (a store overrides them only to say more in a docstring).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from store.base import MAX_BATCH, JobStore
+from store.counters import event_totals
+from store.errors import LeaseLost, ValidationError
+from store.models import Counts, Job, JobSpec, RecoveredJob, RecoveryReport, as_spec, validate_spec
+
+#: An ack as the engine half takes it: (job id, token, result as JSON text or None).
+EncodedAck = tuple[str, int, str | None]
+
+
+def encode_results(acks: Sequence[tuple[str, int, Any]]) -> list[EncodedAck]:
+    """Each ack's result as JSON text (None stays None). Raises
+    ValidationError naming ``result`` when one is not JSON-serialisable;
+    nothing is written then."""
+    out = []
+    for job_id, token, result in acks:
+        try:
+            out.append((job_id, token, None if result is None else orjson.dumps(result).decode()))
+        except TypeError as exc:
+            raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+    return out
+
+
+class SharedStore(JobStore):
+    """The shared concrete half of every JobStore."""
+
+    #: Most jobs one ``_insert_chunk`` call takes (one atomic unit).
+    enqueue_chunk: int = MAX_BATCH
+
+    # ------------------------------------------------------------- enqueue
+    def enqueue(self, name: str, payload: Any = None, **options: Any) -> Job:
+        return self.enqueue_idempotent(JobSpec(name, payload, **options))[0]
+
+    def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
+        return self._enqueue_one(validate_spec(spec))
+
+    def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
+        checked = [validate_spec(as_spec(item)) for item in specs]
+        out: list[Job] = []
+        for i in range(0, len(checked), self.enqueue_chunk):
+            created = self._insert_chunk(checked[i : i + self.enqueue_chunk])
+            if created is None:
+                raise ValidationError("idempotency_key", "a key in this batch is already used")
+            out.extend(created)
+        return out
+
+    @abc.abstractmethod
+    def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
+        """Engine half of enqueue_idempotent (``spec`` is valid)."""
+
+    @abc.abstractmethod
+    def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
+        """Insert valid specs as one atomic unit, in order; None (nothing
+        written) when an idempotency key is already taken or repeated."""
+
+    # ---------------------------------------------------------------- acks
+    def complete_many(
+        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None, *, return_jobs: bool = True
+    ) -> list[Job | LeaseLost | None]:
+        encoded = encode_results(acks)
+        if not encoded:
+            return []
+        return self._complete(encoded, worker_id, return_jobs)
+
+    @abc.abstractmethod
+    def _complete(
+        self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
+    ) -> list[Job | LeaseLost | None]:
+        """Engine half of complete_many (results already JSON texts)."""
+
+    # ---------------------------------------------------------------- read
+    def counts(self) -> Counts:
+        return Counts.from_counters(self._counter_rows())
+
+    def event_counts(self) -> dict[str, int]:
+        """Totals of job events by kind since the store was created (for metrics)."""
+        return event_totals(self._counter_rows())
+
+    @abc.abstractmethod
+    def _counter_rows(self) -> Iterable[tuple[str, int | str]]:
+        """Every counter as ``(key, total)`` (store/counters.py keys)."""
+
+    # ------------------------------------------------------------ recovery
+    def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
+        limit = self._recovery_limit(limit)
+        t0 = time.perf_counter()
+        done, more = self._recover(limit, owner)
+        ms = (time.perf_counter() - t0) * 1000
+        return RecoveryReport.from_outcomes(done, dry_run=False, more=more, owner=owner, duration_ms=ms)
+
+    def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
+        limit = self._recovery_limit(limit)
+        t0 = time.perf_counter()
+        planned, more = self._plan_recovery(limit)
+        ms = (time.perf_counter() - t0) * 1000
+        return RecoveryReport.from_outcomes(planned, dry_run=True, more=more, owner=None, duration_ms=ms)
+
+    def _recovery_limit(self, limit: int | None) -> int:
+        """``limit`` or settings.recovery_batch, at most MAX_BATCH."""
+        return min(limit or self.settings.recovery_batch, MAX_BATCH)
+
+    @abc.abstractmethod
+    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
+        """Engine half of recover_expired: the jobs recovered, and whether
+        the batch was full (``limit`` expired leases read)."""
+
+    @abc.abstractmethod
+    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
+        """Engine half of preview_recovery; reads only."""
