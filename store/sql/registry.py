@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from sqlalchemy import Connection
+
 from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
 from store.sql import statements as sql
 from store.sql.plumbing import SqlPlumbing
@@ -52,7 +54,7 @@ class SqlRegistryMixin(SqlPlumbing):
 
     # ------------------------------------------------------- recovery runs
     def record_recovery_run(self, run: RecoveryRun) -> None:
-        """Append a run; the history keeps the newest RUNS_KEPT (store.base)."""
+        """Append a run and drop those beyond settings.recovery_runs_kept."""
         row = {
             "id": run.id,
             "started_at": run.started_at.timestamp(),
@@ -63,7 +65,13 @@ class SqlRegistryMixin(SqlPlumbing):
             "failed": run.failed,
             "duration_ms": run.duration_ms,
         }
-        self.tx(lambda c: c.execute(sql.insert_recovery_run(), row))
+        kept = {"kept": self.settings.recovery_runs_kept}
+
+        def body(conn: Connection) -> None:
+            conn.execute(sql.insert_recovery_run(), row)
+            conn.execute(sql.trim_recovery_runs(), kept)
+
+        self.tx(body)
 
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
         return [run_from_row(r) for r in self.read(sql.recent_recovery_runs(), {"limit": limit})]

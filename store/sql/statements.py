@@ -389,6 +389,16 @@ def insert_recovery_run() -> Insert:
     return insert(recovery_runs)
 
 
+def trim_recovery_runs() -> Delete:
+    """Drop recovery runs older than the newest ``kept``. Params: kept."""
+    newest = (
+        select(recovery_runs.c.id)
+        .order_by(recovery_runs.c.started_at.desc(), recovery_runs.c.id.desc())
+        .limit(bindparam("kept"))
+    )
+    return delete(recovery_runs).where(recovery_runs.c.id.not_in(newest.scalar_subquery()))
+
+
 def recent_recovery_runs() -> Select:
     """Recovery history, newest first. Params: limit."""
     return select(recovery_runs).order_by(recovery_runs.c.started_at.desc()).limit(bindparam("limit"))
