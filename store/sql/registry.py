@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
 from store.sql import statements as sql
 from store.sql.plumbing import SqlPlumbing
-from store.sql.rows import run_from_row, worker_from_row
+from store.sql.rows import worker_from_row
 
 
 class SqlRegistryMixin(SqlPlumbing):
@@ -55,16 +55,7 @@ class SqlRegistryMixin(SqlPlumbing):
     # ------------------------------------------------------- recovery runs
     def record_recovery_run(self, run: RecoveryRun) -> None:
         """Append a run and drop those beyond settings.recovery_runs_kept."""
-        row = {
-            "id": run.id,
-            "started_at": run.started_at.timestamp(),
-            "finished_at": run.finished_at.timestamp(),
-            "owner": run.owner,
-            "trigger": run.trigger,
-            "recovered": run.recovered,
-            "failed": run.failed,
-            "duration_ms": run.duration_ms,
-        }
+        row = run.to_record()
         kept = {"kept": self.settings.recovery_runs_kept}
 
         def body(conn: Connection) -> None:
@@ -74,4 +65,4 @@ class SqlRegistryMixin(SqlPlumbing):
         self.tx(body)
 
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
-        return [run_from_row(r) for r in self.read(sql.recent_recovery_runs(), {"limit": limit})]
+        return [RecoveryRun.from_record(r) for r in self.read(sql.recent_recovery_runs(), {"limit": limit})]

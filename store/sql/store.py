@@ -19,7 +19,7 @@ from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import IntegrityError
 
 from store import counters, lifecycle
-from store.base import MAX_BATCH, MAX_PAGE_SIZE, StoreSettings, Wakeups
+from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import JobStatus, Operation, rule
@@ -108,20 +108,15 @@ class SqlStore(SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
             raise JobNotFound(job_id)
         return job_from_row(rows[0])
 
-    def list_jobs(
+    def _list(
         self,
-        *,
-        status: JobStatus | None = None,
-        queue: str | None = None,
-        name: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-        order: str = "desc",
+        status: JobStatus | None,
+        queue: str | None,
+        name: str | None,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
     ) -> Page:
-        if order not in ("asc", "desc"):
-            raise ValidationError("order", "must be asc or desc")
-        if not 1 <= limit <= MAX_PAGE_SIZE:
-            raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
         filters = []
         if status is not None:
             filters.append(jobs.c.status == int(status))
@@ -132,7 +127,7 @@ class SqlStore(SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
         params: dict[str, Any] = {"limit": limit + 1}
         if cursor:
             params["c_at"], params["c_id"] = decode_cursor(cursor)
-        rows = self.read(sql.list_jobs(filters, bool(cursor), ascending=order == "asc"), params)
+        rows = self.read(sql.list_jobs(filters, bool(cursor), ascending=ascending), params)
         items = [job_from_row(r) for r in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
         return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None)
