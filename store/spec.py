@@ -1,0 +1,102 @@
+"""What ``enqueue`` takes (JobSpec), its limits and its validation, done once
+before anything is written. The API checks the same limits earlier."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from store.errors import ValidationError
+
+#: Limits checked at enqueue (the API checks them earlier, with the same numbers).
+MAX_NAME_LEN = 200
+MAX_QUEUE_LEN = 100
+MAX_IDEMPOTENCY_KEY_LEN = 200
+MAX_PRIORITY = 1_000_000
+MAX_RETRIES_LIMIT = 100
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_DELAY_S = 365 * 24 * 3600.0
+MIN_LEASE_TTL_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What ``enqueue`` takes. None fields take the store's defaults."""
+
+    name: str
+    payload: Any = None
+    queue: str = "default"
+    priority: int = 0
+    max_retries: int | None = None
+    timeout_s: float | None = None
+    lease_ttl_s: float | None = None
+    delay_s: float = 0.0
+    headers: dict[str, str] | None = None
+    route_params: dict[str, Any] | None = None
+    query_params: dict[str, Any] | None = None
+    idempotency_key: str | None = None
+
+
+def _finite(fld: str, value: float | None, low: float, high: float) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(fld, "must be a finite number")
+    if not low <= value <= high:
+        raise ValidationError(fld, f"must be within [{low:g}, {high:g}]")
+
+
+def _int(fld: str, value: int | None, low: int, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(fld, "must be an integer")
+    if not low <= value <= high:
+        raise ValidationError(fld, f"must be within [{low}, {high}]")
+
+
+def _text(fld: str, value: str | None, limit: int, required: bool) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(fld, "must be a non-empty string")
+    if len(value) > limit:
+        raise ValidationError(fld, f"must be at most {limit} characters")
+
+
+def validate_spec(spec: JobSpec) -> JobSpec:
+    """Check a spec before anything is written.
+
+    Raises ValidationError naming the first bad field. JSON fields must
+    serialise (orjson, strict: no NaN, str keys)."""
+    _text("name", spec.name, MAX_NAME_LEN, True)
+    _text("queue", spec.queue, MAX_QUEUE_LEN, True)
+    _text("idempotency_key", spec.idempotency_key, MAX_IDEMPOTENCY_KEY_LEN, False)
+    _int("priority", spec.priority, -MAX_PRIORITY, MAX_PRIORITY)
+    _int("max_retries", spec.max_retries, 0, MAX_RETRIES_LIMIT)
+    _finite("timeout_s", spec.timeout_s, 0.001, MAX_TIMEOUT_S)
+    _finite("lease_ttl_s", spec.lease_ttl_s, MIN_LEASE_TTL_S, MAX_TIMEOUT_S)
+    _finite("delay_s", spec.delay_s, 0.0, MAX_DELAY_S)
+    for fld in ("name", "queue"):
+        if "\x00" in getattr(spec, fld):
+            raise ValidationError(fld, "must not contain NUL characters")
+    for fld in ("payload", "headers", "route_params", "query_params"):
+        try:
+            encoded = orjson.dumps(getattr(spec, fld))
+        except TypeError as exc:
+            raise ValidationError(fld, f"must be JSON-serialisable ({exc})") from None
+        if b"\\u0000" in encoded:  # PostgreSQL text and JSONB cannot hold NUL
+            raise ValidationError(fld, "must not contain NUL characters")
+    return spec
+
+
+def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
+    """Accept a JobSpec or a ``(name, payload)`` / ``(name, payload, queue)`` tuple."""
+    if isinstance(item, JobSpec):
+        return item
+    if isinstance(item, tuple) and 1 <= len(item) <= 3:
+        return JobSpec(*item)
+    raise ValidationError("jobs", "each item must be a JobSpec or (name, payload[, queue])")
