@@ -87,6 +87,7 @@ class EventKind(enum.StrEnum):
     CANCELED = "canceled"
     REQUEUED = "requeued"
     RETRIED_NOW = "retried_now"
+    DELETED = "deleted"  # kept in the audit log only: the job and its own events are gone
     COMPLETION_REFUSED = "completion_refused"
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"
@@ -115,6 +116,7 @@ class Operation(enum.Enum):
     CANCEL = "cancel"  # operator
     REQUEUE = "requeue"  # operator: back to Queued (retries reset or kept)
     RETRY_NOW = "retry_now"  # operator: due now, retries kept
+    DELETE = "delete"  # operator: the job, its events and keys removed (not while InProgress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +147,9 @@ class OperationRule:
     @property
     def target(self) -> JobStatus:
         """The one status the operation leads to. Raises ValueError for FAIL,
-        whose target is the retry decision's."""
+        whose target is the retry decision's, and DELETE, which has none."""
         if len(self.targets) != 1:
-            raise ValueError("this operation has several targets: use the retry decision")
+            raise ValueError("this operation has no single target status")
         [to] = self.targets
         return to
 
@@ -216,6 +218,12 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         stamps=("due_at",),
         clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
     ),
+    # No target: the job leaves the store. A running job is canceled first.
+    Operation.DELETE: OperationRule(
+        frozenset({S.Queued, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
+        frozenset(),
+        EventKind.DELETED,
+    ),
 }
 
 #: Transitions TRANSITIONS allows that no operation makes yet (kept legal for
@@ -262,7 +270,8 @@ def check_operation(job_id: str, op: Operation, current: JobStatus) -> None:
     """Raise InvalidTransition when ``op`` may not start from ``current``."""
     row = OPERATIONS[op]
     if current not in row.sources:
-        raise InvalidTransition(job_id, current.name, min(row.targets).name, operation=op.value)
+        to = min(row.targets).name if row.targets else "deleted"
+        raise InvalidTransition(job_id, current.name, to, operation=op.value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ before anything is written. The API checks the same limits earlier."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,12 @@ class JobSpec:
     route_params: dict[str, Any] | None = None
     query_params: dict[str, Any] | None = None
     idempotency_key: str | None = None
+    #: Unique jobs: while a job with this key is Queued, Scheduled or
+    #: InProgress, or younger than ``unique_for`` seconds, enqueue returns it
+    #: instead of adding one. The key defaults to the name and the canonical
+    #: payload when only ``unique_for`` is given (``unique_key_of``).
+    unique_key: str | None = None
+    unique_for: float | None = None
 
 
 def _finite(fld: str, value: float | None, low: float, high: float) -> None:
@@ -80,6 +87,8 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     _finite("timeout_s", spec.timeout_s, 0.001, MAX_TIMEOUT_S)
     _finite("lease_ttl_s", spec.lease_ttl_s, MIN_LEASE_TTL_S, MAX_TIMEOUT_S)
     _finite("delay_s", spec.delay_s, 0.0, MAX_DELAY_S)
+    _text("unique_key", spec.unique_key, MAX_IDEMPOTENCY_KEY_LEN, False)
+    _finite("unique_for", spec.unique_for, 0.0, MAX_DELAY_S)
     for fld in ("name", "queue"):
         if "\x00" in getattr(spec, fld):
             raise ValidationError(fld, "must not contain NUL characters")
@@ -100,3 +109,15 @@ def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:
     if isinstance(item, tuple) and 1 <= len(item) <= 3:
         return JobSpec(*item)
     raise ValidationError("jobs", "each item must be a JobSpec or (name, payload[, queue])")
+
+
+def unique_key_of(spec: JobSpec) -> str | None:
+    """The key a unique job is known by: ``spec.unique_key``, else (with
+    ``unique_for``) ``<name>:<sha256 of the payload as canonical JSON>``
+    (orjson with sorted keys), else None (not a unique job)."""
+    if spec.unique_key is not None:
+        return spec.unique_key
+    if spec.unique_for is None:
+        return None
+    canonical = orjson.dumps(spec.payload, option=orjson.OPT_SORT_KEYS)
+    return f"{spec.name}:{hashlib.sha256(canonical).hexdigest()}"
