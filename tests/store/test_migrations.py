@@ -8,6 +8,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
 
 from store.sql.schema import metadata
+from store.sql.upgrade import VERSION_TABLE
 from tests.backends import PgTemplate, SqliteTemplate
 
 
@@ -15,7 +16,9 @@ def _diff(url: str) -> list:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return compare_metadata(MigrationContext.configure(conn), metadata)
+            return compare_metadata(
+                MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}), metadata
+            )
     finally:
         engine.dispose()
 
@@ -25,12 +28,16 @@ def test_sqlite_migration_matches_schema(sqlite_template: SqliteTemplate) -> Non
     # Alembic cannot reflect SQLite expression indexes ("priority DESC"): it reports
     # them as removed and added again. Compare those by their DDL instead.
     diff = [
-        d for d in _diff(url) if not (d[0] in ("add_index", "remove_index") and d[1].name == "ix_jobs_ready")
+        d
+        for d in _diff(url)
+        if not (d[0] in ("add_index", "remove_index") and d[1].name == "leasehold_ix_jobs_ready")
     ]
     assert diff == []
     engine = create_engine(url)
     with engine.connect() as conn:
-        ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'ix_jobs_ready'").scalar_one()
+        ddl = conn.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE name = 'leasehold_ix_jobs_ready'"
+        ).scalar_one()
     engine.dispose()
     assert "priority DESC" in ddl and "WHERE status IN (100, 200)" in ddl
 
