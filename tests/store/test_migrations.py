@@ -1,38 +1,54 @@
-"""The Alembic migrations build exactly the schema the store's code declares."""
+"""The Alembic migrations build exactly the schema the store's code declares,
+and upgrade a populated database of an earlier release with every row kept."""
 
 from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine
+from alembic.operations import Operations
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, inspect, text
 
+from store import open_store
+from store.lifecycle import JobStatus
+from store.sql import migrate
 from store.sql.schema import metadata
-from store.sql.upgrade import VERSION_TABLE
-from tests.backends import PgTemplate, SqliteTemplate
+from store.sql.upgrade import VERSION_TABLE, alembic_config
+from tests.backends import PgTemplate, SqliteTemplate, empty_pg_database
 
 
 def _diff(url: str) -> list:
+    """Differences between the database's schema and the store's metadata.
+
+    Alembic cannot reflect SQLite expression indexes ("priority DESC"): it
+    reports leasehold_ix_jobs_ready as removed and added again, so that one is
+    left out on SQLite (test_sqlite_migration_matches_schema reads its DDL)."""
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return compare_metadata(
+            diff = compare_metadata(
                 MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}), metadata
             )
     finally:
         engine.dispose()
+    if not url.startswith("sqlite"):
+        return diff
+    return [
+        d
+        for d in diff
+        if not (d[0] in ("add_index", "remove_index") and d[1].name == "leasehold_ix_jobs_ready")
+    ]
 
 
 def test_sqlite_migration_matches_schema(sqlite_template: SqliteTemplate) -> None:
     url = f"sqlite:///{sqlite_template.path}"
-    # Alembic cannot reflect SQLite expression indexes ("priority DESC"): it reports
-    # them as removed and added again. Compare those by their DDL instead.
-    diff = [
-        d
-        for d in _diff(url)
-        if not (d[0] in ("add_index", "remove_index") and d[1].name == "leasehold_ix_jobs_ready")
-    ]
-    assert diff == []
+    assert _diff(url) == []
     engine = create_engine(url)
     with engine.connect() as conn:
         ddl = conn.exec_driver_sql(
@@ -52,3 +68,219 @@ def test_unknown_backend_is_refused() -> None:
 
     with pytest.raises(ValidationError, match="unknown store URL scheme"):
         open_store("mysql://localhost/x")
+
+
+# ------------------------------------------------------------------ 0001 → 0002
+LEGACY_TABLES = ("jobs", "job_events", "counters", "workers", "locks", "recovery_runs")
+NEW_TABLES = tuple(f"leasehold_{t}" for t in LEGACY_TABLES)
+JOB_COLUMNS = (
+    "id, name, queue, status, priority, payload, result, error, retry_count, max_retries, "
+    "due_at, worker_id, lease_token, lease_expires_at, timeout_seconds, created_at, "
+    "started_at, completed_at, last_updated_at, idempotency_key"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a new empty database (PostgreSQL: its own, dropped afterwards)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'legacy.db'}"
+        return
+    url, drop = empty_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
+
+
+def _upgrade_as_release_0001(url: str) -> None:
+    """Build revision 0001 as releases up to 0001 did: its migration, then its
+    revision stamped in Alembic's default ``alembic_version``."""
+    script = ScriptDirectory.from_config(alembic_config(url))
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            ctx = MigrationContext.configure(conn)
+            with Operations.context(ctx):
+                script.get_revision("0001").module.upgrade()
+            ctx.stamp(script, "0001")
+    finally:
+        engine.dispose()
+
+
+def _populate_0001(url: str, now: float) -> dict[str, dict]:
+    """Rows of every 0001 table, written with raw SQL; the jobs by id."""
+    jobs = {
+        "00000000-0000-4000-8000-000000000001": dict(
+            status=100, queue="mail", payload='{"to": "a@example.com"}', result=None, error=None, token=0
+        ),
+        "00000000-0000-4000-8000-000000000002": dict(
+            status=300, queue="mail", payload='{"to": "b@example.com"}', result=None, error=None, token=3
+        ),
+        "00000000-0000-4000-8000-000000000003": dict(
+            status=400, queue="reports", payload="[1, 2]", result='{"rows": 7}', error=None, token=1
+        ),
+        "00000000-0000-4000-8000-000000000004": dict(
+            status=500,
+            queue="reports",
+            payload="null",
+            result=None,
+            error='{"type": "RuntimeError", "message": "boom", "traceback": null}',
+            token=2,
+        ),
+    }
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for i, (job_id, j) in enumerate(jobs.items()):
+                running = j["status"] == 300
+                conn.execute(
+                    text(
+                        f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES (:id, 'legacy.task', :queue, :status, "
+                        ":prio, :payload, :result, :error, 0, 3, :due, :worker, :token, :expires, 60.0, "
+                        ":created, :started, :done, :updated, :key)"
+                    ),
+                    dict(
+                        id=job_id,
+                        queue=j["queue"],
+                        status=j["status"],
+                        prio=i,
+                        payload=j["payload"],
+                        result=j["result"],
+                        error=j["error"],
+                        due=now - 100 + i,
+                        worker="w-legacy" if running else None,
+                        token=j["token"],
+                        expires=now + 3600 if running else None,
+                        created=now - 100 + i,
+                        started=now - 50 if j["status"] >= 300 else None,
+                        done=now - 10 if j["status"] >= 400 else None,
+                        updated=now - 10 + i,
+                        key=f"key-{i}",
+                    ),
+                )
+                conn.execute(
+                    text(
+                        "INSERT INTO job_events (job_id, at, kind, from_status, to_status, actor) "
+                        "VALUES (:id, :at, 'enqueued', NULL, 100, 'api')"
+                    ),
+                    dict(id=job_id, at=now - 100 + i),
+                )
+                if j["status"] >= 300:
+                    conn.execute(
+                        text(
+                            "INSERT INTO job_events (job_id, at, kind, from_status, to_status, actor, token) "
+                            "VALUES (:id, :at, 'claimed', 100, 300, 'w-legacy', :token)"
+                        ),
+                        dict(id=job_id, at=now - 50, token=j["token"]),
+                    )
+            counters = [(f"s:{j['status']}:{j['queue']}", 0, 1) for j in jobs.values()]
+            counters += [("e:enqueued", 0, 3), ("e:enqueued", 5, 1), ("e:claimed", 2, 3)]
+            for key, shard, n in counters:
+                conn.execute(
+                    text("INSERT INTO counters (key, shard, n) VALUES (:key, :shard, :n)"),
+                    {"key": key, "shard": shard, "n": n},
+                )
+            conn.execute(
+                text(
+                    "INSERT INTO workers (id, host, pid, queues, concurrency, jobs_in_hand, started_at, "
+                    "last_seen_at) VALUES ('w-legacy', 'host-1', 4242, '[\"mail\"]', 2, :held, :s, :s)"
+                ),
+                {"held": '["00000000-0000-4000-8000-000000000002"]', "s": now - 5},
+            )
+            conn.execute(
+                text("INSERT INTO locks (name, owner, expires_at) VALUES ('legacy-lock', 'w-legacy', :e)"),
+                {"e": now + 3600},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO recovery_runs (id, started_at, finished_at, owner, trigger, recovered, "
+                    "failed, duration_ms) VALUES ('00000000-0000-4000-8000-0000000000aa', :s, :f, "
+                    "'w-legacy', 'schedule', 5, 1, 12.5)"
+                ),
+                {"s": now - 30, "f": now - 29.9},
+            )
+    finally:
+        engine.dispose()
+    return jobs
+
+
+def _tables(url: str) -> set[str]:
+    engine = create_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def _scalar(url: str, sql: str) -> object:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text(sql)).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_populated_0001_database_upgrades_with_every_row_kept(empty_url: str) -> None:
+    url = empty_url
+    _upgrade_as_release_0001(url)
+    now = time.time()
+    jobs = _populate_0001(url, now)
+    assert {"alembic_version", *LEGACY_TABLES} <= _tables(url)
+
+    migrate(url)
+
+    tables = _tables(url)
+    assert not tables & {"alembic_version", *LEGACY_TABLES}
+    assert set(NEW_TABLES) | {VERSION_TABLE} <= tables
+    head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+    assert _scalar(url, f"SELECT version_num FROM {VERSION_TABLE}") == head == "0002"
+    assert _diff(url) == []
+
+    store = open_store(url)
+    try:
+        for i, (job_id, row) in enumerate(jobs.items()):
+            job = store.get(job_id)
+            assert (job.status, job.queue, job.priority, job.lease_token) == (
+                JobStatus(row["status"]),
+                row["queue"],
+                i,
+                row["token"],
+            )
+            assert job.payload == json.loads(row["payload"])
+            assert job.result == (json.loads(row["result"]) if row["result"] else None)
+            assert job.error == (json.loads(row["error"]) if row["error"] else None)
+            assert job.idempotency_key == f"key-{i}"
+            kinds = [e.kind for e in store.events(job_id)]
+            assert kinds == (["enqueued", "claimed"] if row["status"] >= 300 else ["enqueued"])
+        [run] = store.recovery_runs()
+        assert (run.id, run.owner, run.recovered, run.failed, run.duration_ms) == (
+            "00000000-0000-4000-8000-0000000000aa",
+            "w-legacy",
+            5,
+            1,
+            12.5,
+        )
+        [worker] = store.workers()
+        assert (worker.id, worker.queues, worker.jobs_in_hand) == (
+            "w-legacy",
+            ["mail"],
+            ["00000000-0000-4000-8000-000000000002"],
+        )
+        assert store.lock_info("legacy-lock").owner == "w-legacy"
+        counts = store.counts()
+        assert counts.by_status["Queued"] == 1 and counts.by_status["InProgress"] == 1
+        assert counts.by_queue["reports"] == {"Completed": 1, "Failed": 1}
+        assert store.event_counts() == {"enqueued": 4, "claimed": 3}
+
+        # The store goes on: an old job's lease is honoured, new jobs get new event ids.
+        running = "00000000-0000-4000-8000-000000000002"
+        assert store.complete(running, 3, {"sent": True}).status is JobStatus.Completed
+        new = store.enqueue("after.upgrade", {"n": 1}, queue="mail")
+        claimed = store.claim("w-new", ["mail"], limit=10)
+        assert [j.id for j in claimed] == ["00000000-0000-4000-8000-000000000001", new.id]
+        assert store.events(new.id)[-1].kind == "claimed"
+        assert store.counts().by_queue["mail"] == {"InProgress": 2, "Completed": 1}
+    finally:
+        store.close()
