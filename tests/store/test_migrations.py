@@ -16,6 +16,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
 from store import open_store
+from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.sql import migrate
 from store.sql.schema import metadata
@@ -63,9 +64,6 @@ def test_postgresql_migration_matches_schema(pg_template: PgTemplate) -> None:
 
 
 def test_unknown_backend_is_refused() -> None:
-    from store import open_store
-    from store.errors import ValidationError
-
     with pytest.raises(ValidationError, match="unknown store URL scheme"):
         open_store("mysql://localhost/x")
 
@@ -94,15 +92,15 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def _upgrade_as_release_0001(url: str) -> None:
-    """Build revision 0001 as releases up to 0001 did: its migration, then its
-    revision stamped in Alembic's default ``alembic_version``."""
+    """Build revision 0001 as releases before 0002 did: its tables unprefixed,
+    its revision stamped in Alembic's default ``alembic_version``."""
     script = ScriptDirectory.from_config(alembic_config(url))
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
             ctx = MigrationContext.configure(conn)
             with Operations.context(ctx):
-                script.get_revision("0001").module.upgrade()
+                script.get_revision("0001").module.create_schema("")
             ctx.stamp(script, "0001")
     finally:
         engine.dispose()
@@ -284,3 +282,103 @@ def test_populated_0001_database_upgrades_with_every_row_kept(empty_url: str) ->
         assert store.counts().by_queue["mail"] == {"InProgress": 2, "Completed": 1}
     finally:
         store.close()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A new empty PostgreSQL database of this test alone, dropped afterwards."""
+    url, drop = empty_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
+
+
+def _tables_by_schema(url: str) -> dict[str, set[str]]:
+    rows = _rows(
+        url,
+        "SELECT schemaname, tablename FROM pg_tables "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
+    )
+    found: dict[str, set[str]] = {}
+    for schema, table in rows:
+        found.setdefault(schema, set()).add(table)
+    return found
+
+
+def _rows(url: str, sql: str) -> list:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
+
+
+def test_pg_schema_holds_every_table(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEASEHOLD_PG_SCHEMA", "lh_ops")
+    migrate(pg_url)  # creates the schema
+    migrate(pg_url)  # and finds it at head the second time
+    assert _tables_by_schema(pg_url) == {"lh_ops": {*NEW_TABLES, VERSION_TABLE}}
+    indexes = {
+        name for (name,) in _rows(pg_url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'lh_ops'")
+    }
+    assert indexes and all(name.startswith("leasehold_") for name in indexes)
+
+    store = open_store(pg_url)  # LEASEHOLD_PG_SCHEMA from the environment
+    try:
+        job = store.enqueue("in.schema", {"n": 1})
+        assert [j.id for j in store.claim("w", ["default"])] == [job.id]
+    finally:
+        store.close()
+    assert _rows(pg_url, "SELECT id FROM lh_ops.leasehold_jobs") == [(job.id,)]
+
+    migrate(pg_url, pg_schema="lh_other")  # the parameter wins over the variable
+    assert _tables_by_schema(pg_url)["lh_other"] == {*NEW_TABLES, VERSION_TABLE}
+
+
+@pytest.mark.parametrize("name", ["LH", "lh-ops", "1lh", "pg_lh", "lh ops; DROP", "x" * 64])
+def test_bad_pg_schema_name_is_refused_with_the_variable_named(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/none"  # refused before connecting
+    with pytest.raises(ValidationError, match=r"^LEASEHOLD_PG_SCHEMA: ") as exc:
+        migrate(url, pg_schema=name)
+    assert "\n" not in str(exc.value)
+    monkeypatch.setenv("LEASEHOLD_PG_SCHEMA", name)
+    with pytest.raises(ValidationError, match=r"^LEASEHOLD_PG_SCHEMA: "):
+        open_store(url)
+
+
+def test_pg_schema_refuses_0001_tables_left_in_public(pg_url: str) -> None:
+    _upgrade_as_release_0001(pg_url)
+    _populate_0001(pg_url, time.time())
+    with pytest.raises(
+        ValidationError, match=r"^LEASEHOLD_PG_SCHEMA: Leasehold's 0001 tables are in schema public"
+    ):
+        migrate(pg_url, pg_schema="lh_ops")
+    # Nothing changed: the schema's creation was rolled back with the rest.
+    assert _tables_by_schema(pg_url) == {"public": {"alembic_version", *LEGACY_TABLES}}
+    assert _rows(pg_url, "SELECT count(*) FROM pg_namespace WHERE nspname = 'lh_ops'") == [(0,)]
+
+
+@pytest.mark.parametrize("app_revision", ["ae1027a6acf", "0001"])
+def test_application_alembic_version_is_left_alone(empty_url: str, app_revision: str) -> None:
+    """An application's own history stays as it is, even when its revision is
+    named like one of Leasehold's, and so does its own ``jobs`` table."""
+    engine = create_engine(empty_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)"))
+            conn.execute(text("INSERT INTO alembic_version VALUES (:r)"), {"r": app_revision})
+            conn.execute(text("CREATE TABLE jobs (id INTEGER PRIMARY KEY, title VARCHAR(50))"))
+            conn.execute(text("INSERT INTO jobs VALUES (1, 'the application''s')"))
+    finally:
+        engine.dispose()
+
+    migrate(empty_url)
+
+    assert _rows(empty_url, "SELECT version_num FROM alembic_version") == [(app_revision,)]
+    assert _rows(empty_url, "SELECT id, title FROM jobs") == [(1, "the application's")]
+    assert _scalar(empty_url, f"SELECT version_num FROM {VERSION_TABLE}") == "0002"
+    assert _tables(empty_url) == {"alembic_version", "jobs", *NEW_TABLES, VERSION_TABLE}

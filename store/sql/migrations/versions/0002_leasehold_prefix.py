@@ -1,5 +1,9 @@
 """Prefix every table, index and named constraint with ``leasehold_`` (data kept).
 
+Only a database whose 0001 ran in a release before this one has the
+unprefixed names (``leasehold_jobs`` absent); since this release 0001 creates
+the prefixed ones and there is nothing to do.
+
 PostgreSQL renames in place (tables, indexes, primary keys, the event id
 sequence): catalogue changes only, no row is copied, but each rename takes an
 ACCESS EXCLUSIVE lock, so stop the workers first. SQLite renames the tables
@@ -17,7 +21,6 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import sqlalchemy as sa
@@ -70,23 +73,24 @@ PG_PRIMARY_KEYS = (
 PG_SEQUENCES = ("job_events_id_seq",)
 
 
-def _rename(old: Callable[[str], str], new: Callable[[str], str]) -> None:
-    """Rename every object from ``old(name)`` to ``new(name)``, ``name`` being its 0001 name."""
+def upgrade() -> None:
+    if sa.inspect(op.get_bind()).has_table(PREFIX + "jobs"):
+        return
     for table in TABLES:
-        op.rename_table(old(table), new(table))
+        op.rename_table(table, PREFIX + table)
     if op.get_bind().dialect.name == "postgresql":
         for ix in INDEXES:
-            op.execute(f"ALTER INDEX {old(ix.name)} RENAME TO {new(ix.name)}")
+            op.execute(f"ALTER INDEX {ix.name} RENAME TO {PREFIX}{ix.name}")
         for table, pk in PG_PRIMARY_KEYS:
-            op.execute(f"ALTER TABLE {new(table)} RENAME CONSTRAINT {old(pk)} TO {new(pk)}")
+            op.execute(f"ALTER TABLE {PREFIX}{table} RENAME CONSTRAINT {pk} TO {PREFIX}{pk}")
         for seq in PG_SEQUENCES:
-            op.execute(f"ALTER SEQUENCE {old(seq)} RENAME TO {new(seq)}")
+            op.execute(f"ALTER SEQUENCE {seq} RENAME TO {PREFIX}{seq}")
         return
     for ix in INDEXES:
-        op.drop_index(old(ix.name), table_name=new(ix.table))
+        op.drop_index(ix.name, table_name=PREFIX + ix.table)
         op.create_index(
-            new(ix.name),
-            new(ix.table),
+            PREFIX + ix.name,
+            PREFIX + ix.table,
             ix.columns,
             unique=ix.unique,
             postgresql_where=ix.where,
@@ -94,18 +98,5 @@ def _rename(old: Callable[[str], str], new: Callable[[str], str]) -> None:
         )
 
 
-def _prefixed(name: str) -> str:
-    return PREFIX + name
-
-
-def _bare(name: str) -> str:
-    return name
-
-
-def upgrade() -> None:
-    _rename(_bare, _prefixed)
-
-
 def downgrade() -> None:
-    """Back to the 0001 names (the version stays in ``leasehold_alembic_version``)."""
-    _rename(_prefixed, _bare)
+    """Nothing: revision 0001 now has the prefixed names too."""
