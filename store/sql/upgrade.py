@@ -26,7 +26,7 @@ from alembic.config import Config
 from sqlalchemy.engine import Connection, Inspector
 
 from store.errors import ValidationError
-from store.sql.engine import PG_SCHEMA_ENV, make_engines, resolve_pg_schema
+from store.sql.engine import PG_SCHEMA_ENV, make_engines
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: Where Alembic keeps Leasehold's revision.
@@ -48,12 +48,12 @@ UPGRADE_LOCK_KEY = 0x1EA5E401D
 def alembic_config(url: str, pg_schema: str | None = None) -> Config:
     """An Alembic Config for ``url`` using this package's migrations (no alembic.ini).
 
-    ``pg_schema`` is the PostgreSQL schema (``resolve_pg_schema``: None reads
-    LEASEHOLD_PG_SCHEMA), handed to ``env.py`` resolved."""
+    ``pg_schema`` goes to ``env.py`` as given: the PostgreSQL schema, None for
+    LEASEHOLD_PG_SCHEMA (``resolve_pg_schema``); SQLite ignores it."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    cfg.attributes["pg_schema"] = resolve_pg_schema(pg_schema) or ""
+    cfg.attributes["pg_schema"] = pg_schema
     return cfg
 
 

@@ -382,3 +382,14 @@ def test_application_alembic_version_is_left_alone(empty_url: str, app_revision:
     assert _rows(empty_url, "SELECT id, title FROM jobs") == [(1, "the application's")]
     assert _scalar(empty_url, f"SELECT version_num FROM {VERSION_TABLE}") == "0002"
     assert _tables(empty_url) == {"alembic_version", "jobs", *NEW_TABLES, VERSION_TABLE}
+
+
+def test_sqlite_ignores_pg_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEASEHOLD_PG_SCHEMA", "Not-A-Schema")
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    migrate(url)
+    store = open_store(url)
+    try:
+        assert store.get(store.enqueue("t", {}).id).name == "t"
+    finally:
+        store.close()
