@@ -14,6 +14,7 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from store import open_store
 from store.errors import ValidationError
@@ -393,3 +394,24 @@ def test_sqlite_ignores_pg_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert store.get(store.enqueue("t", {}).id).name == "t"
     finally:
         store.close()
+
+
+def test_failed_upgrade_leaves_the_0001_database_as_it_was(empty_url: str) -> None:
+    """The upgrade is one transaction: the version table's move and the renames
+    are undone when the last rename fails (a name taken by someone else)."""
+    _upgrade_as_release_0001(empty_url)
+    _populate_0001(empty_url, time.time())
+    engine = create_engine(empty_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE blocker (x INTEGER)"))
+            conn.execute(text("CREATE INDEX leasehold_ix_recovery_runs_started ON blocker (x)"))
+    finally:
+        engine.dispose()
+
+    with pytest.raises(SQLAlchemyError, match="leasehold_ix_recovery_runs_started"):
+        migrate(empty_url)
+
+    assert _tables(empty_url) == {"alembic_version", "blocker", *LEGACY_TABLES}
+    assert _rows(empty_url, "SELECT version_num FROM alembic_version") == [("0001",)]
+    assert _scalar(empty_url, "SELECT count(*) FROM jobs") == 4
