@@ -179,8 +179,10 @@ def store_size(store: JobStore, ids: Iterable[str] = ()) -> int:
         engine = create_engine(url)
         try:
             with engine.connect() as conn:
+                from store.sql.schema import counters, job_events, jobs
+
                 q = "SELECT " + " + ".join(
-                    f"pg_total_relation_size('{t}')" for t in ("jobs", "job_events", "counters")
+                    f"pg_total_relation_size('{t.name}')" for t in (jobs, job_events, counters)
                 )
                 return int(conn.execute(text(q)).scalar_one())
         finally:

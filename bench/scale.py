@@ -39,7 +39,7 @@ from sqlalchemy import create_engine, text
 from bench.redis_store import PAYLOAD
 from store import JobStore, open_store
 from store.models import Job
-from store.sql.schema import job_events, jobs
+from store.sql.schema import counters, job_events, jobs
 
 #: Seconds between the times of consecutive copies.
 SPACING_S = 0.05
@@ -134,19 +134,19 @@ def _copy_jobs_sql(dialect: str) -> str:
         else:
             exprs.append(f't."{column.name}"')
     return (
-        f"INSERT INTO jobs ({', '.join(cols)}) SELECT {', '.join(exprs)} "
-        f"FROM jobs AS t CROSS JOIN {series} WHERE t.id = :template"
+        f"INSERT INTO {jobs.name} ({', '.join(cols)}) SELECT {', '.join(exprs)} "
+        f"FROM {jobs.name} AS t CROSS JOIN {series} WHERE t.id = :template"
     )
 
 
 def _copy_events_sql() -> str:
     """INSERT of the template's events for the copies whose time lies in
-    [:t_lo, :t_hi] (found by ix_jobs_updated), at the copy's time."""
+    [:t_lo, :t_hi] (found by leasehold_ix_jobs_updated), at the copy's time."""
     cols = [c.name for c in job_events.c if c.name != "id"]
     exprs = ["j.id" if c == "job_id" else "j.last_updated_at" if c == "at" else f'e."{c}"' for c in cols]
     return (
-        f"INSERT INTO job_events ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in cols)}) "
-        f"SELECT {', '.join(exprs)} FROM jobs AS j CROSS JOIN job_events AS e "
+        f"INSERT INTO {job_events.name} ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in cols)}) "
+        f"SELECT {', '.join(exprs)} FROM {jobs.name} AS j CROSS JOIN {job_events.name} AS e "
         "WHERE e.job_id = :template AND j.last_updated_at BETWEEN :t_lo AND :t_hi AND j.id <> :template "
         "ORDER BY j.last_updated_at, j.id, e.id"
     )
@@ -158,8 +158,8 @@ def _load_sql(url: str, template: Job, copies: int, events: Counter[str], progre
     copy_jobs, copy_events = text(_copy_jobs_sql(dialect)), text(_copy_events_sql())
     end = template.created_at.timestamp()
     upsert = text(
-        "INSERT INTO counters (key, shard, n) VALUES (:key, 0, :n) "
-        "ON CONFLICT (key, shard) DO UPDATE SET n = counters.n + excluded.n"
+        f"INSERT INTO {counters.name} (key, shard, n) VALUES (:key, 0, :n) "
+        f"ON CONFLICT (key, shard) DO UPDATE SET n = {counters.name}.n + excluded.n"
     )
     try:
         t0 = time.perf_counter()

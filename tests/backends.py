@@ -84,6 +84,21 @@ class PgTemplate:
         self._sql(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
+def empty_pg_database() -> tuple[str, Callable[[], None]]:
+    """A new empty database (no schema, unlike ``PgTemplate.clone``): its URL
+    and the function that drops it."""
+    db = f"lh_e_{uuid.uuid4().hex[:12]}"
+    admin = _pg_dsn(PG_ADMIN_URL)
+
+    def sql(statement: str) -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(statement)
+
+    sql(f'CREATE DATABASE "{db}"')
+    url = make_url(PG_ADMIN_URL).set(database=db).render_as_string(hide_password=False)
+    return url, lambda: sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
 class SqliteTemplate:
     """A migrated SQLite file, copied per test (faster than migrating each time)."""
 

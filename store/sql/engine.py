@@ -5,22 +5,52 @@ transaction, so writers queue on the database lock at BEGIN instead of failing
 with "database is locked" when a read transaction tries to upgrade (SQLAlchemy
 docs, "Serializable isolation / Savepoints / Transactional DDL" for pysqlite).
 Reads use a second engine whose transactions begin DEFERRED.
+
+PostgreSQL: with a schema (``LEASEHOLD_PG_SCHEMA``) every connection starts
+with ``search_path`` set to that schema alone (the ``options`` startup
+parameter), so the unqualified table names of the statements resolve there
+and nothing else in the database is seen. ``store.sql.upgrade`` creates the
+schema; the store does not.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from store.errors import ValidationError
 
 #: How long a SQLite writer waits for the database lock, milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+#: The environment variable naming the PostgreSQL schema of the tables (optional).
+PG_SCHEMA_ENV = "LEASEHOLD_PG_SCHEMA"
+#: A schema name we accept: a lowercase unquoted PostgreSQL identifier (at most 63 bytes).
+_PG_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def resolve_pg_schema(value: str | None = None) -> str | None:
+    """The PostgreSQL schema to use: ``value``, or ``LEASEHOLD_PG_SCHEMA`` when
+    ``value`` is None; None when that is empty (the server's search_path).
+
+    Raises ValidationError (naming LEASEHOLD_PG_SCHEMA) unless the name is a
+    lowercase identifier (letters, digits, ``_``) not starting with ``pg_``,
+    so it can go into ``search_path`` and DDL without quoting."""
+    name = os.environ.get(PG_SCHEMA_ENV, "") if value is None else value
+    if not name:
+        return None
+    if not _PG_SCHEMA_NAME.fullmatch(name) or name.startswith("pg_"):
+        raise ValidationError(
+            PG_SCHEMA_ENV,
+            f"{name!r} is not a schema name we accept: lowercase letters, digits and _, "
+            "at most 63, not starting with a digit or pg_",
+        )
+    return name
 
 
 def _json_dumps(value: Any) -> str:
@@ -58,12 +88,26 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
     return engine
 
 
-def make_engines(url: str, pool_size: int = 5) -> tuple[Engine, Engine, str]:
+def _pg_connect_args(url: URL, schema: str | None) -> dict[str, Any]:
+    """psycopg's connect arguments: the connect timeout (s) and the schema's search_path."""
+    args: dict[str, Any] = {"connect_timeout": int(os.environ.get("LEASEHOLD_PG_CONNECT_TIMEOUT", "5"))}
+    if schema is not None:
+        # Keep any startup options of the URL (?options=...): connect_args replace them.
+        given = url.query.get("options")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        args["options"] = " ".join(filter(None, [given, f"-csearch_path={schema}"]))
+    return args
+
+
+def make_engines(url: str, pool_size: int = 5, pg_schema: str | None = None) -> tuple[Engine, Engine, str]:
     """Return ``(write_engine, read_engine, dialect_name)`` for a SQLAlchemy URL.
 
     For SQLite the file's folder is created; the two engines differ in how
-    they begin transactions. For PostgreSQL both are the same pooled engine.
-    Raises ValidationError for a URL that is neither SQLite nor PostgreSQL.
+    they begin transactions. For PostgreSQL both are the same pooled engine,
+    its sessions in the schema ``resolve_pg_schema(pg_schema)`` (None: the
+    ``LEASEHOLD_PG_SCHEMA`` variable; ``""``: none); SQLite ignores it.
+    Raises ValidationError for a URL that is neither SQLite nor PostgreSQL,
+    or for a bad schema name.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
@@ -79,7 +123,7 @@ def make_engines(url: str, pool_size: int = 5) -> tuple[Engine, Engine, str]:
             json_deserializer=orjson.loads,
             pool_size=pool_size,
             max_overflow=pool_size,
-            connect_args={"connect_timeout": int(os.environ.get("LEASEHOLD_PG_CONNECT_TIMEOUT", "5"))},
+            connect_args=_pg_connect_args(parsed, resolve_pg_schema(pg_schema)),
         )
         return engine, engine, "postgresql"
     raise ValidationError("store_url", f"unsupported SQL backend {backend!r}")

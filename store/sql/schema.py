@@ -3,6 +3,12 @@
 Times are epoch seconds (double precision) read from the store's clock, so
 both engines compare and index them the same way. The Alembic migrations in
 ``store/sql/migrations`` create exactly this schema (a test compares them).
+
+Every table, index and named constraint is prefixed ``leasehold_`` (the
+0001 name with the prefix: ``leasehold_ix_jobs_ready``), so Leasehold can
+share an application's database; PostgreSQL's default names follow the
+table's (``leasehold_jobs_pkey``, ``leasehold_job_events_id_seq``). The
+Python names (``jobs``, ``job_events``, ...) are the 0001 table names.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ Json = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresq
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 jobs = Table(
-    "jobs",
+    "leasehold_jobs",
     metadata,
     Column("id", String(36), primary_key=True),
     Column("name", String(200), nullable=False),
@@ -64,7 +70,7 @@ jobs = Table(
     Column("idempotency_key", String(200)),
     # Claim: due jobs of a queue, highest priority first, oldest due first.
     Index(
-        "ix_jobs_ready",
+        "leasehold_ix_jobs_ready",
         "queue",
         text("priority DESC"),
         "due_at",
@@ -74,21 +80,21 @@ jobs = Table(
     ),
     # Recovery reads only expired leases.
     Index(
-        "ix_jobs_lease",
+        "leasehold_ix_jobs_lease",
         "lease_expires_at",
         postgresql_where=text("status = 300"),
         sqlite_where=text("status = 300"),
     ),
     # Keyset paging, newest update first, per status / queue / name / all.
-    Index("ix_jobs_status_updated", "status", "last_updated_at", "id"),
-    Index("ix_jobs_queue_updated", "queue", "last_updated_at", "id"),
-    Index("ix_jobs_name_updated", "name", "last_updated_at", "id"),
-    Index("ix_jobs_updated", "last_updated_at", "id"),
-    Index("ux_jobs_idempotency_key", "idempotency_key", unique=True),
+    Index("leasehold_ix_jobs_status_updated", "status", "last_updated_at", "id"),
+    Index("leasehold_ix_jobs_queue_updated", "queue", "last_updated_at", "id"),
+    Index("leasehold_ix_jobs_name_updated", "name", "last_updated_at", "id"),
+    Index("leasehold_ix_jobs_updated", "last_updated_at", "id"),
+    Index("leasehold_ux_jobs_idempotency_key", "idempotency_key", unique=True),
 )
 
 job_events = Table(
-    "job_events",
+    "leasehold_job_events",
     metadata,
     Column("id", BigId, primary_key=True, autoincrement=True),
     Column("job_id", String(36), nullable=False),
@@ -99,10 +105,10 @@ job_events = Table(
     Column("actor", String(200)),
     Column("token", BigInteger),
     Column("message", Text),
-    Index("ix_job_events_job", "job_id", "id"),
+    Index("leasehold_ix_job_events_job", "job_id", "id"),
     # The audit log: operator actions only.
     Index(
-        "ix_job_events_audit",
+        "leasehold_ix_job_events_audit",
         "id",
         postgresql_where=text("actor LIKE 'operator:%'"),
         sqlite_where=text("actor LIKE 'operator:%'"),
@@ -113,16 +119,16 @@ job_events = Table(
 # kept in the same transaction as each change. Writers in different processes
 # add to different shards, so hot counters do not serialise PostgreSQL claims.
 counters = Table(
-    "counters",
+    "leasehold_counters",
     metadata,
     Column("key", String(160), nullable=False),
     Column("shard", SmallInteger, nullable=False),
     Column("n", BigInteger, nullable=False),
-    PrimaryKeyConstraint("key", "shard", name="pk_counters"),
+    PrimaryKeyConstraint("key", "shard", name="leasehold_pk_counters"),
 )
 
 workers = Table(
-    "workers",
+    "leasehold_workers",
     metadata,
     Column("id", String(200), primary_key=True),
     Column("host", String(255), nullable=False),
@@ -135,7 +141,7 @@ workers = Table(
 )
 
 locks = Table(
-    "locks",
+    "leasehold_locks",
     metadata,
     Column("name", String(100), primary_key=True),
     Column("owner", String(200), nullable=False),
@@ -143,7 +149,7 @@ locks = Table(
 )
 
 recovery_runs = Table(
-    "recovery_runs",
+    "leasehold_recovery_runs",
     metadata,
     Column("id", String(36), primary_key=True),
     Column("started_at", Double, nullable=False),
@@ -153,5 +159,5 @@ recovery_runs = Table(
     Column("recovered", Integer, nullable=False),
     Column("failed", Integer, nullable=False),
     Column("duration_ms", Double, nullable=False),
-    Index("ix_recovery_runs_started", "started_at"),
+    Index("leasehold_ix_recovery_runs_started", "started_at"),
 )

@@ -76,7 +76,9 @@ class CounterLock:
         self.key = key
         self.conn = psycopg.connect(dsn)
         self.pid = self.conn.info.backend_pid
-        rows = self.conn.execute("SELECT shard FROM counters WHERE key = %s FOR UPDATE", (key,)).fetchall()
+        rows = self.conn.execute(
+            "SELECT shard FROM leasehold_counters WHERE key = %s FOR UPDATE", (key,)
+        ).fetchall()
         if not rows:
             self.release()
             raise AssertionError(f"no counter row {key!r} yet: lock it once the workers have used it")

@@ -134,14 +134,14 @@ def test_claims_keep_working_while_a_transaction_is_held_open(
     snapshot = psycopg.connect(dsn)  # psycopg opens the transaction at the first statement
     held.append(snapshot)
     snapshot.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-    snapshot.execute("SELECT count(*) FROM jobs").fetchone()
+    snapshot.execute("SELECT count(*) FROM leasehold_jobs").fetchone()
     # The head of the queue from LOCK_DUE_S into the hold on: every claim meets it
     # first and must pass it by. It is Scheduled (not due) when locked, so no
     # claim can hold it at that moment.
     parked = store.enqueue("ledger-noop", {"parked": True}, priority=100, delay_s=LOCK_DUE_S)
     locker = psycopg.connect(dsn)
     held.append(locker)
-    locker.execute("SELECT id FROM jobs WHERE id = %s FOR UPDATE NOWAIT", (parked.id,)).fetchone()
+    locker.execute("SELECT id FROM leasehold_jobs WHERE id = %s FOR UPDATE NOWAIT", (parked.id,)).fetchone()
     locked_id = parked.id
     completed_at_hold = store.event_counts().get("completed", 0)
     t_hold = time.monotonic()
@@ -199,7 +199,9 @@ def test_a_row_lock_on_one_held_job_does_not_cost_the_workers_other_leases(
 
     def lock_first() -> bool:
         try:
-            locker.execute("SELECT id FROM jobs WHERE id = %s FOR UPDATE NOWAIT", (ids[0],)).fetchone()
+            locker.execute(
+                "SELECT id FROM leasehold_jobs WHERE id = %s FOR UPDATE NOWAIT", (ids[0],)
+            ).fetchone()
             return True
         except psycopg.errors.LockNotAvailable:  # a heartbeat was renewing it just then
             locker.rollback()

@@ -1,30 +1,49 @@
-"""Alembic environment for the SQL store; the URL comes from the Config."""
+"""Alembic environment for the SQL store; the URL and the PostgreSQL schema
+come from the Config (``store.sql.upgrade.alembic_config``).
+
+Online, the store's own write engine runs the upgrade (SQLite: WAL and
+``BEGIN IMMEDIATE``; PostgreSQL: the schema's search_path) as one transaction:
+``transactional_ddl`` is on for SQLite too, so a failed revision leaves the
+database as it was.
+"""
 
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine, pool
 
+from store.sql.engine import make_engines, resolve_pg_schema
 from store.sql.schema import metadata
+from store.sql.upgrade import VERSION_TABLE, prepare
 
 config = context.config
 
 
 def run_migrations_online() -> None:
-    engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
-    with engine.connect() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=metadata,
-            render_as_batch=connection.dialect.name == "sqlite",
-        )
-        with context.begin_transaction():
-            context.run_migrations()
-    engine.dispose()
+    pg_schema = config.attributes.get("pg_schema")  # None: LEASEHOLD_PG_SCHEMA
+    write, read, dialect = make_engines(
+        config.get_main_option("sqlalchemy.url"), pool_size=1, pg_schema=pg_schema
+    )
+    try:
+        with write.connect() as connection:
+            context.configure(
+                connection=connection,
+                target_metadata=metadata,
+                version_table=VERSION_TABLE,
+                transactional_ddl=True,
+                render_as_batch=dialect == "sqlite",
+            )
+            with context.begin_transaction():
+                prepare(connection, resolve_pg_schema(pg_schema) if dialect == "postgresql" else None)
+                context.run_migrations()
+    finally:
+        write.dispose()
+        read.dispose()
 
 
 if context.is_offline_mode():
-    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=metadata)
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"), target_metadata=metadata, version_table=VERSION_TABLE
+    )
     with context.begin_transaction():
         context.run_migrations()
 else:

@@ -1,5 +1,11 @@
 """Initial schema: jobs, job_events, counters, workers, locks, recovery_runs.
 
+Every name is prefixed ``leasehold_``. Releases before revision 0002 ran
+this revision without the prefix (``create_schema("")``) and kept their
+version in ``alembic_version``; revision 0002 renames what they created, so
+a database never holds an unprefixed Leasehold table it did not already have
+(an application's own ``jobs`` table stays out of the way).
+
 Revision ID: 0001
 Revises:
 Create Date: 2026-11-22
@@ -20,11 +26,24 @@ Json = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgr
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 WAITING = sa.text("status IN (100, 200)")
 RUNNING = sa.text("status = 300")
+PREFIX = "leasehold_"
+TABLES = ("jobs", "job_events", "counters", "workers", "locks", "recovery_runs")
 
 
 def upgrade() -> None:
+    create_schema(PREFIX)
+
+
+def downgrade() -> None:
+    for table in reversed(TABLES):
+        op.drop_table(PREFIX + table)
+
+
+def create_schema(prefix: str) -> None:
+    """Create the 0001 schema with every table, index and named constraint
+    name prefixed ``prefix`` (``""``: as releases before 0002 named them)."""
     op.create_table(
-        "jobs",
+        prefix + "jobs",
         sa.Column("id", sa.String(36), primary_key=True),
         sa.Column("name", sa.String(200), nullable=False),
         sa.Column("queue", sa.String(100), nullable=False),
@@ -54,23 +73,27 @@ def upgrade() -> None:
         sa.Column("idempotency_key", sa.String(200)),
     )
     op.create_index(
-        "ix_jobs_ready",
-        "jobs",
+        prefix + "ix_jobs_ready",
+        prefix + "jobs",
         ["queue", sa.text("priority DESC"), "due_at", "id"],
         postgresql_where=WAITING,
         sqlite_where=WAITING,
     )
     op.create_index(
-        "ix_jobs_lease", "jobs", ["lease_expires_at"], postgresql_where=RUNNING, sqlite_where=RUNNING
+        prefix + "ix_jobs_lease",
+        prefix + "jobs",
+        ["lease_expires_at"],
+        postgresql_where=RUNNING,
+        sqlite_where=RUNNING,
     )
-    op.create_index("ix_jobs_status_updated", "jobs", ["status", "last_updated_at", "id"])
-    op.create_index("ix_jobs_queue_updated", "jobs", ["queue", "last_updated_at", "id"])
-    op.create_index("ix_jobs_name_updated", "jobs", ["name", "last_updated_at", "id"])
-    op.create_index("ix_jobs_updated", "jobs", ["last_updated_at", "id"])
-    op.create_index("ux_jobs_idempotency_key", "jobs", ["idempotency_key"], unique=True)
+    op.create_index(prefix + "ix_jobs_status_updated", prefix + "jobs", ["status", "last_updated_at", "id"])
+    op.create_index(prefix + "ix_jobs_queue_updated", prefix + "jobs", ["queue", "last_updated_at", "id"])
+    op.create_index(prefix + "ix_jobs_name_updated", prefix + "jobs", ["name", "last_updated_at", "id"])
+    op.create_index(prefix + "ix_jobs_updated", prefix + "jobs", ["last_updated_at", "id"])
+    op.create_index(prefix + "ux_jobs_idempotency_key", prefix + "jobs", ["idempotency_key"], unique=True)
 
     op.create_table(
-        "job_events",
+        prefix + "job_events",
         sa.Column("id", BigId, primary_key=True, autoincrement=True),
         sa.Column("job_id", sa.String(36), nullable=False),
         sa.Column("at", sa.Double, nullable=False),
@@ -81,19 +104,25 @@ def upgrade() -> None:
         sa.Column("token", sa.BigInteger),
         sa.Column("message", sa.Text),
     )
-    op.create_index("ix_job_events_job", "job_events", ["job_id", "id"])
+    op.create_index(prefix + "ix_job_events_job", prefix + "job_events", ["job_id", "id"])
     audit = sa.text("actor LIKE 'operator:%'")
-    op.create_index("ix_job_events_audit", "job_events", ["id"], postgresql_where=audit, sqlite_where=audit)
+    op.create_index(
+        prefix + "ix_job_events_audit",
+        prefix + "job_events",
+        ["id"],
+        postgresql_where=audit,
+        sqlite_where=audit,
+    )
 
     op.create_table(
-        "counters",
+        prefix + "counters",
         sa.Column("key", sa.String(160), nullable=False),
         sa.Column("shard", sa.SmallInteger, nullable=False),
         sa.Column("n", sa.BigInteger, nullable=False),
-        sa.PrimaryKeyConstraint("key", "shard", name="pk_counters"),
+        sa.PrimaryKeyConstraint("key", "shard", name=prefix + "pk_counters"),
     )
     op.create_table(
-        "workers",
+        prefix + "workers",
         sa.Column("id", sa.String(200), primary_key=True),
         sa.Column("host", sa.String(255), nullable=False),
         sa.Column("pid", sa.Integer, nullable=False),
@@ -104,13 +133,13 @@ def upgrade() -> None:
         sa.Column("last_seen_at", sa.Double, nullable=False),
     )
     op.create_table(
-        "locks",
+        prefix + "locks",
         sa.Column("name", sa.String(100), primary_key=True),
         sa.Column("owner", sa.String(200), nullable=False),
         sa.Column("expires_at", sa.Double, nullable=False),
     )
     op.create_table(
-        "recovery_runs",
+        prefix + "recovery_runs",
         sa.Column("id", sa.String(36), primary_key=True),
         sa.Column("started_at", sa.Double, nullable=False),
         sa.Column("finished_at", sa.Double, nullable=False),
@@ -120,9 +149,4 @@ def upgrade() -> None:
         sa.Column("failed", sa.Integer, nullable=False),
         sa.Column("duration_ms", sa.Double, nullable=False),
     )
-    op.create_index("ix_recovery_runs_started", "recovery_runs", ["started_at"])
-
-
-def downgrade() -> None:
-    for table in ("recovery_runs", "locks", "workers", "counters", "job_events", "jobs"):
-        op.drop_table(table)
+    op.create_index(prefix + "ix_recovery_runs_started", prefix + "recovery_runs", ["started_at"])
