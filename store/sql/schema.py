@@ -161,3 +161,57 @@ recovery_runs = Table(
     Column("duration_ms", Double, nullable=False),
     Index("leasehold_ix_recovery_runs_started", "started_at"),
 )
+
+# Queues an operator paused or resumed (a queue with no row runs).
+queues = Table(
+    "leasehold_queues",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("paused", SmallInteger, nullable=False, server_default=text("0")),
+    Column("changed_by", String(200)),
+    Column("changed_at", Double, nullable=False),
+)
+
+# Unique jobs: the job a key names and until when it holds the key after the
+# job finished (created_at + unique_for).
+unique_keys = Table(
+    "leasehold_unique_keys",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("job_id", String(36), nullable=False),
+    Column("expires_at", Double, nullable=False),
+    Index("leasehold_ix_unique_keys_job", "job_id"),
+)
+
+# Runs of the maintenance tasks (retention, worker pruning), newest kept.
+maintenance_runs = Table(
+    "leasehold_maintenance_runs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("task", String(40), nullable=False),
+    Column("started_at", Double, nullable=False),
+    Column("finished_at", Double, nullable=False),
+    Column("owner", String(200), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("duration_ms", Double, nullable=False),
+    Column("longest_batch_ms", Double, nullable=False),
+    Index("leasehold_ix_maintenance_runs_task", "task", "started_at"),
+)
+
+# Periodic jobs: each schedule as the handlers declare it, with what operators
+# set (enabled) and what the scheduler did last.
+schedules = Table(
+    "leasehold_schedules",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("handler", String(200), nullable=False),
+    Column("cron", String(200), nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("queue", String(100), nullable=False),
+    Column("payload", Json),
+    Column("catch_up", SmallInteger, nullable=False, server_default=text("1")),
+    Column("enabled", SmallInteger, nullable=False, server_default=text("1")),
+    Column("last_tick_at", Double),
+    Column("last_job_id", String(36)),
+    Column("updated_at", Double, nullable=False),
+)
