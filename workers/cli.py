@@ -23,11 +23,11 @@ from flask.cli import AppGroup, with_appcontext
 from store.errors import StoreError
 from store.lifecycle import JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S
+from store.recovery import RecoveryBusy, run_recovery
 from workers.claim import parse_queues
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
 from workers.handlers import HandlerError, get_handler, load_handlers
 from workers.logs import configure_logging
-from workers.recovery import RecoveryBusy, run_recovery
 
 #: How long ``recover`` waits for a recovery another instance is running, seconds.
 RECOVER_LOCK_WAIT_S = 10.0
