@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -71,6 +72,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("wheel")
     assert not root.resolve().is_relative_to(REPO)
     dist = root / "dist"
+    # setuptools builds in the checkout's build/ (ignored by git); a stale copy there of
+    # a module since removed would end up in the wheel, so start from none.
+    shutil.rmtree(REPO / "build", ignore_errors=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
         check=True,
