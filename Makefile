@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv .venv assets chromium test demo bench lint format services-stop clean
+.PHONY: venv .venv assets dist chromium test demo bench lint format services-stop clean
 
 # The virtualenv, (re)installed whenever a requirements file changes.
 venv .venv: $(STAMP)
@@ -24,6 +24,13 @@ assets: $(HTMX)
 $(HTMX): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	npm run vendor
+
+# The wheel (dist/leasehold-*.whl): store, workers and webapp with the Lua scripts,
+# the migrations, the templates and static files (htmx included). `pip install dist/*.whl`
+# then gives the `leasehold` command.
+dist: $(STAMP) $(HTMX)
+	rm -rf build dist/leasehold-*.whl
+	$(BIN)/pip wheel --no-deps -w dist .
 
 # Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).
 chromium:
@@ -70,7 +77,7 @@ services-stop:
 
 # Removes the virtualenv and tool caches. Leaves instance/ and .services/ alone.
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts build dist *.egg-info
 	find . -path ./instance -prune -o -path ./.services -prune -o \
 		-type d -name __pycache__ -prune -exec rm -rf {} +
 

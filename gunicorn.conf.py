@@ -1,68 +1,21 @@
 """gunicorn settings for the Leasehold web app: ``gunicorn -c gunicorn.conf.py wsgi:app``.
 
-Every value can be changed from the environment (a bad value stops the
-start with the variable's name):
-
-LEASEHOLD_WEB_BIND             address to listen on (default 127.0.0.1:8000: put a TLS proxy in front)
-LEASEHOLD_WEB_WORKERS          worker processes (default 2 * cores + 1, at most 8)
-LEASEHOLD_WEB_THREADS          threads per worker (default 4; gthread worker)
-LEASEHOLD_WEB_TIMEOUT          seconds a request may take before its worker is restarted (default 30)
-LEASEHOLD_FORWARDED_ALLOW_IPS  the TLS proxy's addresses, trusted for X-Forwarded-* (default: none)
-LEASEHOLD_WEB_ACCESSLOG        "-" for stdout (default), a file path, or "off"
-LEASEHOLD_WEB_LOGLEVEL         gunicorn's error log level (default info)
-
-Each worker process opens its own store connection pool (``preload_app`` is
-off so no connection is shared across fork). The access log never records
-request headers, so bearer tokens and session cookies stay out of it.
+The settings (and the LEASEHOLD_WEB_* variables that change them) live in
+``webapp/gunicorn_conf.py``, so an installed Leasehold carries them too
+(``leasehold web`` runs ``gunicorn -c python:webapp.gunicorn_conf webapp.wsgi:app``).
+This file runs that module's code afresh, so both ways of starting read the
+environment the same way.
 """
 
-from __future__ import annotations
+import runpy
+from pathlib import Path
 
-import os
-
-
-def _int(name: str, default: int, low: int, high: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise SystemExit(f"{name} must be within [{low}, {high}], got {value}")
-    return value
-
-
-def default_workers() -> int:
-    """2 * cores + 1 (gunicorn's rule of thumb), capped at 8."""
-    return min(2 * (os.cpu_count() or 1) + 1, 8)
-
-
-bind = [os.environ.get("LEASEHOLD_WEB_BIND", "127.0.0.1:8000")]
-workers = _int("LEASEHOLD_WEB_WORKERS", default_workers(), 1, 64)
-threads = _int("LEASEHOLD_WEB_THREADS", 4, 1, 64)
-worker_class = "gthread"
-timeout = _int("LEASEHOLD_WEB_TIMEOUT", 30, 1, 3600)
-graceful_timeout = timeout
-keepalive = 5
-preload_app = False
-# No control socket: its default path is shared by every gunicorn of the user,
-# so two deployments (or test runs) on one machine would fight over it.
-control_socket_disable = True
-
-# Behind a TLS proxy: trust X-Forwarded-Proto/For only from the proxy's addresses.
-forwarded_allow_ips = os.environ.get("LEASEHOLD_FORWARDED_ALLOW_IPS", "")
-
-# Access log to stdout (LEASEHOLD_WEB_ACCESSLOG=off to disable, or a file path).
-# No %({header}i) atoms: Authorization and Cookie never reach a log.
-_accesslog = os.environ.get("LEASEHOLD_WEB_ACCESSLOG", "-").strip()
-accesslog = None if _accesslog in ("", "off") else _accesslog
-access_log_format = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms "%(a)s"'
-errorlog = "-"
-loglevel = os.environ.get("LEASEHOLD_WEB_LOGLEVEL", "info")
-
-# Request limits (bytes / counts); bodies are limited by MAX_CONTENT_LENGTH in the app.
-limit_request_line = 8190
-limit_request_fields = 100
-limit_request_field_size = 8190
+globals().update(
+    {
+        name: value
+        for name, value in runpy.run_path(
+            str(Path(__file__).resolve().parent / "webapp" / "gunicorn_conf.py")
+        ).items()
+        if not name.startswith("__")
+    }
+)

@@ -1,16 +1,9 @@
-"""WSGI entry point for gunicorn and ``flask --app wsgi``.
+"""WSGI entry point for gunicorn and ``flask --app wsgi`` in a checkout.
 
-A bad ``LEASEHOLD_*`` setting stops the process with one line naming the
-variable (``Error: LEASEHOLD_LEASE_TTL must be ...``), not a traceback.
+The app is ``webapp.wsgi.app`` (what an installed Leasehold serves): a bad
+``LEASEHOLD_*`` setting stops the process with one line naming the variable.
 """
 
-import sys
+from webapp.wsgi import app
 
-from store.errors import ValidationError
-from webapp import create_app
-from webapp.config import ConfigError
-
-try:
-    app = create_app()
-except (ConfigError, ValidationError) as exc:
-    sys.exit(f"Error: {exc}")
+__all__ = ["app"]

@@ -52,6 +52,7 @@ from store import open_store
 from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.models import Job, WorkerInfo, ts
+from store.recovery import RecoveryService
 from workers.acker import Acker
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
@@ -60,7 +61,6 @@ from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.pool import ProcessRunner, ThreadRunner
-from workers.recovery import RecoveryService
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)

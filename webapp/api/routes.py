@@ -22,6 +22,7 @@ from pydantic import ValidationError as PydanticValidationError
 from spectree import Response as SpecResponse
 from spectree import SpecTree
 
+from store import recovery
 from store.errors import StoreUnavailable
 from store.lifecycle import JobStatus
 from store.models import JobSpec, iso
@@ -46,7 +47,6 @@ from webapp.api.schemas import (
 )
 from webapp.api.state import api_state, job_store
 from webapp.api.status_responses import job_status_response
-from workers import recovery
 
 JOB = "/api/jobs/<uuid:job_id>"
 #: Most recovery batches one API request runs (each at most LEASEHOLD_RECOVERY_BATCH

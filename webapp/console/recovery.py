@@ -1,4 +1,4 @@
-"""The console's "Recover stuck jobs": one bounded run of ``workers.recovery.run_recovery``.
+"""The console's "Recover stuck jobs": one bounded run of ``store.recovery.run_recovery``.
 
 The lock owner is ``operator:<name>#<random>``: unique per run (two tabs of
 one operator never share the lock), and recover_expired records it as the
@@ -13,8 +13,8 @@ import uuid
 
 from store.base import JobStore
 from store.models import RecoveryReport
+from store.recovery import RecoveryBusy, run_recovery
 from webapp.console.blueprint import settings
-from workers.recovery import RecoveryBusy, run_recovery
 
 #: Most batches one console run takes (each at most LEASEHOLD_RECOVERY_BATCH
 #: leases), so a request has a bound; the page says when more remain.

@@ -1,5 +1,8 @@
 """Recovery of expired leases (DESIGN.md section 4), by hand and as a service.
 
+Store-side orchestration over the JobStore contract (no worker or web code):
+the worker, the CLI, the API and the console all import it from here.
+
 ``run_recovery`` is the one entry point: the worker's background service,
 the ``recover`` command, the API and the console's "Recover stuck jobs" all
 call it. A real run takes the distributed lock ``store.base.RECOVERY_LOCK``,

@@ -1,103 +1,31 @@
-"""Flask CLI commands (DESIGN.md section 7): worker, recover, enqueue, stats,
-db upgrade, hash-password. ``flask --app wsgi <command> --help`` for each.
-
-Bad input exits non-zero with one line on stderr (``Error: ...``), never a
-traceback: click's usage errors are shortened to their message, and store,
-handler and recovery errors become ``click.ClickException``.
-"""
+"""Commands on jobs (DESIGN.md sections 7, 8): worker, recover, enqueue, stats, purge."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import socket
-from collections.abc import Callable
 from typing import Any
 
 import click
 import orjson
-from flask import Flask, current_app
-from flask.cli import AppGroup, with_appcontext
 
-from store.errors import StoreError
-from store.lifecycle import JobStatus
-from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S
+from store.lifecycle import TERMINAL, JobStatus
+from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
+from store.recovery import run_recovery
 from workers.claim import parse_queues
+from workers.cli.base import OneLineCommand, friendly_errors, runtime
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
-from workers.handlers import HandlerError, get_handler, load_handlers
+from workers.handlers import get_handler, load_handlers
 from workers.logs import configure_logging
-from workers.recovery import RecoveryBusy, run_recovery
 
 #: How long ``recover`` waits for a recovery another instance is running, seconds.
 RECOVER_LOCK_WAIT_S = 10.0
+#: Jobs one ``purge`` call deletes at most; the command loops until none is left.
+PURGE_BATCH = 1000
+#: Default age of the finished jobs ``purge`` deletes, seconds (7 days).
+PURGE_OLDER_THAN_S = 7 * 24 * 3600.0
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-# --------------------------------------------------------------- one-line errors
-class OneLineUsageError(click.UsageError):
-    """A usage error shown as ``Error: message`` alone (no usage block)."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
-
-
-def _one_line(exc: click.UsageError) -> OneLineUsageError:
-    text = " ".join(exc.format_message().split())
-    return OneLineUsageError(text, exc.ctx)
-
-
-class _OneLineErrors:
-    """Mixin: parameter and usage errors of a command (or group) print on one line."""
-
-    def make_context(
-        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
-    ):
-        try:
-            return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc]
-        except OneLineUsageError:
-            raise
-        except click.UsageError as exc:
-            raise _one_line(exc) from None
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)  # type: ignore[misc]
-        except OneLineUsageError:
-            raise
-        except click.UsageError as exc:
-            raise _one_line(exc) from None
-
-
-class OneLineCommand(_OneLineErrors, click.Command):
-    """A command whose errors print on one line."""
-
-
-class OneLineGroup(_OneLineErrors, AppGroup):
-    """A group (``db``) whose errors, and its commands', print on one line."""
-
-    command_class = OneLineCommand
-
-
-def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the errors a command can expect into one-line ClickExceptions."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (StoreError, HandlerError, RecoveryBusy) as exc:
-            raise click.ClickException(" ".join(str(exc).split())) from None
-
-    return wrapper
-
-
-def _store():  # a JobStore
-    return current_app.extensions["leasehold"]
-
-
-def _settings():  # webapp.config.Settings
-    return current_app.extensions["leasehold.settings"]
 
 
 # ------------------------------------------------------------------------ worker
@@ -159,7 +87,6 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
 @click.option(
     "--log-level", type=click.Choice(_LEVELS, case_sensitive=False), default="INFO", show_default=True
 )
-@with_appcontext
 @friendly_errors
 def worker_command(
     queues: list[tuple[str, int]],
@@ -177,7 +104,7 @@ def worker_command(
     from workers.supervisor import Supervisor
     from workers.worker import run_worker
 
-    settings = _settings()
+    settings = runtime().settings()
     if name is not None and not 0 < len(name) <= 150:
         raise click.BadParameter("must be 1 to 150 characters", param_hint="--name")
     configure_logging(log_level)
@@ -209,13 +136,12 @@ def worker_command(
 @click.command("recover", cls=OneLineCommand)
 @click.option("--dry-run", is_flag=True, help="Show what recovery would do; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@with_appcontext
 @friendly_errors
 def recover_command(dry_run: bool, as_json: bool) -> None:
     """Recover jobs whose lease expired (retry them, or fail those out of retries)."""
-    settings = _settings()
+    settings = runtime().settings()
     report = run_recovery(
-        _store(),
+        runtime().store(),
         owner=f"cli:{socket.gethostname()}:{os.getpid()}",
         trigger="cli",
         batch=settings.recovery_batch,
@@ -264,7 +190,6 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
     default=0,
     help="Higher runs first within its queue.",
 )
-@with_appcontext
 @friendly_errors
 def enqueue_command(
     name: str,
@@ -276,7 +201,7 @@ def enqueue_command(
     priority: int,
 ) -> None:
     """Enqueue a job; prints its id alone on stdout."""
-    load_handlers(_settings().handlers)
+    load_handlers(runtime().settings().handlers)
     spec = get_handler(name)
     options = {
         "queue": queue,
@@ -288,21 +213,18 @@ def enqueue_command(
     if spec is not None:
         job_spec = spec.job_spec(payload, **options)
     else:
-        from store.models import JobSpec
-
         job_spec = JobSpec(name, payload, **{k: v for k, v in options.items() if v is not None})
-    job, _ = _store().enqueue_idempotent(job_spec)
+    job, _ = runtime().store().enqueue_idempotent(job_spec)
     click.echo(job.id)
 
 
 # ------------------------------------------------------------------------- stats
 @click.command("stats", cls=OneLineCommand)
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-@with_appcontext
 @friendly_errors
 def stats_command(as_json: bool) -> None:
     """Job counts by status and by queue."""
-    counts = _store().counts()
+    counts = runtime().store().counts()
     if as_json:
         click.echo(json.dumps(counts.to_json()))
         return
@@ -315,73 +237,64 @@ def stats_command(as_json: bool) -> None:
     click.echo(f"{'total':<{width}}  " + "  ".join(f"{counts.by_status.get(n, 0):>10}" for n in names))
 
 
-# ---------------------------------------------------------------------------- db
-db_group = OneLineGroup("db", help="Store schema.")
+# ------------------------------------------------------------------------- purge
+_FINISHED = sorted((s.name for s in TERMINAL), key=lambda n: JobStatus[n].value)
 
 
-@db_group.command("upgrade")
-@friendly_errors
-def db_upgrade_command() -> None:
-    """Create or upgrade the SQL schema (Redis keeps no schema)."""
-    url = _settings().store_url
-    if not url.split(":", 1)[0].lower().startswith(("sqlite", "postgresql")):
-        click.echo("this store keeps no schema; nothing to upgrade")
-        return
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from store.sql import migrate
-
-    try:
-        migrate(url)
-    except SQLAlchemyError as exc:
-        raise click.ClickException(
-            f"schema upgrade failed: {' '.join(str(exc.orig or exc).split())}"
-        ) from None
-    click.echo("schema is up to date")
+def _status_option(_ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    names = {JobStatus[v].name for v in value} if value else set(_FINISHED)
+    if names != set(_FINISHED):
+        raise click.BadParameter(
+            f"purge deletes {', '.join(_FINISHED)} jobs together; name all of them or leave it out",
+            param=param,
+        )
+    return tuple(_FINISHED)
 
 
-# ----------------------------------------------------------------- hash-password
-@click.command("hash-password", cls=OneLineCommand)
-@click.option("--password", default=None, help="The password (prompted for when omitted).")
-def hash_password_command(password: str | None) -> None:
-    """Print a password hash for LEASEHOLD_USERS (name:hash:role)."""
-    from werkzeug.security import generate_password_hash
-
-    if password is None:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    if not password:
-        raise click.BadParameter("must not be empty", param_hint="--password")
-    click.echo(generate_password_hash(password))
-
-
-# ------------------------------------------------------------------------ demo
-@click.command("demo", cls=OneLineCommand)
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Index only the first N files.")
-@click.option("--kill-after", type=click.FloatRange(min=0), default=30.0, show_default=True)
-def demo_command(port: int, limit: int | None, kill_after: float) -> None:
-    """Run the demo on this app's store (``make demo`` does the set-up first)."""
-    from workers import demo
-
-    args = ["--store", _settings().store_url, "--port", str(port), "--kill-after", str(kill_after)]
-    raise SystemExit(demo.main([*args, *(["--limit", str(limit)] if limit else [])]))
+def _count_older(store: Any, status: JobStatus, cutoff: float) -> int:
+    """Jobs of ``status`` last updated before ``cutoff`` (store clock, epoch
+    seconds): pages oldest first and stops at the first newer job."""
+    total, cursor = 0, None
+    while True:
+        page = store.list_jobs(status=status, limit=500, cursor=cursor, order="asc")
+        for job in page.items:
+            if job.last_updated_at is None or job.last_updated_at.timestamp() >= cutoff:
+                return total
+            total += 1
+        if page.next_cursor is None:
+            return total
+        cursor = page.next_cursor
 
 
-COMMANDS = (
-    worker_command,
-    recover_command,
-    enqueue_command,
-    stats_command,
-    db_group,
-    hash_password_command,
-    demo_command,
+@click.command("purge", cls=OneLineCommand)
+@click.option(
+    "--older-than",
+    type=click.FloatRange(min=0),
+    default=PURGE_OLDER_THAN_S,
+    show_default=True,
+    help="Delete finished jobs last updated more than this many seconds ago.",
 )
+@click.option(
+    "--status",
+    multiple=True,
+    type=click.Choice(_FINISHED),
+    callback=_status_option,
+    help="Limited today: the stores purge Completed, Failed and Canceled together, "
+    "so only all three are accepted (the default).",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
+@friendly_errors
+def purge_command(older_than: float, status: tuple[str, ...], dry_run: bool) -> None:
+    """Delete finished jobs (and their events) older than --older-than, in batches.
 
-
-def init_app(app: Flask) -> None:
-    """Register the commands on ``app.cli``."""
-    for command in COMMANDS:
-        app.cli.add_command(command)
-
-
-__all__ = ["init_app"]
+    Prints how many were deleted (with --dry-run: how many would be)."""
+    store = runtime().store()
+    if dry_run:
+        cutoff = store.now() - older_than
+        count = sum(_count_older(store, JobStatus[name], cutoff) for name in status)
+        click.echo(f"{count} job(s) would be purged")
+        return
+    total = 0
+    while deleted := store.purge(older_than, limit=PURGE_BATCH):
+        total += deleted
+    click.echo(f"{total} job(s) purged")

@@ -1,0 +1,201 @@
+"""The wheel as a user installs it (GitHub issue 14, point 1 and its first
+"Done when"): built from the checkout, installed with pip into a fresh virtual
+environment outside the repository (dependencies from the index this machine
+is configured with), then driven from an empty directory with a clean
+environment (no LEASEHOLD_SECRET_KEY, nothing of the checkout on the path).
+
+Slow: building and installing take about a minute."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from store import open_store
+
+#: Building and installing the wheel (the session fixture) counts toward the first test's timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+HTMX = REPO / "static" / "vendor" / "htmx.min.js"
+INSTALL_TIMEOUT_S = 600
+
+HANDLERS = """
+from workers import handler
+
+
+@handler("add", queue="math")
+def add(ctx):
+    return {"sum": ctx.payload["a"] + ctx.payload["b"]}
+"""
+
+
+class Installed:
+    """A venv with the wheel installed, an empty working folder and a handler module."""
+
+    def __init__(self, root: Path, wheel: Path) -> None:
+        self.root = root
+        self.wheel = wheel
+        self.bin = root / "venv" / "bin"
+        self.empty = root / "empty"
+        self.handlers = root / "handlers"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A clean environment: no LEASEHOLD_*, no PYTHONPATH but the handler folder."""
+        keep = ("HOME", "LANG", "LC_ALL", "TMPDIR", "PIP_CONFIG_FILE", "SSL_CERT_FILE")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        env["PATH"] = f"{self.bin}{os.pathsep}/usr/bin{os.pathsep}/bin"
+        env["PYTHONPATH"] = str(self.handlers)
+        env["LEASEHOLD_HANDLERS"] = "myjobs"
+        env.update(extra)
+        return env
+
+    def run(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            list(args), cwd=self.empty, env=self.env(**env), capture_output=True, text=True, timeout=timeout
+        )
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    assert HTMX.is_file(), "static/vendor/htmx.min.js is missing: run `make assets` first"
+    root = tmp_path_factory.mktemp("wheel")
+    assert not root.resolve().is_relative_to(REPO)
+    dist = root / "dist"
+    # setuptools builds in the checkout's build/ (ignored by git); a stale copy there of
+    # a module since removed would end up in the wheel, so start from none.
+    shutil.rmtree(REPO / "build", ignore_errors=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        check=True,
+        timeout=INSTALL_TIMEOUT_S,
+        capture_output=True,
+    )
+    [wheel] = dist.glob("leasehold-*.whl")
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(root / "venv")
+    box = Installed(root, wheel)
+    done = subprocess.run(
+        [str(box.bin / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        env={**box.env(), "PYTHONPATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    box.empty.mkdir()
+    box.handlers.mkdir()
+    (box.handlers / "myjobs.py").write_text(HANDLERS)
+    return box
+
+
+def test_the_wheel_carries_lua_migrations_templates_static_and_htmx(installed: Installed) -> None:
+    names = set(zipfile.ZipFile(installed.wheel).namelist())
+    for name in (
+        "store/redis/lua/claim.lua",
+        "store/redis/lua/lib/job.lua",
+        "store/sql/migrations/env.py",
+        "store/sql/migrations/script.py.mako",
+        "store/sql/migrations/versions/0001_initial.py",
+        "webapp/templates/base.html",
+        "webapp/templates/partials/jobs_table.html",
+        "webapp/static/console.css",
+        "webapp/static/vendor/htmx.min.js",
+        "webapp/gunicorn_conf.py",
+        "webapp/wsgi.py",
+    ):
+        assert name in names, name
+    assert not any(n.startswith(("tests/", "bench/")) for n in names)
+
+
+def test_db_upgrade_enqueue_worker_stats_from_an_empty_folder(installed: Installed) -> None:
+    url = f"sqlite:///{installed.root / 'data' / 'jobs.db'}"
+    assert (
+        installed.run("leasehold", "db", "upgrade", LEASEHOLD_STORE_URL=url).stdout
+        == "schema is up to date\n"
+    )
+    enqueued = installed.run(
+        "leasehold", "enqueue", "add", "--payload", '{"a": 2, "b": 3}', LEASEHOLD_STORE_URL=url
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id = enqueued.stdout.strip()
+
+    worker = installed.run("leasehold", "worker", "--burst", "--queues", "math", LEASEHOLD_STORE_URL=url)
+    assert worker.returncode == 0, worker.stderr
+
+    stats = installed.run("leasehold", "stats", "--json", LEASEHOLD_STORE_URL=url)
+    assert stats.returncode == 0, stats.stderr
+    data = json.loads(stats.stdout)
+    assert data["counts"]["Completed"] == 1 and data["queues"] == {"math": {"Completed": 1}}
+    with open_store(url) as store:
+        job = store.get(job_id)
+        assert (job.status.name, job.result) == ("Completed", {"sum": 5})
+    assert list(installed.empty.iterdir()) == []  # nothing written where the user stood
+
+
+def test_the_installed_app_reads_nothing_from_the_checkout(installed: Installed) -> None:
+    url = f"sqlite:///{installed.root / 'probe' / 'jobs.db'}"
+    probe = (
+        "import json, webapp, store, workers\n"
+        "from webapp import create_app\n"
+        f"app = create_app({{'TESTING': True, 'SECRET_KEY': 'k', 'STORE_URL': {url!r}}})\n"
+        "client = app.test_client()\n"
+        "print(json.dumps({'files': [webapp.__file__, store.__file__, workers.__file__,\n"
+        "  app.template_folder, app.static_folder],\n"
+        "  'login': client.get('/login').status_code,\n"
+        "  'htmx': client.get('/static/vendor/htmx.min.js').status_code}))\n"
+    )
+    done = installed.run("python", "-c", probe)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    site = installed.root / "venv"
+    assert all(Path(f).resolve().is_relative_to(site) for f in data["files"]), data["files"]
+    assert (data["login"], data["htmx"]) == (200, 200)
+
+
+def test_leasehold_web_serves_with_the_packaged_gunicorn_config(installed: Installed) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"sqlite:///{installed.root / 'web' / 'jobs.db'}"
+    assert installed.run("leasehold", "db", "upgrade", LEASEHOLD_STORE_URL=url).returncode == 0
+    missing = installed.run("leasehold", "web", LEASEHOLD_STORE_URL=url)
+    assert missing.returncode != 0 and "LEASEHOLD_SECRET_KEY" in missing.stderr
+    proc = subprocess.Popen(
+        [str(installed.bin / "leasehold"), "web", "--bind", f"127.0.0.1:{port}"],
+        cwd=installed.empty,
+        env=installed.env(
+            LEASEHOLD_STORE_URL=url, LEASEHOLD_SECRET_KEY="wheel-test-secret", LEASEHOLD_WEB_WORKERS="1"
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline, status = time.monotonic() + 60, None
+        while status is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+                    status = answer.status
+            except OSError:
+                time.sleep(0.2)
+        assert status == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        proc.stderr.close()  # type: ignore[union-attr]

@@ -1,0 +1,51 @@
+"""The ``leasehold`` command (DESIGN.md sections 7, 8): worker, enqueue, recover,
+stats, purge, db upgrade, hash-password, web, demo. ``leasehold <command> --help``
+for each.
+
+A plain click group: it imports no Flask and builds no web app. Settings come
+from ``LEASEHOLD_*`` in the environment (``workers.settings``), so only ``web``,
+which serves the console, needs LEASEHOLD_SECRET_KEY. ``webapp.cli`` registers
+the same commands under ``flask --app wsgi`` with the app's settings and store.
+Bad input exits non-zero with one line on stderr (``Error: ...``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from workers.cli.admin import db_group, demo_command, hash_password_command, web_command
+from workers.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
+from workers.cli.jobs import (
+    enqueue_command,
+    purge_command,
+    recover_command,
+    stats_command,
+    worker_command,
+)
+
+#: Every command (``webapp.cli`` registers the same ones under Flask).
+COMMANDS: tuple[click.Command, ...] = (
+    worker_command,
+    enqueue_command,
+    recover_command,
+    stats_command,
+    purge_command,
+    db_group,
+    hash_password_command,
+    web_command,
+    demo_command,
+)
+
+leasehold = OneLineGroup(
+    "leasehold",
+    help="Leasehold job queue. Settings come from LEASEHOLD_* environment variables.",
+    commands={command.name: command for command in COMMANDS},
+)
+
+
+def main() -> None:
+    """Entry point of the ``leasehold`` console script."""
+    leasehold(prog_name="leasehold")
+
+
+__all__ = ["COMMANDS", "RUNTIME_KEY", "Runtime", "leasehold", "main", "runtime"]

@@ -1,0 +1,5 @@
+"""``python -m workers.cli``: the ``leasehold`` command without the console script."""
+
+from workers.cli import main
+
+main()

@@ -1,0 +1,170 @@
+"""The settings every Leasehold process reads: store, handlers, worker, recovery.
+
+One model for the web app, the worker and the CLI. ``settings_from_env()``
+reads ``LEASEHOLD_*`` from the environment the way Flask's
+``app.config.from_prefixed_env("LEASEHOLD")`` does (each value parsed as JSON
+when it is JSON, else kept as a string), so the ``leasehold`` command and
+``flask --app wsgi`` see the same values without building a Flask app. The
+web app adds its own keys on top (``webapp.config``). A bad value raises
+ConfigError naming its variable; the timers are checked together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from store import DEFAULT_STORE_URL, StoreSettings
+from store.lifecycle import RetryPolicy
+
+#: Environment prefix of every setting: ``LEASEHOLD_LEASE_TTL`` is key ``LEASE_TTL``.
+PREFIX = "LEASEHOLD_"
+
+#: Defaults, each with its unit. Keys are the names after ``LEASEHOLD_``.
+DEFAULTS: dict[str, Any] = {
+    "STORE_URL": DEFAULT_STORE_URL,  # SQLAlchemy or Redis URL
+    "HANDLERS": "",  # comma-separated import paths of handler modules
+    "LEASE_TTL": 30.0,  # seconds
+    "RECOVERY_INTERVAL": 15.0,  # seconds
+    "MAX_RETRIES": 3,  # retries per job (4 attempts)
+    "RETRY_BASE": 2.0,  # seconds; delay = base * 2**retry_count
+    "RETRY_MAX_DELAY": 3600.0,  # seconds
+    "RETRY_JITTER": 0.0,  # fraction of the delay drawn at random, [0, 1]
+    "JOB_TIMEOUT": 1800.0,  # seconds
+    "RECOVERY_ENABLED": True,
+    "RECOVERY_BATCH": 500,  # expired leases per recovery batch
+    "RECOVERY_LOCK_TTL": 300.0,  # seconds
+    "CONCURRENCY": 0,  # job slots per worker process; 0 = CPU count
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; the message names the variable."""
+
+
+def _var(key: str) -> str:
+    return f"{PREFIX}{key}"
+
+
+def _number(config: Mapping[str, Any], key: str, low: float, integer: bool = False) -> float:
+    raw = config.get(key, DEFAULTS[key])
+    try:
+        if isinstance(raw, bool):
+            raise TypeError
+        value = int(raw) if integer else float(raw)
+    except (TypeError, ValueError):
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{_var(key)} must be {kind}, got {raw!r}") from None
+    if integer and float(raw) != value:
+        raise ConfigError(f"{_var(key)} must be an integer, got {raw!r}")
+    if not math.isfinite(value) or value < low:
+        raise ConfigError(f"{_var(key)} must be >= {low:g}, got {raw!r}")
+    return value
+
+
+def _flag(config: Mapping[str, Any], key: str) -> bool:
+    raw = config.get(key, DEFAULTS[key])
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{_var(key)} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated settings (seconds for every ``_s``)."""
+
+    store_url: str
+    handlers: tuple[str, ...]
+    lease_ttl_s: float
+    heartbeat_interval_s: float
+    recovery_interval_s: float
+    recovery_enabled: bool
+    recovery_batch: int
+    recovery_lock_ttl_s: float
+    job_timeout_s: float
+    max_retries: int
+    retry: RetryPolicy
+    concurrency: int
+
+    def store_settings(self) -> StoreSettings:
+        """The store's defaults from these settings."""
+        return StoreSettings(
+            lease_ttl_s=self.lease_ttl_s,
+            max_retries=self.max_retries,
+            job_timeout_s=self.job_timeout_s,
+            retry=self.retry,
+            recovery_batch=self.recovery_batch,
+        )
+
+
+def env_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``LEASEHOLD_*`` variables as config keys (prefix dropped), each value
+    parsed as JSON when it is JSON, else kept as a string: the same mapping
+    Flask's ``from_prefixed_env("LEASEHOLD")`` builds for these keys."""
+    environ = os.environ if environ is None else environ
+    config: dict[str, Any] = {}
+    for name in sorted(environ):
+        if not name.startswith(PREFIX):
+            continue
+        value: Any = environ[name]
+        with contextlib.suppress(ValueError):  # not JSON: kept as the string
+            value = json.loads(value)
+        config[name.removeprefix(PREFIX)] = value
+    return config
+
+
+def load_settings(config: Mapping[str, Any]) -> Settings:
+    """Validate a Flask config (or any mapping of the keys of DEFAULTS).
+
+    Raises ConfigError naming the first bad variable. Timers are checked
+    together: the heartbeat (lease TTL / 3) must leave room inside the lease,
+    the recovery lock must outlive a recovery interval."""
+    store_url = str(config.get("STORE_URL") or DEFAULTS["STORE_URL"])
+    scheme = store_url.split(":", 1)[0].lower()
+    if not scheme.startswith(("sqlite", "postgresql", "redis", "rediss")):
+        raise ConfigError(f"LEASEHOLD_STORE_URL has an unknown scheme {scheme!r}")
+    handlers = tuple(h.strip() for h in str(config.get("HANDLERS") or "").split(",") if h.strip())
+    lease_ttl = _number(config, "LEASE_TTL", 0.3)
+    recovery_interval = _number(config, "RECOVERY_INTERVAL", 0.05)
+    lock_ttl = _number(config, "RECOVERY_LOCK_TTL", 0.1)
+    base = _number(config, "RETRY_BASE", 0.0)
+    max_delay = _number(config, "RETRY_MAX_DELAY", 0.0)
+    jitter = _number(config, "RETRY_JITTER", 0.0)
+    if jitter > 1:
+        raise ConfigError(f"LEASEHOLD_RETRY_JITTER must be within [0, 1], got {jitter:g}")
+    if max_delay < base:
+        raise ConfigError("LEASEHOLD_RETRY_MAX_DELAY must be >= LEASEHOLD_RETRY_BASE")
+    if lock_ttl < recovery_interval:
+        raise ConfigError("LEASEHOLD_RECOVERY_LOCK_TTL must be >= LEASEHOLD_RECOVERY_INTERVAL")
+    concurrency = int(_number(config, "CONCURRENCY", 0, integer=True)) or (os.cpu_count() or 1)
+    heartbeat = lease_ttl / 3
+    return Settings(
+        store_url=store_url,
+        handlers=handlers,
+        lease_ttl_s=lease_ttl,
+        heartbeat_interval_s=heartbeat,
+        recovery_interval_s=recovery_interval,
+        recovery_enabled=_flag(config, "RECOVERY_ENABLED"),
+        recovery_batch=int(_number(config, "RECOVERY_BATCH", 1, integer=True)),
+        recovery_lock_ttl_s=lock_ttl,
+        job_timeout_s=_number(config, "JOB_TIMEOUT", 0.001),
+        max_retries=int(_number(config, "MAX_RETRIES", 0, integer=True)),
+        retry=RetryPolicy(base_s=base, max_delay_s=max_delay, jitter=jitter),
+        concurrency=concurrency,
+    )
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings from ``LEASEHOLD_*`` in the environment (no Flask app
+    built). Raises ConfigError naming the first bad variable."""
+    return load_settings({**DEFAULTS, **env_config(environ)})
