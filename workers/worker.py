@@ -61,6 +61,7 @@ from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.pool import ProcessRunner, ThreadRunner
 from workers.recovery import RecoveryService
+from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ EXIT_SLOTS_LOST = 3  # every slot held by a run it gave up on: replace this proc
 EXIT_POOL_BROKEN = 4  # the process pool broke
 
 #: Seconds between attempts to write an outcome while the store is unavailable.
-WRITE_RETRY_DELAYS_S = (0.1, 0.5, 2.0)
+WRITE_RETRY_DELAYS_S = OUTAGE_RETRY_DELAYS_S
 #: Least time, seconds, a run the worker gave up on (timeout, lost lease) may
 #: keep its slot before the slot counts as lost; it gets one lease TTL to
 #: notice ``ctx.cancelled``.
@@ -328,26 +329,19 @@ class Worker:
         """Nack (``store.fail``) with the run's token; retried while the store
         is unavailable (safe: the write is fenced by the token)."""
         job, error = run.job, outcome.error or {}
-        for delay in (*WRITE_RETRY_DELAYS_S, None):
-            try:
-                self.store.fail(
-                    job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.id
-                )
-                log.debug("job %s failed: %s", job.id, error.get("type"))
-                return
-            except LeaseLost as exc:
-                log.info("worker %s: failure refused, %s", self.id, exc)
-                return
-            except JobNotFound:
-                log.info("worker %s: job %s no longer exists", self.id, job.id)
-                return
-            except StoreUnavailable as exc:
-                if delay is None:
-                    log.error(
-                        "worker %s: could not record job %s (%s); its lease will expire", self.id, job.id, exc
-                    )
-                    return
-                time.sleep(delay)
+
+        def nack() -> None:
+            self.store.fail(job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.id)
+
+        try:
+            retry_unavailable(nack, WRITE_RETRY_DELAYS_S, f"worker {self.id}: failing job {job.id}")
+            log.debug("job %s failed: %s", job.id, error.get("type"))
+        except LeaseLost as exc:
+            log.info("worker %s: failure refused, %s", self.id, exc)
+        except JobNotFound:
+            log.info("worker %s: job %s no longer exists", self.id, job.id)
+        except StoreUnavailable as exc:
+            log.error("worker %s: could not record job %s (%s); its lease will expire", self.id, job.id, exc)
 
     # ----------------------------------------------------------- timeouts
     def _enforce_timeouts(self) -> None:
