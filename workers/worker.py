@@ -3,7 +3,8 @@
 The claim loop runs in the main thread. It picks a queue by smooth weighted
 round robin (``workers.claim``), claims a batch sized to the free slots and
 hands each job to the runner (``workers.pool``); the slot's thread nacks
-(``store.fail``) itself or hands a success to the acker thread, which records
+(``store.fail``) itself or hands a success to the acker thread
+(``workers.outcomes`` decides which, and whether a late result counts), which records
 completions in batches (``store.complete_many``), every write carrying the
 job's fencing token. When no job is due it waits for the store's wake-up
 (``store.wakeups``: Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short
@@ -44,24 +45,21 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from store import open_store
 from store.base import JobStore
-from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.models import Job, WorkerInfo, ts
 from workers.acker import Acker
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
-from workers.execute import Outcome, timed_out, unknown_handler
+from workers.execute import unknown_handler
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
-from workers.pool import ProcessRunner, ThreadRunner
+from workers.outcomes import Outcomes
+from workers.pool import ProcessRunner, Runner, ThreadRunner
 from workers.recovery import RecoveryService
-from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -72,8 +70,6 @@ EXIT_FORCED = 1  # second signal: left at once, leases expire on their own
 EXIT_SLOTS_LOST = 3  # every slot held by a run it gave up on: replace this process
 EXIT_POOL_BROKEN = 4  # the process pool broke
 
-#: Seconds between attempts to write an outcome while the store is unavailable.
-WRITE_RETRY_DELAYS_S = OUTAGE_RETRY_DELAYS_S
 #: Least time, seconds, a run the worker gave up on (timeout, lost lease) may
 #: keep its slot before the slot counts as lost; it gets one lease TTL to
 #: notice ``ctx.cancelled``.
@@ -116,12 +112,15 @@ class Worker:
         self._ahead_now = 0
         self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
-        self.runner: ThreadRunner | ProcessRunner
-        if config.pool == "process":
-            self.runner = ProcessRunner(config.concurrency, config.handlers, self._done, self._slot_freed)
-        else:
-            self.runner = ThreadRunner(config.concurrency, self._done, self._slot_freed)
         self.acker = Acker(store, self.id)
+        self.outcomes = Outcomes(store, self.id, self.inflight, self.acker)
+        self.runner: Runner
+        if config.pool == "process":
+            self.runner = ProcessRunner(
+                config.concurrency, config.handlers, self.outcomes.done, self._slot_freed
+            )
+        else:
+            self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
         self.listener: WakeupListener | None = None
@@ -277,71 +276,13 @@ class Worker:
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id))
         if spec is None:
-            self._write(run, unknown_handler(job.name, self.id))
+            self.outcomes.fail(run, unknown_handler(job.name, self.id))
             return
         self.inflight.add(run)
         if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:
             self.heartbeat.kick()  # renew on this job's shorter rhythm
         log.debug("job %s (%s) started with token %d", job.id, job.name, job.lease_token)
         self.runner.submit(run, spec)
-
-    # ----------------------------------------------------------- outcomes
-    def _done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
-        """A run ended (called from its slot's thread). ``finish()`` frees the
-        slot: once a failure is recorded, or once a completion is handed to
-        the acker (the run stays in ``inflight`` until the acker recorded it).
-        Never raises."""
-        handed_off = False
-
-        def finished() -> None:
-            self.inflight.remove(run)
-            finish()
-
-        try:
-            if outcome.dropped:
-                return
-            if not run.move(State.DONE):
-                if run.state in (State.RELEASED, State.DROPPED):
-                    # Its lease was given back, or a renewal was refused (lost,
-                    # canceled or already expired): the run is no longer ours to
-                    # record, even where the store would still take the token.
-                    log.debug(
-                        "job %s finished after its lease was %s; result discarded",
-                        run.job.id,
-                        run.state.value,
-                    )
-                    return
-                if run.state is State.TIMED_OUT:
-                    run.settled.wait(30)  # our JobTimeout is written first; this late ack is then refused
-            if outcome.error is None:
-                self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
-                handed_off = True
-                finish()
-            else:
-                self._write(run, outcome)
-        except Exception:  # a slot must always be freed
-            log.exception("worker %s: recording the outcome of job %s failed", self.id, run.job.id)
-        finally:
-            if not handed_off:
-                finished()
-
-    def _write(self, run: Running, outcome: Outcome) -> None:
-        """Nack (``store.fail``) with the run's token; retried while the store
-        is unavailable (safe: the write is fenced by the token)."""
-        job, error = run.job, outcome.error or {}
-
-        def nack() -> None:
-            self.store.fail(job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.id)
-
-        try:
-            retry_unavailable(nack, WRITE_RETRY_DELAYS_S, f"worker {self.id}: failing job {job.id}")
-            log.debug("job %s failed: %s", job.id, error.get("type"))
-        except LeaseLost as exc:
-            log.info("worker %s: failure refused, %s", self.id, exc)
-        except JobNotFound:
-            log.info("worker %s: job %s no longer exists", self.id, job.id)
-        except StoreUnavailable as exc:
-            log.error("worker %s: could not record job %s (%s); its lease will expire", self.id, job.id, exc)
 
     # ----------------------------------------------------------- timeouts
     def _enforce_timeouts(self) -> None:
@@ -353,10 +294,7 @@ class Worker:
             if run.overdue(now) and run.move(State.TIMED_OUT):
                 self.runner.cancel(run)
                 log.debug("job %s timed out after %gs", run.job.id, run.job.timeout_seconds)
-                try:
-                    self._write(run, timed_out(run.job.timeout_seconds))
-                finally:
-                    run.settled.set()
+                self.outcomes.time_out(run)
 
     def _until_deadline(self, wait_s: float) -> float:
         """``wait_s``, shortened to wake up at the next execution deadline."""
@@ -398,16 +336,8 @@ class Worker:
         log.info("worker %s stopped", self.id)
 
     def _release(self, run: Running) -> None:
-        try:
-            self.store.release(run.job.id, run.job.lease_token, worker_id=self.id)
-            log.debug("job %s released", run.job.id)
-        except LeaseLost as exc:
-            log.info("worker %s: release refused, %s", self.id, exc)
-        except Exception as exc:  # the lease expires and recovery retries the job
-            log.warning("worker %s: releasing job %s failed: %s", self.id, run.job.id, exc)
-        finally:
-            run.settled.set()
-            self.runner.cancel(run)
+        self.outcomes.release(run)
+        self.runner.cancel(run)
 
 
 def run_worker(config: WorkerConfig, *, install_signals: bool = True) -> int:
