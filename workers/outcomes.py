@@ -3,9 +3,13 @@ execution timeouts and releases, each carrying the run's lease token.
 
 Who may write a run's outcome is decided by ``Running.move`` (one winner per
 run, ``workers.inflight``). A handler that returns after the worker gave up
-on its run has a late result: after a timeout it goes to the store once the
-worker's JobTimeout was written (fencing then refuses it); after a lost or
-released lease it is discarded.
+on its run (a timeout, a lost or released lease) has a late result: it is
+recorded only where fencing makes that harmless. After a timeout that means
+only when the worker's JobTimeout write was answered by the store (recorded,
+or refused because the token is no longer current): the late ack then comes
+after it and is refused. When the JobTimeout write gave up on an outage the
+job is still InProgress under the same token, so the late result is dropped;
+the lease, no longer renewed, expires and recovery retries the job.
 """
 
 from __future__ import annotations
@@ -68,12 +72,20 @@ class Outcomes:
     def _ours(self, run: Running) -> bool:
         """Whether the handler's outcome may go to the store: the run was still
         RUNNING (now DONE), or it timed out and the worker's JobTimeout write
-        went first (so fencing refuses this late one)."""
+        was answered first (so fencing refuses this late one)."""
         if run.move(State.DONE):
             return True
         if run.state is State.TIMED_OUT:
-            run.settled.wait(SETTLE_WAIT_S)  # our JobTimeout is written first; this late ack is then refused
-            return True
+            run.settled.wait(SETTLE_WAIT_S)
+            if run.outcome_written:
+                return True
+            log.warning(
+                "worker %s: job %s returned after its timeout, which the store never recorded; "
+                "result discarded (its lease will expire)",
+                self.worker_id,
+                run.job.id,
+            )
+            return False
         # Its lease was given back, or a renewal was refused (lost, canceled or
         # already expired): the run is no longer ours to record, even where the
         # store would still take the token.
@@ -108,9 +120,9 @@ class Outcomes:
 
     def time_out(self, run: Running) -> None:
         """Fail a run that moved to TIMED_OUT with JobTimeout (retried by the
-        policy), then settle it."""
+        policy), note on it whether the store answered, then settle it."""
         try:
-            self.fail(run, timed_out(run.job.timeout_seconds))
+            run.outcome_written = self.fail(run, timed_out(run.job.timeout_seconds))
         finally:
             run.settled.set()
 

@@ -27,7 +27,8 @@ Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
 thread cannot be killed, so for a thread-pool run the loop sets
 ``ctx.cancelled``, fails the job through the retry policy (JobTimeout) and
 stops waiting; the abandoned thread keeps its slot until the handler returns
-(its late ack is refused by fencing). When every slot has been held for a
+(its late ack is refused by fencing, or dropped if the JobTimeout could not
+be written: ``workers.outcomes``). When every slot has been held for a
 lease TTL by runs it gave up on, the worker exits with EXIT_SLOTS_LOST so its
 supervisor replaces it.
 

@@ -1,0 +1,65 @@
+"""Worker hazards, each made to happen on purpose: a timeout the store did not
+take, an ack flush held past the lease during shutdown, a cancel landing
+between a process-pool schedule and its bookkeeping, a signal landing between
+a supervisor's Popen and its bookkeeping. Faults are injected by wrapping the
+store or the one call at the edge of the window; waits are bounded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from store.base import JobStore
+from store.errors import StoreUnavailable
+from tests.backends import StoreHandle
+from tests.workers.procs import events, wait_until
+from tests.workers.test_worker_inprocess import make_worker, running
+from workers.handlers import load_handlers
+from workers.worker import Worker
+
+load_handlers(["tests.handlers"])
+
+#: Bound on any wait for a worker, a pool process or a child (a loaded two-core machine).
+WAIT_S = 30.0
+
+
+class WrappedStore:
+    """``store`` with some methods replaced; everything else passes through."""
+
+    def __init__(self, store: JobStore, **overrides: Callable[..., Any]) -> None:
+        self._store = store
+        self._overrides = overrides
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._overrides:
+            return self._overrides[name]
+        return getattr(self._store, name)
+
+
+# ------------------------------------------------- 1. a timeout the store never took
+def test_late_result_after_an_unrecorded_timeout_is_not_acked(handle: StoreHandle) -> None:
+    """The JobTimeout write gives up on an outage, so the job is still
+    InProgress with the run's token (a 10 s lease): the handler's late result
+    must not complete it. The lease is left to expire (recovery retries it)."""
+    store = handle.store
+    attempts: list[str] = []
+
+    def fail_unavailable(job_id: str, token: int, error: dict[str, Any], **kwargs: Any) -> Any:
+        attempts.append(error["type"])
+        raise StoreUnavailable("injected outage for the JobTimeout write")
+
+    job = store.enqueue("sleep", {"seconds": 3.0}, timeout_s=0.2, max_retries=0)
+    config = make_worker(handle, concurrency=1).config.with_(lease_ttl_s=10.0)
+    worker = Worker(config, WrappedStore(store, fail=fail_unavailable), install_signals=False)  # type: ignore[arg-type]
+    with running(worker):
+        # The run timed out, its JobTimeout write gave up, the handler returned
+        # and its outcome was dealt with: the run left the worker's hands.
+        wait_until(
+            lambda: attempts and len(worker.inflight) == 0 and worker.runner.busy() == 0,
+            timeout=WAIT_S,
+            what="the late result handled",
+        )
+        after = store.get(job.id)
+    assert set(attempts) == {"JobTimeout"} and len(attempts) == 4  # one try and three retries
+    assert (after.status.name, after.lease_token) == ("InProgress", job.lease_token + 1)
+    assert not events(store, job.id, "completed")
