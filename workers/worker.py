@@ -35,7 +35,8 @@ supervisor replaces it.
 Shutdown (first SIGTERM/SIGINT, ``stop()``, or burst mode running dry): stop
 claiming at once, give running jobs ``grace_s`` to finish (leases still
 renewed), release the leases of the rest (back to the queue at once, not a
-failure), leave the registry. A second signal exits at once.
+failure), flush the queued acks (leases still renewed), stop the heartbeat,
+leave the registry. A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -324,11 +325,14 @@ class Worker:
         for run in self.inflight.running():
             if run.move(State.RELEASED):
                 self._release(run)
+        # Flush the queued acks first: the heartbeat keeps renewing the leases
+        # of finished runs until the acker recorded them (a slow flush must
+        # not outlive the lease), and stops only then.
+        if self.acker.is_alive():
+            self.acker.stop()
         if self.heartbeat is not None:
             self.heartbeat.stop()
             self.heartbeat.join(timeout=5)
-        if self.acker.is_alive():
-            self.acker.stop()
         self.runner.stop()
         try:
             self.store.remove_worker(self.id)

@@ -6,7 +6,8 @@ store or the one call at the edge of the window; waits are bounded."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from store.base import JobStore
@@ -15,6 +16,7 @@ from tests.backends import StoreHandle
 from tests.workers.procs import events, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
 from workers.handlers import load_handlers
+from workers.recovery import run_recovery
 from workers.worker import Worker
 
 load_handlers(["tests.handlers"])
@@ -63,3 +65,36 @@ def test_late_result_after_an_unrecorded_timeout_is_not_acked(handle: StoreHandl
     assert set(attempts) == {"JobTimeout"} and len(attempts) == 4  # one try and three retries
     assert (after.status.name, after.lease_token) == ("InProgress", job.lease_token + 1)
     assert not events(store, job.id, "completed")
+
+
+# --------------------------------------- 2. an ack flush held past the lease at shutdown
+def test_shutdown_keeps_renewing_leases_until_the_acks_are_flushed(handle: StoreHandle) -> None:
+    store = handle.store
+    flushing, go_on = threading.Event(), threading.Event()
+
+    def held_complete_many(acks: Sequence[tuple[str, int, Any]], *args: Any, **kwargs: Any) -> Any:
+        flushing.set()
+        go_on.wait(WAIT_S)
+        return store.complete_many(acks, *args, **kwargs)
+
+    job = store.enqueue("noop")
+    config = make_worker(handle, concurrency=1).config
+    worker = Worker(config, WrappedStore(store, complete_many=held_complete_many), install_signals=False)  # type: ignore[arg-type]
+    ttl = worker.config.lease_ttl_s
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        assert flushing.wait(WAIT_S), "the ack never reached the store"
+        worker.stop()
+        stopped_at = store.now()
+        # Two lease TTLs on the store's clock: a lease nobody renews is expired by then.
+        wait_until(lambda: store.now() >= stopped_at + 2 * ttl, timeout=WAIT_S, what="two lease TTLs")
+        report = run_recovery(store, "tester", "operator:test", batch=10, lock_ttl_s=5)
+        assert [r.job_id for r in report.recovered] == [], "the lease expired during the flush"
+    finally:
+        go_on.set()
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+    done = store.get(job.id)
+    assert done.status.name == "Completed" and done.lease_expirations == 0
+    assert not events(store, job.id, "completion_refused")
