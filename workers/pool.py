@@ -212,16 +212,22 @@ class ProcessRunner:
     def submit(self, run: Running, spec: HandlerSpec) -> None:
         with self._lock:
             self._busy.add(run)
-        run.start()  # handed to pebble, which times it from here
-        try:
+        if not run.start():  # dropped or released before it reached the pool: never run it
+            self._finish(run, Outcome(dropped=True))
+            return
+        try:  # pebble times the run from here
             future = self._pool.schedule(
                 run_in_child, args=(spec.name, run.ctx.fields()), timeout=run.job.timeout_seconds
             )
         except RuntimeError as exc:  # the pool broke: report it like any failed run
             self._finish(run, failure("WorkerPoolBroken", f"process pool unavailable: {exc}"))
             return
-        run.future = future
+        with self._lock:  # pairs with cancel(): one of the two sees the other's write
+            run.future = future
+            cancelled = run.ctx.cancelled.is_set()
         future.add_done_callback(partial(self._finished, run))
+        if cancelled:  # cancel() came while the run was being scheduled: kill it now
+            future.cancel()
 
     def _finished(self, run: Running, future: Future) -> None:
         try:
@@ -243,10 +249,14 @@ class ProcessRunner:
         self._on_free()
 
     def cancel(self, run: Running) -> None:
-        """Stop the run: cancelling a running pebble future kills its process."""
-        run.ctx.cancelled.set()
-        if run.future is not None:
-            run.future.cancel()
+        """Stop the run: cancelling a running pebble future kills its process.
+        A run whose future is not known yet is cancelled by ``submit`` as soon
+        as it is (both sides look under the runner's lock)."""
+        with self._lock:
+            run.ctx.cancelled.set()
+            future = run.future
+        if future is not None:
+            future.cancel()
 
     def stop(self) -> None:
         """Kill the pool's processes (jobs still running were released first)."""

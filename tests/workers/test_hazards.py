@@ -10,12 +10,17 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from store.base import JobStore
 from store.errors import StoreUnavailable
 from tests.backends import StoreHandle
 from tests.workers.procs import events, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
-from workers.handlers import load_handlers
+from workers.execute import Outcome
+from workers.handlers import JobContext, get_handler, load_handlers
+from workers.inflight import Running, State
+from workers.pool import ProcessRunner
 from workers.recovery import run_recovery
 from workers.worker import Worker
 
@@ -98,3 +103,68 @@ def test_shutdown_keeps_renewing_leases_until_the_acks_are_flushed(handle: Store
     done = store.get(job.id)
     assert done.status.name == "Completed" and done.lease_expirations == 0
     assert not events(store, job.id, "completion_refused")
+
+
+# ------------------------------------ 3. a cancel between a process-pool schedule and its future
+def process_runner() -> tuple[ProcessRunner, list[Outcome], threading.Event]:
+    """A one-process runner whose ``done`` records outcomes and sets the event."""
+    outcomes: list[Outcome] = []
+    ended = threading.Event()
+
+    def done(run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
+        outcomes.append(outcome)
+        finish()
+        ended.set()
+
+    return ProcessRunner(1, ["tests.handlers"], done, lambda: None), outcomes, ended
+
+
+def claimed_run(store: JobStore) -> Running:
+    store.enqueue("sleep", {"seconds": 120})
+    [job] = store.claim("w-test", ["default"], 1, lease_ttl_s=60)
+    return Running(job, JobContext.for_job(job, "w-test"))
+
+
+@pytest.mark.parametrize("handle", ["sqlite"], indirect=True)
+def test_a_cancel_right_after_scheduling_kills_the_process_run(handle: StoreHandle) -> None:
+    run = claimed_run(handle.store)
+    runner, outcomes, ended = process_runner()
+    schedule = runner._pool.schedule
+
+    def schedule_then_cancel(*args: Any, **kwargs: Any) -> Any:
+        future = schedule(*args, **kwargs)
+        runner.cancel(run)  # the lease is lost just as the run is handed to the pool
+        return future
+
+    runner._pool.schedule = schedule_then_cancel  # type: ignore[method-assign]
+    spec = get_handler("sleep")
+    assert spec is not None
+    try:
+        runner.submit(run, spec)
+        assert ended.wait(WAIT_S), "the cancelled run kept its process (it sleeps 120 s)"
+        assert outcomes == [Outcome(dropped=True)] and runner.busy() == 0
+    finally:
+        runner.stop()
+
+
+@pytest.mark.parametrize("handle", ["sqlite"], indirect=True)
+def test_a_run_dropped_before_it_reaches_the_process_pool_is_not_scheduled(handle: StoreHandle) -> None:
+    run = claimed_run(handle.store)
+    assert run.move(State.DROPPED)  # its renewal was refused between claim and submit
+    runner, outcomes, ended = process_runner()
+    scheduled: list[object] = []
+    schedule = runner._pool.schedule
+
+    def recorded_schedule(*args: Any, **kwargs: Any) -> Any:
+        scheduled.append(args)
+        return schedule(*args, **kwargs)
+
+    runner._pool.schedule = recorded_schedule  # type: ignore[method-assign]
+    spec = get_handler("sleep")
+    assert spec is not None
+    try:
+        runner.submit(run, spec)
+        assert ended.wait(WAIT_S)
+        assert (outcomes, scheduled, runner.busy()) == ([Outcome(dropped=True)], [], 0)
+    finally:
+        runner.stop()
