@@ -6,6 +6,8 @@ store or the one call at the edge of the window; waits are bounded."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,11 +19,14 @@ from store.errors import StoreUnavailable
 from tests.backends import StoreHandle
 from tests.workers.procs import events, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
+from workers import supervisor as supervisor_module
+from workers.config import WorkerConfig
 from workers.execute import Outcome
 from workers.handlers import JobContext, get_handler, load_handlers
 from workers.inflight import Running, State
 from workers.pool import ProcessRunner
 from workers.recovery import run_recovery
+from workers.supervisor import Supervisor
 from workers.worker import Worker
 
 load_handlers(["tests.handlers"])
@@ -168,3 +173,47 @@ def test_a_run_dropped_before_it_reaches_the_process_pool_is_not_scheduled(handl
         assert (outcomes, scheduled, runner.busy()) == ([Outcome(dropped=True)], [], 0)
     finally:
         runner.stop()
+
+
+# ------------------------------------ 4. a signal between a child's Popen and its slot
+@pytest.mark.parametrize("handle", ["sqlite"], indirect=True)
+def test_a_signal_right_after_popen_still_reaches_the_child(
+    handle: StoreHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = WorkerConfig(
+        store_url=handle.url,
+        concurrency=1,
+        lease_ttl_s=1.0,
+        name="w-sup",
+        handlers=("tests.handlers",),
+        store=handle.store.settings,
+    )
+    sup = Supervisor(config, 1, install_signals=False)
+    children: list[subprocess.Popen[bytes]] = []
+    sent: list[int] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signal(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        proc = real_popen(*args, **kwargs)
+        children.append(proc)
+        send = proc.send_signal
+        proc.send_signal = lambda signum: (sent.append(signum), send(signum))[1]  # type: ignore[method-assign]
+        sup._on_signal(signal.SIGTERM, None)  # SIGTERM lands before the slot knows its child
+        return proc
+
+    monkeypatch.setattr(supervisor_module.subprocess, "Popen", popen_then_signal)
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(sup.run()), daemon=True)
+    thread.start()
+    try:
+        thread.join(WAIT_S)
+        assert not thread.is_alive(), "the supervisor waits for a child it never signalled"
+        assert codes == [0] and len(children) == 1
+        assert sent == [signal.SIGTERM]  # once: a second SIGTERM would make it exit at once
+        assert children[0].poll() is not None
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait(WAIT_S)
+        sup._wake.set()
