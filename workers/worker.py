@@ -2,11 +2,11 @@
 
 The claim loop runs in the main thread. It picks a queue by smooth weighted
 round robin (``workers.claim``), claims a batch sized to the free slots and
-hands each job to the runner (``workers.pool``); the slot's thread nacks
-(``store.fail``) itself or hands a success to the acker thread
-(``workers.outcomes`` decides which, and whether a late result counts), which records
-completions in batches (``store.complete_many``), every write carrying the
-job's fencing token. When no job is due it waits for the store's wake-up
+hands each job to the runner (``workers.pool``); when a run ends, its slot's
+thread nacks it (``store.fail``) or hands a success to the acker thread
+(``workers.outcomes``, which also decides whether a late result counts); the
+acker records completions in batches (``store.complete_many``), every write
+carrying the job's fencing token. When no job is due it waits for the store's wake-up
 (``store.wakeups``: Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short
 exponential backoff (5 ms -> 200 ms, reset on work); when every slot is busy
 it sleeps until one frees.
