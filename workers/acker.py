@@ -16,19 +16,20 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from store.base import MAX_BATCH, JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable, ValidationError
+from store.models import Job
 from workers.inflight import Running
+from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 
 log = logging.getLogger(__name__)
 
 #: Seconds between attempts while the store is unavailable.
-RETRY_DELAYS_S = (0.1, 0.5, 2.0)
+RETRY_DELAYS_S = OUTAGE_RETRY_DELAYS_S
 
 Item = tuple[Running, Any, Callable[[], None]]
 
@@ -87,20 +88,20 @@ class Acker(threading.Thread):
 
     def _record(self, batch: list[Item]) -> None:
         acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]
-        for delay in (*RETRY_DELAYS_S, None):
-            try:
-                outcomes = self.store.complete_many(acks, worker_id=self.worker_id, return_jobs=False)
-                break
-            except ValidationError:  # some result the store will not take: ack one by one
-                outcomes = [self._one(*ack) for ack in acks]
-                break
-            except StoreUnavailable as exc:
-                if delay is None:
-                    log.error(
-                        "worker %s: could not record %d completions (%s)", self.worker_id, len(acks), exc
-                    )
-                    return
-                time.sleep(delay)
+
+        def record() -> list[Job | LeaseLost | None]:
+            return self.store.complete_many(acks, worker_id=self.worker_id, return_jobs=False)
+
+        outcomes: list[object]
+        try:
+            outcomes = list(
+                retry_unavailable(record, RETRY_DELAYS_S, f"worker {self.worker_id}: recording completions")
+            )
+        except ValidationError:  # some result the store will not take: ack one by one
+            outcomes = [self._one(*ack) for ack in acks]
+        except StoreUnavailable as exc:
+            log.error("worker %s: could not record %d completions (%s)", self.worker_id, len(acks), exc)
+            return
         for (job_id, _, _), outcome in zip(acks, outcomes, strict=True):
             if isinstance(outcome, LeaseLost):
                 log.info("worker %s: completion refused, %s", self.worker_id, outcome)

@@ -46,7 +46,10 @@ class Running:
     compared with the store's clock): infinite until ``start()``, then start
     + ``job.timeout_seconds``. ``settled`` is set once the worker's
     own write for a TIMED_OUT or RELEASED run has finished, so the handler's
-    late ack goes to the store after it and is refused by fencing."""
+    late ack goes to the store after it and is refused by fencing.
+    ``outcome_written`` (read after ``settled``) says whether the store
+    answered that write; if not, the job may still be InProgress under this
+    token and a late result must not be recorded (``workers.outcomes``)."""
 
     job: Job
     ctx: JobContext
@@ -55,6 +58,7 @@ class Running:
     started: bool = False
     _settled: threading.Event | None = None
     future: Any = None  # the process pool's future, when there is one
+    outcome_written: bool = False
     given_up_at: float | None = None  # time.monotonic() when it left RUNNING for anything but DONE
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

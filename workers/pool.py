@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future
 from functools import partial
+from typing import Protocol
 
 from workers.execute import Outcome, failure, run_handler, run_in_child, timed_out
 from workers.handlers import HandlerSpec, load_handlers
@@ -37,6 +38,49 @@ from workers.inflight import Running
 log = logging.getLogger(__name__)
 
 Done = Callable[[Running, Outcome, Callable[[], None]], None]
+
+
+class Runner(Protocol):
+    """What the worker needs of its execution slots (ThreadRunner, ProcessRunner).
+
+    ``kills_on_timeout``: the runner stops a run at ``job.timeout_seconds``
+    itself (else the worker enforces timeouts). ``claims_ahead``: it queues
+    runs beyond its slots (``free(ahead)``). ``mean_run_s``: mean handler run
+    time, seconds, or None when unknown."""
+
+    kills_on_timeout: bool
+    claims_ahead: bool
+    mean_run_s: float | None
+
+    def free(self, ahead: int = 0) -> int:
+        """Runs it takes now: free slots, plus up to ``ahead`` runs to queue."""
+        ...
+
+    def busy(self) -> int:
+        """Runs taken and not finished."""
+        ...
+
+    def abandoned(self, older_than_s: float = 0.0) -> int:
+        """Runs given up on at least ``older_than_s`` seconds ago that still hold a slot."""
+        ...
+
+    def broken(self) -> bool:
+        """True once the runner can take no more runs (the worker must be replaced)."""
+        ...
+
+    def submit(self, run: Running, spec: HandlerSpec) -> None:
+        """Run ``run`` with ``spec`` in a slot; ``done(run, outcome, finish)``
+        is called from a pool thread when it ends (also for a run that was
+        dropped or released before it started: ``Outcome(dropped=True)``)."""
+        ...
+
+    def cancel(self, run: Running) -> None:
+        """Tell the run to stop (set ``ctx.cancelled``; kill it where possible)."""
+        ...
+
+    def stop(self) -> None:
+        """Take no more runs and let the slots go (called once, at shutdown)."""
+        ...
 
 
 #: Weight of the newest run in ThreadRunner.mean_run_s (exponential moving average).
@@ -168,16 +212,22 @@ class ProcessRunner:
     def submit(self, run: Running, spec: HandlerSpec) -> None:
         with self._lock:
             self._busy.add(run)
-        run.start()  # handed to pebble, which times it from here
-        try:
+        if not run.start():  # dropped or released before it reached the pool: never run it
+            self._finish(run, Outcome(dropped=True))
+            return
+        try:  # pebble times the run from here
             future = self._pool.schedule(
                 run_in_child, args=(spec.name, run.ctx.fields()), timeout=run.job.timeout_seconds
             )
         except RuntimeError as exc:  # the pool broke: report it like any failed run
             self._finish(run, failure("WorkerPoolBroken", f"process pool unavailable: {exc}"))
             return
-        run.future = future
+        with self._lock:  # pairs with cancel(): one of the two sees the other's write
+            run.future = future
+            cancelled = run.ctx.cancelled.is_set()
         future.add_done_callback(partial(self._finished, run))
+        if cancelled:  # cancel() came while the run was being scheduled: kill it now
+            future.cancel()
 
     def _finished(self, run: Running, future: Future) -> None:
         try:
@@ -199,10 +249,14 @@ class ProcessRunner:
         self._on_free()
 
     def cancel(self, run: Running) -> None:
-        """Stop the run: cancelling a running pebble future kills its process."""
-        run.ctx.cancelled.set()
-        if run.future is not None:
-            run.future.cancel()
+        """Stop the run: cancelling a running pebble future kills its process.
+        A run whose future is not known yet is cancelled by ``submit`` as soon
+        as it is (both sides look under the runner's lock)."""
+        with self._lock:
+            run.ctx.cancelled.set()
+            future = run.future
+        if future is not None:
+            future.cancel()
 
     def stop(self) -> None:
         """Kill the pool's processes (jobs still running were released first)."""

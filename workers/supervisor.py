@@ -2,7 +2,9 @@
 
 Each child is ``python -m workers.child`` in its own process group (so a
 terminal's Ctrl-C reaches the supervisor only, and each child gets exactly
-one forwarded signal), with its WorkerConfig in the environment. A child
+one forwarded signal), with its WorkerConfig in the environment. Signals are
+noted by the handler and forwarded by the loop, the thread that also starts
+the children, so a child started while a signal came in still gets it. A child
 that dies is restarted after an exponential backoff kept per slot
 (``first_s * 2**(failures-1)``, at most ``max_s``; the count resets once a
 child has lived ``stable_s``), so a crash loop cannot spin. SIGTERM/SIGINT
@@ -45,6 +47,7 @@ class Slot:
     generation: int = 0
     restart_at: float | None = None
     done: bool = False
+    signalled: int = 0  # signals forwarded to the current process
 
 
 class Supervisor:
@@ -69,20 +72,33 @@ class Supervisor:
         self.max_backoff_s = max_backoff_s
         self.stable_s = stable_s
         self.install_signals = install_signals
-        self._signals = 0
+        self._received: list[int] = []  # signal numbers, in order (append is atomic)
         self._wake = threading.Event()
 
     # ------------------------------------------------------------ signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
-        self._signals += 1
-        self._forward(signum)
-        self._wake.set()
+        """Note the signal; the loop forwards it (within its 0.1 s tick). No
+        lock is taken here: a handler runs between two bytecodes of the main
+        thread, which may hold any lock at that moment."""
+        self._received.append(signum)
 
-    def _forward(self, signum: int) -> None:
+    def _forward(self) -> None:
+        """Send every live child each signal received since it was started
+        that it has not been sent yet, in order. Runs in the loop's thread,
+        which is also the only one that starts children: a child started
+        while a signal came in gets it here too, exactly once."""
+        received = list(self._received)
         for slot in self.slots:
-            if slot.proc is not None and slot.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    slot.proc.send_signal(signum)
+            while slot.proc is not None and slot.signalled < len(received):
+                signum = received[slot.signalled]
+                slot.signalled += 1
+                if slot.proc.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        slot.proc.send_signal(signum)
+
+    @property
+    def _signals(self) -> int:
+        return len(self._received)
 
     @property
     def stopping(self) -> bool:
@@ -91,6 +107,7 @@ class Supervisor:
     def stop(self) -> None:
         """Stop gracefully, as on SIGTERM (thread-safe)."""
         self._on_signal(signal.SIGTERM, None)
+        self._wake.set()
 
     # -------------------------------------------------------------- slots
     def child_name(self, slot: Slot) -> str:
@@ -105,6 +122,7 @@ class Supervisor:
         paths = [os.getcwd(), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         slot.proc = subprocess.Popen([sys.executable, "-m", "workers.child"], env=env, process_group=0)
+        slot.signalled = 0
         slot.started = time.monotonic()
         slot.restart_at = None
         log.info("supervisor: started worker %s (pid %d)", config.name, slot.proc.pid)
@@ -136,6 +154,7 @@ class Supervisor:
         for slot in self.slots:
             self._spawn(slot)
         while True:
+            self._forward()
             for slot in self.slots:
                 self._reap(slot)
             if self.stopping and all(s.proc is None for s in self.slots):

@@ -2,10 +2,11 @@
 
 The claim loop runs in the main thread. It picks a queue by smooth weighted
 round robin (``workers.claim``), claims a batch sized to the free slots and
-hands each job to the runner (``workers.pool``); the slot's thread nacks
-(``store.fail``) itself or hands a success to the acker thread, which records
-completions in batches (``store.complete_many``), every write carrying the
-job's fencing token. When no job is due it waits for the store's wake-up
+hands each job to the runner (``workers.pool``); when a run ends, its slot's
+thread nacks it (``store.fail``) or hands a success to the acker thread
+(``workers.outcomes``, which also decides whether a late result counts); the
+acker records completions in batches (``store.complete_many``), every write
+carrying the job's fencing token. When no job is due it waits for the store's wake-up
 (``store.wakeups``: Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short
 exponential backoff (5 ms -> 200 ms, reset on work); when every slot is busy
 it sleeps until one frees.
@@ -20,20 +21,22 @@ execution timeout starts when a slot starts it; shutdown gives back the
 leases of jobs claimed ahead at once.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
-registry entry) and the recovery service (``workers.recovery``).
+registry entry) and the recovery service (``store.recovery``).
 
 Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
 thread cannot be killed, so for a thread-pool run the loop sets
 ``ctx.cancelled``, fails the job through the retry policy (JobTimeout) and
 stops waiting; the abandoned thread keeps its slot until the handler returns
-(its late ack is refused by fencing). When every slot has been held for a
+(its late ack is refused by fencing, or dropped if the JobTimeout could not
+be written: ``workers.outcomes``). When every slot has been held for a
 lease TTL by runs it gave up on, the worker exits with EXIT_SLOTS_LOST so its
 supervisor replaces it.
 
 Shutdown (first SIGTERM/SIGINT, ``stop()``, or burst mode running dry): stop
 claiming at once, give running jobs ``grace_s`` to finish (leases still
 renewed), release the leases of the rest (back to the queue at once, not a
-failure), leave the registry. A second signal exits at once.
+failure), flush the queued acks (leases still renewed), stop the heartbeat,
+leave the registry. A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -44,23 +47,21 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from store import open_store
 from store.base import JobStore
-from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.models import Job, WorkerInfo, ts
 from store.recovery import RecoveryService
 from workers.acker import Acker
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
-from workers.execute import Outcome, timed_out, unknown_handler
+from workers.execute import unknown_handler
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
-from workers.pool import ProcessRunner, ThreadRunner
+from workers.outcomes import Outcomes
+from workers.pool import ProcessRunner, Runner, ThreadRunner
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,6 @@ EXIT_FORCED = 1  # second signal: left at once, leases expire on their own
 EXIT_SLOTS_LOST = 3  # every slot held by a run it gave up on: replace this process
 EXIT_POOL_BROKEN = 4  # the process pool broke
 
-#: Seconds between attempts to write an outcome while the store is unavailable.
-WRITE_RETRY_DELAYS_S = (0.1, 0.5, 2.0)
 #: Least time, seconds, a run the worker gave up on (timeout, lost lease) may
 #: keep its slot before the slot counts as lost; it gets one lease TTL to
 #: notice ``ctx.cancelled``.
@@ -115,12 +114,15 @@ class Worker:
         self._ahead_now = 0
         self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
-        self.runner: ThreadRunner | ProcessRunner
-        if config.pool == "process":
-            self.runner = ProcessRunner(config.concurrency, config.handlers, self._done, self._slot_freed)
-        else:
-            self.runner = ThreadRunner(config.concurrency, self._done, self._slot_freed)
         self.acker = Acker(store, self.id)
+        self.outcomes = Outcomes(store, self.id, self.inflight, self.acker)
+        self.runner: Runner
+        if config.pool == "process":
+            self.runner = ProcessRunner(
+                config.concurrency, config.handlers, self.outcomes.done, self._slot_freed
+            )
+        else:
+            self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
         self.listener: WakeupListener | None = None
@@ -276,78 +278,13 @@ class Worker:
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id))
         if spec is None:
-            self._write(run, unknown_handler(job.name, self.id))
+            self.outcomes.fail(run, unknown_handler(job.name, self.id))
             return
         self.inflight.add(run)
         if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:
             self.heartbeat.kick()  # renew on this job's shorter rhythm
         log.debug("job %s (%s) started with token %d", job.id, job.name, job.lease_token)
         self.runner.submit(run, spec)
-
-    # ----------------------------------------------------------- outcomes
-    def _done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
-        """A run ended (called from its slot's thread). ``finish()`` frees the
-        slot: once a failure is recorded, or once a completion is handed to
-        the acker (the run stays in ``inflight`` until the acker recorded it).
-        Never raises."""
-        handed_off = False
-
-        def finished() -> None:
-            self.inflight.remove(run)
-            finish()
-
-        try:
-            if outcome.dropped:
-                return
-            if not run.move(State.DONE):
-                if run.state in (State.RELEASED, State.DROPPED):
-                    # Its lease was given back, or a renewal was refused (lost,
-                    # canceled or already expired): the run is no longer ours to
-                    # record, even where the store would still take the token.
-                    log.debug(
-                        "job %s finished after its lease was %s; result discarded",
-                        run.job.id,
-                        run.state.value,
-                    )
-                    return
-                if run.state is State.TIMED_OUT:
-                    run.settled.wait(30)  # our JobTimeout is written first; this late ack is then refused
-            if outcome.error is None:
-                self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
-                handed_off = True
-                finish()
-            else:
-                self._write(run, outcome)
-        except Exception:  # a slot must always be freed
-            log.exception("worker %s: recording the outcome of job %s failed", self.id, run.job.id)
-        finally:
-            if not handed_off:
-                finished()
-
-    def _write(self, run: Running, outcome: Outcome) -> None:
-        """Nack (``store.fail``) with the run's token; retried while the store
-        is unavailable (safe: the write is fenced by the token)."""
-        job, error = run.job, outcome.error or {}
-        for delay in (*WRITE_RETRY_DELAYS_S, None):
-            try:
-                self.store.fail(
-                    job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.id
-                )
-                log.debug("job %s failed: %s", job.id, error.get("type"))
-                return
-            except LeaseLost as exc:
-                log.info("worker %s: failure refused, %s", self.id, exc)
-                return
-            except JobNotFound:
-                log.info("worker %s: job %s no longer exists", self.id, job.id)
-                return
-            except StoreUnavailable as exc:
-                if delay is None:
-                    log.error(
-                        "worker %s: could not record job %s (%s); its lease will expire", self.id, job.id, exc
-                    )
-                    return
-                time.sleep(delay)
 
     # ----------------------------------------------------------- timeouts
     def _enforce_timeouts(self) -> None:
@@ -359,10 +296,7 @@ class Worker:
             if run.overdue(now) and run.move(State.TIMED_OUT):
                 self.runner.cancel(run)
                 log.debug("job %s timed out after %gs", run.job.id, run.job.timeout_seconds)
-                try:
-                    self._write(run, timed_out(run.job.timeout_seconds))
-                finally:
-                    run.settled.set()
+                self.outcomes.time_out(run)
 
     def _until_deadline(self, wait_s: float) -> float:
         """``wait_s``, shortened to wake up at the next execution deadline."""
@@ -391,11 +325,14 @@ class Worker:
         for run in self.inflight.running():
             if run.move(State.RELEASED):
                 self._release(run)
+        # Flush the queued acks first: the heartbeat keeps renewing the leases
+        # of finished runs until the acker recorded them (a slow flush must
+        # not outlive the lease), and stops only then.
+        if self.acker.is_alive():
+            self.acker.stop()
         if self.heartbeat is not None:
             self.heartbeat.stop()
             self.heartbeat.join(timeout=5)
-        if self.acker.is_alive():
-            self.acker.stop()
         self.runner.stop()
         try:
             self.store.remove_worker(self.id)
@@ -404,16 +341,8 @@ class Worker:
         log.info("worker %s stopped", self.id)
 
     def _release(self, run: Running) -> None:
-        try:
-            self.store.release(run.job.id, run.job.lease_token, worker_id=self.id)
-            log.debug("job %s released", run.job.id)
-        except LeaseLost as exc:
-            log.info("worker %s: release refused, %s", self.id, exc)
-        except Exception as exc:  # the lease expires and recovery retries the job
-            log.warning("worker %s: releasing job %s failed: %s", self.id, run.job.id, exc)
-        finally:
-            run.settled.set()
-            self.runner.cancel(run)
+        self.outcomes.release(run)
+        self.runner.cancel(run)
 
 
 def run_worker(config: WorkerConfig, *, install_signals: bool = True) -> int:

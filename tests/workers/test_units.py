@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from store import StoreSettings
+from store.errors import StoreUnavailable
 from store.lifecycle import RetryPolicy
 from workers.claim import IdleBackoff, WeightedQueues, format_queues, parse_queues
 from workers.config import WorkerConfig
@@ -27,6 +28,7 @@ from workers.handlers import (
     registry,
     unregister,
 )
+from workers.retry import retry_unavailable
 
 
 def ctx(name: str = "t", payload: object = None) -> JobContext:
@@ -226,3 +228,37 @@ def test_worker_config_survives_the_trip_to_a_child() -> None:
 def test_worker_config_refuses_nonsense(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         WorkerConfig(store_url="sqlite:///x.db", **bad)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------- outage retries
+def test_retry_unavailable_retries_with_the_delays_then_raises_the_last_error() -> None:
+    slept: list[float] = []
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise StoreUnavailable(f"down {len(calls)}")
+        return "ok"
+
+    assert retry_unavailable(flaky, (0.1, 0.2, 0.3), "test", sleep=slept.append) == "ok"
+    assert (len(calls), slept) == (3, [0.1, 0.2])
+
+    def down() -> None:
+        raise StoreUnavailable("still down")
+
+    slept.clear()
+    with pytest.raises(StoreUnavailable, match="still down"):
+        retry_unavailable(down, (0.1, 0.2), "test", sleep=slept.append)
+    assert slept == [0.1, 0.2]  # one try, then one more after each delay
+
+
+def test_retry_unavailable_lets_other_errors_through_at_once() -> None:
+    slept: list[float] = []
+
+    def refused() -> None:
+        raise ValueError("not an outage")
+
+    with pytest.raises(ValueError):
+        retry_unavailable(refused, (0.1,), "test", sleep=slept.append)
+    assert slept == []

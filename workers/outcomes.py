@@ -1,0 +1,141 @@
+"""What a worker writes about its runs: acks (through the acker), nacks,
+execution timeouts and releases, each carrying the run's lease token.
+
+Who may write a run's outcome is decided by ``Running.move`` (one winner per
+run, ``workers.inflight``). A handler that returns after the worker gave up
+on its run (a timeout, a lost or released lease) has a late result: it is
+recorded only where fencing makes that harmless. After a timeout that means
+only when the worker's JobTimeout write was answered by the store (recorded,
+or refused because the token is no longer current): the late ack then comes
+after it and is refused. When the JobTimeout write gave up on an outage the
+job is still InProgress under the same token, so the late result is dropped;
+the lease, no longer renewed, expires and recovery retries the job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+
+from store.base import JobStore
+from store.errors import JobNotFound, LeaseLost, StoreUnavailable
+from workers.acker import Acker
+from workers.execute import Outcome, timed_out
+from workers.inflight import InFlight, Running, State
+from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
+
+log = logging.getLogger(__name__)
+
+#: Seconds between attempts to write an outcome while the store is unavailable.
+WRITE_RETRY_DELAYS_S = OUTAGE_RETRY_DELAYS_S
+#: Longest a timed-out run's late result waits for the worker's JobTimeout
+#: write, seconds (the write's retries take about 2.6 s); past it the result is dropped.
+SETTLE_WAIT_S = 30.0
+
+
+class Outcomes:
+    """Records the outcomes of one worker's runs in ``store`` as ``worker_id``."""
+
+    def __init__(self, store: JobStore, worker_id: str, inflight: InFlight, acker: Acker) -> None:
+        self.store = store
+        self.worker_id = worker_id
+        self.inflight = inflight
+        self.acker = acker
+
+    def done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
+        """A run ended (called from its slot's thread). ``finish()`` frees the
+        slot: once a failure is recorded, or once a completion is handed to
+        the acker (the run stays in ``inflight`` until the acker recorded it).
+        Never raises."""
+        handed_off = False
+
+        def finished() -> None:
+            self.inflight.remove(run)
+            finish()
+
+        try:
+            if outcome.dropped or not self._ours(run):
+                return
+            if outcome.error is None:
+                self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
+                handed_off = True
+                finish()
+            else:
+                self.fail(run, outcome)
+        except Exception:  # a slot must always be freed
+            log.exception("worker %s: recording the outcome of job %s failed", self.worker_id, run.job.id)
+        finally:
+            if not handed_off:
+                finished()
+
+    def _ours(self, run: Running) -> bool:
+        """Whether the handler's outcome may go to the store: the run was still
+        RUNNING (now DONE), or it timed out and the worker's JobTimeout write
+        was answered first (so fencing refuses this late one)."""
+        if run.move(State.DONE):
+            return True
+        if run.state is State.TIMED_OUT:
+            run.settled.wait(SETTLE_WAIT_S)
+            if run.outcome_written:
+                return True
+            log.warning(
+                "worker %s: job %s returned after its timeout, which the store never recorded; "
+                "result discarded (its lease will expire)",
+                self.worker_id,
+                run.job.id,
+            )
+            return False
+        # Its lease was given back, or a renewal was refused (lost, canceled or
+        # already expired): the run is no longer ours to record, even where the
+        # store would still take the token.
+        log.debug("job %s finished after its lease was %s; result discarded", run.job.id, run.state.value)
+        return False
+
+    def fail(self, run: Running, outcome: Outcome) -> bool:
+        """Nack (``store.fail``) with the run's token, retried while the store
+        is unavailable (safe: the write is fenced by the token). True when the
+        store answered: the failure was recorded, or refused (LeaseLost, the
+        job is gone); False when every try met an outage."""
+        job, error = run.job, outcome.error or {}
+
+        def nack() -> None:
+            self.store.fail(
+                job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.worker_id
+            )
+
+        try:
+            retry_unavailable(nack, WRITE_RETRY_DELAYS_S, f"worker {self.worker_id}: failing job {job.id}")
+            log.debug("job %s failed: %s", job.id, error.get("type"))
+        except LeaseLost as exc:
+            log.info("worker %s: failure refused, %s", self.worker_id, exc)
+        except JobNotFound:
+            log.info("worker %s: job %s no longer exists", self.worker_id, job.id)
+        except StoreUnavailable as exc:
+            log.error(
+                "worker %s: could not record job %s (%s); its lease will expire", self.worker_id, job.id, exc
+            )
+            return False
+        return True
+
+    def time_out(self, run: Running) -> None:
+        """Fail a run that moved to TIMED_OUT with JobTimeout (retried by the
+        policy), note on it whether the store answered, then settle it."""
+        try:
+            run.outcome_written = self.fail(run, timed_out(run.job.timeout_seconds))
+        finally:
+            run.settled.set()
+
+    def release(self, run: Running) -> None:
+        """Give a RELEASED run's lease back (the job is due again at once, not
+        a failure), then settle it. Never raises: a lease it could not give
+        back expires and recovery retries the job."""
+        try:
+            self.store.release(run.job.id, run.job.lease_token, worker_id=self.worker_id)
+            log.debug("job %s released", run.job.id)
+        except LeaseLost as exc:
+            log.info("worker %s: release refused, %s", self.worker_id, exc)
+        except Exception as exc:
+            log.warning("worker %s: releasing job %s failed: %s", self.worker_id, run.job.id, exc)
+        finally:
+            run.settled.set()
