@@ -16,6 +16,7 @@ import pytest
 
 from store.base import JobStore
 from store.errors import StoreUnavailable
+from store.recovery import run_recovery
 from tests.backends import StoreHandle
 from tests.workers.procs import events, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
@@ -25,7 +26,6 @@ from workers.execute import Outcome
 from workers.handlers import JobContext, get_handler, load_handlers
 from workers.inflight import Running, State
 from workers.pool import ProcessRunner
-from workers.recovery import run_recovery
 from workers.supervisor import Supervisor
 from workers.worker import Worker
 
