@@ -14,6 +14,10 @@ there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
 the same (job, token). Candidates lost to other workers are replaced in at
 most CLAIM_ROUNDS rounds.
 
+Each operation's target, event kind and the fields it stamps or clears come
+from ``lifecycle.OPERATIONS`` through ``plumbing.op_args``; the scripts name
+none of them.
+
 A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
 how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
 (each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
@@ -32,7 +36,7 @@ import uuid6
 from store import lifecycle
 from store.base import MAX_BATCH, JobStore
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
-from store.lifecycle import JobStatus, Operation
+from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import (
     Counts,
     HeartbeatResult,
@@ -48,7 +52,7 @@ from store.models import (
 from store.redis import codec
 from store.redis.keys import rank_job_id
 from store.redis.listing import list_page
-from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, guard, target
+from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.wakeups import RedisWakeups
@@ -77,7 +81,8 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
         ``([], id)`` when an idempotency key is taken by job ``id`` (``''``
         when the key is repeated inside the chunk)."""
         k = self.keys
-        keys, args, rows = [*k.common(), k.idempotency], self._args(k.wakeup), []
+        keys, rows = [*k.common(), k.idempotency], []
+        args = self._args(k.wakeup, EventKind.ENQUEUED.value)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
@@ -201,7 +206,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             candidates = heapq.nsmallest(window, pairs)  # byte order of rank = claim order
             if not candidates:
                 break
-            keys, args = k.common(), self._args(worker_id, ttl, want, *guard(Operation.CLAIM))
+            keys, args = k.common(), self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
             for member, queue in candidates:
                 job_id = rank_job_id(member)
                 keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
@@ -231,7 +236,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
                 refused.append(lease)
                 if reply[0] == 0:
                     stale.append((lease.job_id, lease.token, reply[1], reply[2]))
-        self._refusals("heartbeat_refused", worker_id, stale)
+        self._refusals(EventKind.HEARTBEAT_REFUSED, worker_id, stale)
         return HeartbeatResult(renewed, refused)
 
     def complete_many(
@@ -248,13 +253,13 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
         out: list[Job | LeaseLost | None] = []
         want = 1 if return_jobs else 0
         for chunk in chunks([(*ack[:2], text) for ack, text in zip(acks, texts, strict=True)]):
-            keys, args = self.keys.common(), self._args(worker_id or "", *guard(Operation.COMPLETE), want)
+            keys, args = self.keys.common(), self._args(*op_args(Operation.COMPLETE), worker_id or "", want)
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, text]
             replies = self._eval(self._lua.complete, keys, args)
             stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
-            lost = iter(self._refusals("completion_refused", worker_id, stale))
+            lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):
                 if reply[0] == 1:
                     out.append(codec.job_from_flat(reply[1]) if return_jobs else None)
@@ -284,7 +289,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             if code is None:
                 raise JobNotFound(job_id)
             if S(int(code)) not in lifecycle.sources(Operation.FAIL) or int(current) != token:
-                raise self._refusals("failure_refused", worker_id, [(job_id, token, current, code)])[0]
+                raise self._refusals(refusal(Operation.FAIL), worker_id, [(job_id, token, current, code)])[0]
             policy = self.settings.retry
             decision = lifecycle.decide_failure(int(retries), int(max_retries), policy, permanent=permanent)
             item = Failure(job_id, queue, token, int(retries), decision, error, False, worker_id)
@@ -299,13 +304,13 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             raise JobNotFound(job_id)
         k = self.keys
         keys = [*k.common(), k.job(job_id), k.events(job_id), k.scheduled(queue)]
-        args = self._args(job_id, token, worker_id or "", *guard(Operation.RELEASE))
+        args = self._args(*op_args(Operation.RELEASE), job_id, token, worker_id or "")
         reply = self._eval(self._lua.release, keys, args)
         if reply[0] == 1:
             return codec.job_from_flat(reply[1])
         if reply[0] == -1:
             raise JobNotFound(job_id)
-        raise self._refusals("release_refused", worker_id, [(job_id, token, reply[1], reply[2])])[0]
+        raise self._refusals(refusal(Operation.RELEASE), worker_id, [(job_id, token, reply[1], reply[2])])[0]
 
     def wakeups(self, queues: Sequence[str]) -> RedisWakeups:
         """Subscribe to the deployment's wake-up channel (lua/enqueue.lua publishes)."""
@@ -323,22 +328,22 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
                 raise JobNotFound(job_id)
             lifecycle.check_operation(job_id, op, S(int(code)))
             keys = [*k.common(), k.job(job_id), k.events(job_id), k.ready(queue), k.scheduled(queue)]
-            reply = self._eval(script, keys, self._args(job_id, code, actor, target(op), *extra))
+            reply = self._eval(script, keys, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
                 return codec.job_from_flat(reply[1])
             if reply[0] == -1:
                 raise JobNotFound(job_id)
-        raise InvalidTransition(job_id, S(int(code or 0)).name, S(target(op)).name, operation=op.value)
+        raise InvalidTransition(job_id, S(int(code or 0)).name, lifecycle.target(op).name, operation=op.value)
 
     def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
         return self._operator(job_id, Operation.CANCEL, actor, self._lua.cancel)
 
     def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
         reset = 1 if reset_retries else 0
-        return self._operator(job_id, Operation.REQUEUE, actor, self._lua.requeue, reset, "requeued")
+        return self._operator(job_id, Operation.REQUEUE, actor, self._lua.requeue, reset)
 
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0, "retried_now")
+        return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
 
     # ----------------------------------------------------------- retention
     def purge(self, older_than_s: float, limit: int = 1000) -> int:
