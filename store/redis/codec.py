@@ -24,6 +24,11 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+#: JSON ``null``: what a job hash holds for a None result (the field is
+#: written, unlike the optional fields enqueue leaves out).
+NULL = dumps(None)
+
+
 def flat_to_dict(flat: Sequence[str]) -> dict[str, str]:
     """A flat ``HGETALL`` array (as a script returns it) as a dict."""
     it = iter(flat)
