@@ -21,18 +21,12 @@
 
 local op = operation(4)
 local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
-local f = redis.call('HMGET', KEYS[11], 'status', 'lease_token', 'queue', 'rank')
-if not f[1] then
-  return {-1}
+local f, refused = operator_guard(11, op, expected, 'lease_token', 'queue', 'rank')
+if not f then
+  return refused
 end
 local old = tonumber(f[1])
-if old ~= expected or not op.sources[old] then
-  return {0, f[1]}
-end
-if f[4] then
-  redis.call('ZREM', KEYS[13], f[4])
-  redis.call('ZREM', KEYS[14], f[4])
-end
+unqueue(f[4], 13, 14)
 change(11, op, op.target, nil, {'rank'})
 redis.call('ZREM', KEYS[9], id)
 move(id, f[3], old, op.target)

@@ -17,9 +17,10 @@
 -- ARGV[i + 2]  event kind ('' for FAIL: the retry decision's, per job)
 -- ARGV[i + 3]  fields stamped with now, space-separated (e.g. "completed_at")
 -- ARGV[i + 4]  fields cleared (HDEL), space-separated
--- Returns: nothing. Defines status_set, none, operation, rank, status_counter,
--- event_counter, count, flush_counts, move, change, append_event. A script that
--- counts calls flush_counts() once, before it returns.
+-- Returns: nothing. Defines status_set, none, words, operation, rank,
+-- status_counter, event_counter, count, flush_counts, move, change,
+-- operator_guard, unqueue, append_event. A script that counts calls
+-- flush_counts() once, before it returns.
 
 local EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
 
@@ -120,6 +121,31 @@ local function change(hash, op, target, set, drop)
   end
   if #gone > 0 then
     redis.call('HDEL', KEYS[hash], unpack(gone))
+  end
+end
+
+-- The guarded read of an operator action: the fields 'status', ... of job hash
+-- KEYS[hash], or nil and the script's reply when there is no such job ({-1})
+-- or its status is no longer `expected`, the one the caller read and checked
+-- against op.sources ({0, status}: the caller reads again).
+local function operator_guard(hash, op, expected, ...)
+  local f = redis.call('HMGET', KEYS[hash], 'status', ...)
+  if not f[1] then
+    return nil, {-1}
+  end
+  local old = tonumber(f[1])
+  if old ~= expected or not op.sources[old] then
+    return nil, {0, f[1]}
+  end
+  return f
+end
+
+-- Take a job's `member` (its rank; nil when it has none) out of its queue's
+-- ready and scheduled zsets, KEYS[ready] and KEYS[scheduled].
+local function unqueue(member, ready, scheduled)
+  if member then
+    redis.call('ZREM', KEYS[ready], member)
+    redis.call('ZREM', KEYS[scheduled], member)
   end
 end
 
