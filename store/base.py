@@ -89,7 +89,9 @@ class StoreSettings:
     job_timeout_s: execution timeout in seconds (LEASEHOLD_JOB_TIMEOUT, 1800).
     retry: backoff (LEASEHOLD_RETRY_BASE 2 s, LEASEHOLD_RETRY_MAX_DELAY 3600 s).
     recovery_batch: most expired leases one recovery batch takes (500).
-    events_per_job: most events kept per job where the store caps them (200).
+    events_per_job: events every store keeps per job at least (200): Redis
+        keeps exactly the newest this many; SQL keeps all of them.
+    recovery_runs_kept: recovery runs every store keeps, newest first (1000).
     """
 
     lease_ttl_s: float = 30.0
@@ -98,6 +100,7 @@ class StoreSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     recovery_batch: int = 500
     events_per_job: int = 200
+    recovery_runs_kept: int = 1000
 
 
 def default_worker_host() -> str:
@@ -216,7 +219,13 @@ class JobStore(abc.ABC):
     ) -> HeartbeatResult:
         """Renew many leases in one call: each whose token is current and job
         InProgress gets ``lease_expires_at = now + ttl``; the rest are refused
-        (counted and recorded as events) and must be dropped by the worker."""
+        (counted and recorded as events) and must be dropped by the worker.
+
+        ``deferred``: leases still valid that were not renewed this time
+        because another transaction holds the job's row (PostgreSQL skips
+        locked rows rather than wait, so one held row cannot stall a batch);
+        the worker keeps them and renews them at its next beat. SQLite and
+        Redis serialise writers and never defer."""
 
     def complete(self, job_id: str, token: int, result: Any = None, worker_id: str | None = None) -> Job:
         """Ack: InProgress -> Completed with ``result`` (JSON). Raises LeaseLost
@@ -299,7 +308,8 @@ class JobStore(abc.ABC):
 
     @abc.abstractmethod
     def record_recovery_run(self, run: RecoveryRun) -> None:
-        """Append a run to the recovery history."""
+        """Append a run to the recovery history, which keeps the newest
+        ``settings.recovery_runs_kept`` runs."""
 
     @abc.abstractmethod
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
@@ -338,7 +348,7 @@ class JobStore(abc.ABC):
     def purge(self, older_than_s: float, limit: int = 1000) -> int:
         """Delete up to ``limit`` Completed/Failed/Canceled jobs (and their
         events) last updated more than ``older_than_s`` seconds ago. Returns
-        how many were deleted."""
+        how many were deleted. Operator actions on them stay in ``audit``."""
 
     # -------------------------------------------------------------- wake-ups
     def wakeups(self, queues: Sequence[str]) -> Wakeups | None:

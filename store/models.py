@@ -8,7 +8,7 @@ here does I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -346,6 +346,33 @@ class RecoveryRun:
     recovered: int
     failed: int
     duration_ms: float
+
+    def to_record(self) -> dict[str, Any]:
+        """The run as every store keeps it: times in epoch seconds."""
+        return {
+            "id": self.id,
+            "started_at": self.started_at.timestamp(),
+            "finished_at": self.finished_at.timestamp(),
+            "owner": self.owner,
+            "trigger": self.trigger,
+            "recovered": self.recovered,
+            "failed": self.failed,
+            "duration_ms": self.duration_ms,
+        }
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, Any]) -> RecoveryRun:
+        """Inverse of ``to_record`` (a mapping with the same keys)."""
+        return cls(
+            id=r["id"],
+            started_at=ts(r["started_at"]),  # type: ignore[arg-type]
+            finished_at=ts(r["finished_at"]),  # type: ignore[arg-type]
+            owner=r["owner"],
+            trigger=r["trigger"],
+            recovered=r["recovered"],
+            failed=r["failed"],
+            duration_ms=r["duration_ms"],
+        )
 
 
 @dataclass(slots=True)

@@ -16,10 +16,11 @@ from typing import Any
 
 import orjson
 
-from store.base import MAX_BATCH, JobStore
+from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
 from store.counters import event_totals
 from store.errors import LeaseLost, ValidationError
-from store.models import Counts, Job, JobSpec, RecoveredJob, RecoveryReport, as_spec, validate_spec
+from store.lifecycle import JobStatus
+from store.models import Counts, Job, JobSpec, Page, RecoveredJob, RecoveryReport, as_spec, validate_spec
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
 EncodedAck = tuple[str, int, str | None]
@@ -86,6 +87,34 @@ class SharedStore(JobStore):
         """Engine half of complete_many (results already JSON texts)."""
 
     # ---------------------------------------------------------------- read
+    def list_jobs(
+        self,
+        *,
+        status: JobStatus | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        order: str = "desc",
+    ) -> Page:
+        if order not in ("asc", "desc"):
+            raise ValidationError("order", "must be asc or desc")
+        if not 1 <= limit <= MAX_PAGE_SIZE:
+            raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
+        return self._list(status, queue, name, limit, cursor, order == "asc")
+
+    @abc.abstractmethod
+    def _list(
+        self,
+        status: JobStatus | None,
+        queue: str | None,
+        name: str | None,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
+    ) -> Page:
+        """Engine half of list_jobs (``limit`` and order checked)."""
+
     def counts(self) -> Counts:
         return Counts.from_counters(self._counter_rows())
 

@@ -47,6 +47,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from store.base import MAX_PAGE_SIZE, JobStore
+from store.lifecycle import EventKind as E
 from store.lifecycle import JobStatus
 
 #: Bucket upper bounds of the recent-jobs histograms, seconds.
@@ -57,33 +58,33 @@ BUCKETS_S: tuple[float, ...] = (
 DEFAULT_SAMPLE_JOBS = 500
 
 #: Named counters: metric name (without _total), help, event kind.
-_NAMED_COUNTERS: tuple[tuple[str, str, str], ...] = (
-    ("leasehold_jobs_enqueued", "Jobs enqueued.", "enqueued"),
-    ("leasehold_jobs_claimed", "Leases granted (claims, each bumping a fencing token).", "claimed"),
-    ("leasehold_jobs_completed", "Jobs completed.", "completed"),
-    ("leasehold_jobs_failed", "Handler failures that ended Failed (retries spent or permanent).", "failed"),
-    ("leasehold_retries_scheduled", "Handler failures rescheduled for a retry.", "retry_scheduled"),
-    ("leasehold_lease_expirations", "Expired leases recovered (job retried or failed).", "lease_expired"),
-    ("leasehold_leases_released", "Leases given back by workers shutting down (job due again).", "released"),
+_NAMED_COUNTERS: tuple[tuple[str, str, E], ...] = (
+    ("leasehold_jobs_enqueued", "Jobs enqueued.", E.ENQUEUED),
+    ("leasehold_jobs_claimed", "Leases granted (claims, each bumping a fencing token).", E.CLAIMED),
+    ("leasehold_jobs_completed", "Jobs completed.", E.COMPLETED),
+    ("leasehold_jobs_failed", "Handler failures that ended Failed (retries spent or permanent).", E.FAILED),
+    ("leasehold_retries_scheduled", "Handler failures rescheduled for a retry.", E.RETRY_SCHEDULED),
+    ("leasehold_lease_expirations", "Expired leases recovered (job retried or failed).", E.LEASE_EXPIRED),
+    ("leasehold_leases_released", "Leases given back by workers shutting down (job due again).", E.RELEASED),
 )
 #: Labelled counters: metric name, help, label, {event kind: label value}.
-_LABELLED_COUNTERS: tuple[tuple[str, str, str, dict[str, str]], ...] = (
+_LABELLED_COUNTERS: tuple[tuple[str, str, str, dict[E, str]], ...] = (
     (
         "leasehold_stale_acks_refused",
         "Worker writes refused because their lease token was stale.",
         "kind",
         {
-            "completion_refused": "completion",
-            "failure_refused": "failure",
-            "heartbeat_refused": "heartbeat",
-            "release_refused": "release",
+            E.COMPLETION_REFUSED: "completion",
+            E.FAILURE_REFUSED: "failure",
+            E.HEARTBEAT_REFUSED: "heartbeat",
+            E.RELEASE_REFUSED: "release",
         },
     ),
     (
         "leasehold_operator_actions",
         "Operator actions on jobs.",
         "action",
-        {"canceled": "cancel", "requeued": "requeue", "retried_now": "retry"},
+        {E.CANCELED: "cancel", E.REQUEUED: "requeue", E.RETRIED_NOW: "retry"},
     ),
 )
 

@@ -11,9 +11,6 @@ from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
 from store.redis import codec
 from store.redis.plumbing import RedisPlumbing
 
-#: Recovery runs kept in the history (older ones are dropped).
-RUNS_KEPT = 1000
-
 
 class RegistryMixin(RedisPlumbing):
     """Locks (``lock_*.lua``), workers (``worker_*.lua``) and recovery runs."""
@@ -55,8 +52,8 @@ class RegistryMixin(RedisPlumbing):
 
     # ------------------------------------------------------- recovery runs
     def record_recovery_run(self, run: RecoveryRun) -> None:
-        """Append a run; the history keeps the newest RUNS_KEPT."""
-        args = [run.started_at.timestamp(), codec.run_to_json(run), RUNS_KEPT]
+        """Append a run; the history keeps the newest settings.recovery_runs_kept."""
+        args = [run.started_at.timestamp(), codec.run_to_json(run), self.settings.recovery_runs_kept]
         self._eval(self._lua.recovery_run, [self.keys.recovery_runs], args)
 
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:

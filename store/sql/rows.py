@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from store.lifecycle import JobStatus
-from store.models import Job, JobEvent, RecoveryRun, WorkerInfo, ts
+from store.models import Job, JobEvent, WorkerInfo, ts
 
 
 def job_from_row(row: Mapping[str, Any]) -> Job:
@@ -66,18 +66,4 @@ def worker_from_row(row: Mapping[str, Any]) -> WorkerInfo:
         jobs_in_hand=list(row["jobs_in_hand"]),
         started_at=ts(row["started_at"]),
         last_seen_at=ts(row["last_seen_at"]),
-    )
-
-
-def run_from_row(row: Mapping[str, Any]) -> RecoveryRun:
-    """A ``recovery_runs`` row as a RecoveryRun."""
-    return RecoveryRun(
-        id=row["id"],
-        started_at=ts(row["started_at"]),  # type: ignore[arg-type]
-        finished_at=ts(row["finished_at"]),  # type: ignore[arg-type]
-        owner=row["owner"],
-        trigger=row["trigger"],
-        recovered=row["recovered"],
-        failed=row["failed"],
-        duration_ms=row["duration_ms"],
     )

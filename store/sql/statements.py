@@ -11,39 +11,36 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     Delete,
     Double,
     Insert,
     Select,
     SmallInteger,
-    String,
-    Text,
     Update,
     bindparam,
     case,
-    cast,
     delete,
     func,
     insert,
-    literal,
     literal_column,
-    null,
     select,
     tuple_,
-    union_all,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
-from store.lifecycle import JobStatus, Operation, source_codes
+from store.lifecycle import TERMINAL, JobStatus, Operation, source_codes
+from store.sql.changes import guarded_update
 from store.sql.schema import counters, job_events, jobs, locks, recovery_runs, workers
 
 IN_PROGRESS = int(JobStatus.InProgress)
-FINISHED = (int(JobStatus.Completed), int(JobStatus.Failed), int(JobStatus.Canceled))
+
+
+#: Actor prefix of operator actions (the audit log).
+OPERATOR_PREFIX = "operator:"
+FINISHED = tuple(sorted(int(s) for s in TERMINAL))
 
 
 class store_now(FunctionElement):  # noqa: N801 - named like the SQL function it renders
@@ -102,73 +99,6 @@ def job_by_id() -> Select:
     return select(jobs).where(jobs.c.id == bindparam("j_id"))
 
 
-#: Columns enqueue_jobs_pg takes as arrays: (bind parameter, column, array element type).
-ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
-    ("ids", "id", String()),
-    ("names", "name", String()),
-    ("queues", "queue", String()),
-    ("statuses", "status", SmallInteger()),
-    ("priorities", "priority", BigInteger()),
-    ("payloads", "payload", Text()),
-    ("headers", "headers", Text()),
-    ("route_params", "route_params", Text()),
-    ("query_params", "query_params", Text()),
-    ("max_retries", "max_retries", BigInteger()),
-    ("timeouts", "timeout_seconds", Double()),
-    ("lease_ttls", "lease_ttl_seconds", Double()),
-    ("idempotency_keys", "idempotency_key", String()),
-    ("delays", "delay", Double()),
-    ("delay_untils", "delay_until", Double()),
-)
-#: The JSON columns of ``jobs`` that enqueue_jobs_pg takes as JSON texts.
-JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
-
-
-def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
-    """PostgreSQL enqueue of a chunk as one statement (autocommit): the jobs
-    inserted from ``unnest`` of one array per column (a fixed number of bind
-    parameters whatever the chunk size), one ``enqueued`` event per job, the
-    counter deltas, and one ``pg_notify`` per queue that got ready jobs
-    (delivered at commit; workers LISTEN, see store/sql/wakeups.py). Params:
-    the arrays of ENQUEUE_ARRAYS (JSON columns as JSON texts, None for SQL
-    NULL; ``delay_untils`` None when not delayed), shard, channel. Returns
-    the inserted rows, in no particular order."""
-    names = [name for _, name, _ in ENQUEUE_ARRAYS]
-    src = (
-        func.unnest(*(bindparam(param, type_=postgresql.ARRAY(kind)) for param, _, kind in ENQUEUE_ARRAYS))
-        .table_valued(*names)
-        .render_derived(name="u")
-    )
-    columns = [c for c in names if c not in ("delay", "delay_until")]
-    values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
-    zero = ("retry_count", "lease_expirations", "lease_token")
-    times = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
-    ins = (
-        insert(jobs)
-        .from_select(
-            [*columns, *zero, *times],
-            select(
-                *values, *(literal(0) for _ in zero), now, now, now + src.c.delay, now + src.c.delay_until
-            ).select_from(src),
-        )
-        .returning(*jobs.c)
-        .cte("ins")
-    )
-    events = insert(job_events).from_select(
-        ["job_id", "at", "kind", "to_status", "token"],
-        select(ins.c.id, now, literal("enqueued"), ins.c.status, literal(0)),
-    )
-    bump = _add_to_counters(
-        select(func.concat("s:", ins.c.status, ":", ins.c.queue).label("key"), literal(1).label("d")),
-        select(literal("e:enqueued"), literal(1)).select_from(ins),
-    )
-    ready = select(ins.c.queue).where(ins.c.status == int(JobStatus.Queued)).distinct().subquery("ready")
-    notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
-    return select(ins, notified.scalar_subquery().label("notified")).add_cte(
-        events.cte("ev"), bump.cte("cnt")
-    )
-
-
 def job_by_idempotency_key() -> Select:
     """The job enqueued with a key. Params: key."""
     return select(jobs).where(jobs.c.idempotency_key == bindparam("key"))
@@ -179,64 +109,7 @@ def lock_job_for_update() -> Select:
     return select(jobs).where(jobs.c.id == bindparam("j_id")).with_for_update()
 
 
-def claim_pg(now: ColumnElement[float], queues: int) -> Update:
-    """PostgreSQL claim: pick due jobs with FOR UPDATE SKIP LOCKED and lease
-    them in one statement. Params: q0..qN, limit, worker_id, ttl."""
-    picked = (
-        _due(select(jobs.c.id, jobs.c.status.label("old_status")), now, queues)
-        .with_for_update(skip_locked=True)
-        .subquery("picked")
-    )
-    return _lease(update(jobs), now).where(jobs.c.id == picked.c.id).returning(*jobs.c, picked.c.old_status)
-
-
-def _add_to_counters(*deltas: Select) -> Insert:
-    """PostgreSQL: an upsert adding ``(key, d)`` rows, summed per key, to this
-    process's shard of the counters (bind parameter ``shard``), in key order:
-    a fixed lock order on counter rows, so concurrent statements never deadlock."""
-    rows = union_all(*deltas).subquery("deltas")
-    totals = (
-        select(rows.c.key, bindparam("shard", type_=SmallInteger()), func.sum(rows.c.d))
-        .group_by(rows.c.key)
-        .order_by(rows.c.key)
-    )
-    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
-    return bump.on_conflict_do_update(
-        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
-    )
-
-
-def with_bookkeeping(
-    change: Update, now: ColumnElement[float], kind: str, *, by_actor: bool = False, ids_only: bool = False
-) -> Select:
-    """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
-    the jobs columns and ``old_status``), appends one ``kind`` event per
-    changed job and adds the status and event deltas to the counters, so a
-    hot-path change is a single atomic round trip (autocommit). The event's
-    actor is the job's worker_id, or with ``by_actor`` the bind parameter
-    ``actor`` and its message the column ``message`` that ``change`` returns.
-    Params: ``shard`` plus those of ``change``. Returns the changed rows, or
-    with ``ids_only`` just their (id, lease_token): nothing to decode when the
-    caller needs no job back (a worker's acks, recovery)."""
-    upd = change.cte("upd")
-    actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
-    message = upd.c.message if by_actor else null()
-    events = insert(job_events).from_select(
-        ["job_id", "at", "kind", "from_status", "to_status", "actor", "token", "message"],
-        select(
-            upd.c.id, now, literal(kind), upd.c.old_status, upd.c.status, actor, upd.c.lease_token, message
-        ),
-    )
-    bump = _add_to_counters(
-        select(func.concat("s:", upd.c.old_status, ":", upd.c.queue).label("key"), literal(-1).label("d")),
-        select(func.concat("s:", upd.c.status, ":", upd.c.queue), literal(1)),
-        select(literal(f"e:{kind}"), literal(1)).select_from(upd),
-    )
-    out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
-    return out.add_cte(events.cte("ev"), bump.cte("cnt"))
-
-
-def _due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
+def due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
     """Due jobs of the named queues in claim order, written so the planner walks
     ix_jobs_ready in order and stops at LIMIT: the status codes are literals
     (implying the partial index's predicate) and one queue is an equality."""
@@ -254,33 +127,25 @@ def _due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
 
 def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
     """SQLite claim, step 1 (inside BEGIN IMMEDIATE): due jobs. Params: q0..qN, limit."""
-    return _due(select(jobs.c.id, jobs.c.status), now, queues)
+    return due(select(jobs.c.id, jobs.c.status), now, queues)
 
 
 def claim_sqlite(now: ColumnElement[float]) -> Update:
     """SQLite claim, step 2: lease the picked ids. Params: ids (expanding), worker_id, ttl."""
-    return (
-        _lease(update(jobs), now)
-        .where(
-            jobs.c.id.in_(bindparam("ids", expanding=True)),
-            jobs.c.status.in_(source_codes(Operation.CLAIM)),
-        )
-        .returning(*jobs.c)
-    )
+    return lease(now, where=[jobs.c.id.in_(bindparam("ids", expanding=True))]).returning(*jobs.c)
 
 
-def _lease(stmt: Update, now: ColumnElement[float]) -> Update:
+def lease(now: ColumnElement[float], where: Sequence[ColumnElement[bool]], sources: bool = True) -> Update:
+    """Operation.CLAIM on the jobs ``where`` picks: InProgress, the worker,
+    the next fencing token, ``lease_expires_at = now + ttl`` (the job's own
+    lease_ttl_seconds wins). Params: worker_id, ttl."""
     ttl = func.coalesce(jobs.c.lease_ttl_seconds, bindparam("ttl", type_=Double()))
-    return stmt.values(
-        status=IN_PROGRESS,
-        worker_id=bindparam("worker_id"),
-        lease_token=jobs.c.lease_token + 1,
-        lease_expires_at=now + ttl,
-        last_heartbeat_at=now,
-        started_at=now,
-        last_updated_at=now,
-        retry_delay_until=None,
-    )
+    values = {
+        "worker_id": bindparam("worker_id"),
+        "lease_token": jobs.c.lease_token + 1,
+        "lease_expires_at": now + ttl,
+    }
+    return guarded_update(Operation.CLAIM, now, where=where, values=values, sources=sources)
 
 
 def renew_leases(now: ColumnElement[float]) -> Update:
@@ -327,53 +192,31 @@ def tokens_of() -> Select:
 
 
 def complete_job(now: ColumnElement[float]) -> Update:
-    """Ack guarded by status and token. Params: j_id, token, new_result."""
-    return (
-        update(jobs)
-        .where(
-            jobs.c.id == bindparam("j_id"),
-            jobs.c.status.in_(source_codes(Operation.COMPLETE)),
-            jobs.c.lease_token == bindparam("token"),
-        )
-        .values(
-            status=int(JobStatus.Completed),
-            result=bindparam("new_result"),
-            completed_at=now,
-            last_updated_at=now,
-            lease_expires_at=None,
-        )
-        .returning(*jobs.c)
-    )
+    """Ack guarded by status and token (Operation.COMPLETE). Params: j_id,
+    token, new_result."""
+    return guarded_update(
+        Operation.COMPLETE,
+        now,
+        where=[jobs.c.id == bindparam("j_id"), jobs.c.lease_token == bindparam("token")],
+        values={"result": bindparam("new_result")},
+    ).returning(*jobs.c)
 
 
-def complete_jobs_pg(now: ColumnElement[float]) -> Update:
-    """PostgreSQL batch ack: one UPDATE over ``unnest`` of three arrays, each row
-    guarded by status and token. Params: ids, tokens, results (JSON texts)."""
-    acks = (
-        func.unnest(
-            bindparam("ids", type_=postgresql.ARRAY(String())),
-            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
-            bindparam("results", type_=postgresql.ARRAY(Text())),
-        )
-        .table_valued("a_id", "a_token", "a_result")
-        .render_derived(name="acks")
-    )
-    return (
-        update(jobs)
-        .where(
-            jobs.c.id == acks.c.a_id,
-            jobs.c.lease_token == acks.c.a_token,
-            jobs.c.status.in_(source_codes(Operation.COMPLETE)),
-        )
-        .values(
-            status=int(JobStatus.Completed),
-            result=cast(acks.c.a_result, postgresql.JSONB),
-            completed_at=now,
-            last_updated_at=now,
-            lease_expires_at=None,
-        )
-        .returning(*jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"))
-    )
+def failure_values(
+    now: ColumnElement[float], status: Any, retry_count: Any, delay: Any, error: Any, expired: Any
+) -> dict[str, Any]:
+    """The SET clause of a retry decision (Operation.FAIL's ``writes``), from
+    SQL expressions: the new status and retry_count, ``delay`` seconds until
+    due (NULL when Failed), the error, and 0/1 added to lease_expirations."""
+    return {
+        "status": status,
+        "retry_count": retry_count,
+        "lease_expirations": jobs.c.lease_expirations + expired,
+        "error": error,
+        "retry_delay_until": now + delay,
+        "due_at": func.coalesce(now + delay, now),
+        "completed_at": case((status == int(JobStatus.Failed), now), else_=None),
+    }
 
 
 def apply_failure(now: ColumnElement[float], expired_only: bool = False) -> Update:
@@ -381,110 +224,36 @@ def apply_failure(now: ColumnElement[float], expired_only: bool = False) -> Upda
     by the lease still being expired). Params: j_id, token, new_status,
     new_retry_count, delay (seconds or None), new_error, expired (0 or 1 added to
     lease_expirations)."""
-    delay = bindparam("delay", type_=Double())
-    guard = [
-        jobs.c.id == bindparam("j_id"),
-        jobs.c.status.in_(source_codes(Operation.FAIL)),
-        jobs.c.lease_token == bindparam("token"),
-    ]
+    guard = [jobs.c.id == bindparam("j_id"), jobs.c.lease_token == bindparam("token")]
     if expired_only:
         guard.append(jobs.c.lease_expires_at < now)
-    due = func.coalesce(now + delay, now)
-    new_status = bindparam("new_status", type_=SmallInteger())
-    return (
-        update(jobs)
-        .where(*guard)
-        .values(
-            status=new_status,
-            retry_count=bindparam("new_retry_count"),
-            lease_expirations=jobs.c.lease_expirations + bindparam("expired"),
-            error=bindparam("new_error"),
-            retry_delay_until=now + delay,
-            due_at=due,
-            lease_expires_at=None,
-            completed_at=case((new_status == int(JobStatus.Failed), now), else_=None),
-            last_updated_at=now,
-        )
-        .returning(*jobs.c)
+    values = failure_values(
+        now,
+        bindparam("new_status", type_=SmallInteger()),
+        bindparam("new_retry_count"),
+        bindparam("delay", type_=Double()),
+        bindparam("new_error"),
+        bindparam("expired"),
     )
-
-
-def recover_jobs_pg(now: ColumnElement[float]) -> Update:
-    """PostgreSQL recovery of a batch: one UPDATE over ``unnest`` of the retry
-    decisions, each row guarded by status InProgress, its token and its lease
-    still expired (so a lease renewed or a job recovered meanwhile is left
-    alone). Params: ids, tokens, new_statuses, new_retry_counts, delays
-    (seconds, None when Failed), errors (JSON texts), messages (event
-    messages). Returns the changed rows with ``old_status`` and ``message``;
-    wrap it in ``with_bookkeeping(..., by_actor=True)``."""
-    f = (
-        func.unnest(
-            bindparam("ids", type_=postgresql.ARRAY(String())),
-            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
-            bindparam("new_statuses", type_=postgresql.ARRAY(SmallInteger())),
-            bindparam("new_retry_counts", type_=postgresql.ARRAY(BigInteger())),
-            bindparam("delays", type_=postgresql.ARRAY(Double())),
-            bindparam("errors", type_=postgresql.ARRAY(Text())),
-            bindparam("messages", type_=postgresql.ARRAY(Text())),
-        )
-        .table_valued("f_id", "f_token", "f_status", "f_retries", "f_delay", "f_error", "f_message")
-        .render_derived(name="f")
-    )
-    return (
-        update(jobs)
-        .where(
-            jobs.c.id == f.c.f_id,
-            jobs.c.lease_token == f.c.f_token,
-            jobs.c.status.in_(source_codes(Operation.FAIL)),
-            jobs.c.lease_expires_at < now,
-        )
-        .values(
-            status=f.c.f_status,
-            retry_count=f.c.f_retries,
-            lease_expirations=jobs.c.lease_expirations + 1,
-            error=cast(f.c.f_error, postgresql.JSONB),
-            retry_delay_until=now + f.c.f_delay,
-            due_at=func.coalesce(now + f.c.f_delay, now),
-            lease_expires_at=None,
-            completed_at=case((f.c.f_status == int(JobStatus.Failed), now), else_=None),
-            last_updated_at=now,
-        )
-        .returning(
-            *jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"), f.c.f_message.label("message")
-        )
-    )
+    return guarded_update(Operation.FAIL, now, where=guard, values=values).returning(*jobs.c)
 
 
 def release_job(now: ColumnElement[float]) -> Update:
-    """Give a lease back: InProgress -> Scheduled due now. Params: j_id, token."""
-    return (
-        update(jobs)
-        .where(
-            jobs.c.id == bindparam("j_id"),
-            jobs.c.status.in_(source_codes(Operation.RELEASE)),
-            jobs.c.lease_token == bindparam("token"),
-        )
-        .values(
-            status=int(JobStatus.Scheduled),
-            due_at=now,
-            retry_delay_until=now,
-            worker_id=None,
-            lease_expires_at=None,
-            last_updated_at=now,
-        )
-        .returning(*jobs.c)
-    )
+    """Give a lease back (Operation.RELEASE: Scheduled, due now). Params: j_id, token."""
+    return guarded_update(
+        Operation.RELEASE,
+        now,
+        where=[jobs.c.id == bindparam("j_id"), jobs.c.lease_token == bindparam("token")],
+    ).returning(*jobs.c)
 
 
-def operator_change(now: ColumnElement[float], values: dict[str, object]) -> Update:
-    """Operator transition guarded by the status read under lock. Params: j_id,
-    old_status, plus any bind parameters in ``values``."""
-    return (
-        update(jobs)
-        .where(jobs.c.id == bindparam("j_id"), jobs.c.status == bindparam("old_status"))
-        .values(last_updated_at=now, **values)
-        .returning(*jobs.c)
-    )
+def operator_change(
+    now: ColumnElement[float], op: Operation, values: dict[str, object] | None = None
+) -> Update:
+    """An operator operation guarded by its sources and by the status read
+    under lock. Params: j_id, old_status, plus any bind parameters in ``values``."""
+    where = [jobs.c.id == bindparam("j_id"), jobs.c.status == bindparam("old_status")]
+    return guarded_update(op, now, where=where, values=values).returning(*jobs.c)
 
 
 def expired_leases(now: ColumnElement[float], lock: bool) -> Select:
@@ -506,28 +275,6 @@ def expired_leases(now: ColumnElement[float], lock: bool) -> Select:
         .limit(bindparam("limit"))
     )
     return stmt.with_for_update(skip_locked=True) if lock else stmt
-
-
-#: Planner settings ``walk_indexes_pg`` turns off for one statement.
-PLANNER_OFF = ("enable_sort", "enable_bitmapscan")
-
-
-def walk_indexes_pg() -> Select:
-    """PostgreSQL, until ``planner_settings_pg`` restores them: plan without
-    sorts and bitmap scans (``set_config(..., true)`` is ``SET LOCAL``), so
-    ``expired_leases`` walks ix_jobs_lease in order and stops at its LIMIT.
-    After a mass expiry (a crash of many workers) the table's statistics are
-    stale, and the planner otherwise reads and sorts every expired row to
-    return the oldest 500 (EXPLAIN: 47 ms and a disk sort at 100,000 leases).
-    No params. Returns the settings as they were, for planner_settings_pg."""
-    was = [func.current_setting(name).label(name) for name in PLANNER_OFF]
-    return select(*was, *(func.set_config(name, "off", True) for name in PLANNER_OFF))
-
-
-def planner_settings_pg() -> Select:
-    """PostgreSQL: put back what walk_indexes_pg turned off. Params: the
-    names of PLANNER_OFF, each with its value as walk_indexes_pg returned it."""
-    return select(*(func.set_config(name, bindparam(name, type_=Text()), True) for name in PLANNER_OFF))
 
 
 def count_expired(now: ColumnElement[float]) -> Select:
@@ -562,15 +309,15 @@ def operator_events() -> Select:
     """Operator actions, newest first (partial index ix_job_events_audit). Params: limit."""
     return (
         select(job_events)
-        .where(job_events.c.actor.like("operator:%"))
+        .where(job_events.c.actor.like(f"{OPERATOR_PREFIX}%"))
         .order_by(job_events.c.id.desc())
         .limit(bindparam("limit"))
     )
 
 
-def upsert_counters(dialect: str) -> Insert:
-    """Add to sharded counters (executemany). Params: key, shard, n."""
-    ins = postgresql.insert(counters) if dialect == "postgresql" else sqlite.insert(counters)
+def upsert_counters(ins: Insert) -> Insert:
+    """Add to sharded counters (executemany); ``ins`` is the dialect's INSERT
+    of ``counters`` (Dialect.upsert). Params: key, shard, n."""
     return ins.on_conflict_do_update(
         index_elements=[counters.c.key, counters.c.shard],
         set_={"n": counters.c.n + ins.excluded.n},
@@ -582,10 +329,9 @@ def sum_counters() -> Select:
     return select(counters.c.key, func.sum(counters.c.n)).group_by(counters.c.key)
 
 
-def acquire_lock(dialect: str, now: ColumnElement[float]) -> Insert:
+def acquire_lock(ins: Insert, now: ColumnElement[float]) -> Insert:
     """Take the lock if free, expired or ours. Params: name, owner, ttl.
     Returns the owner when taken."""
-    ins = postgresql.insert(locks) if dialect == "postgresql" else sqlite.insert(locks)
     ins = ins.values(
         name=bindparam("name"),
         owner=bindparam("owner"),
@@ -610,10 +356,9 @@ def lock_holder(now: ColumnElement[float]) -> Select:
     )
 
 
-def upsert_worker(dialect: str, now: ColumnElement[float]) -> Insert:
+def upsert_worker(ins: Insert, now: ColumnElement[float]) -> Insert:
     """Register or refresh a worker. Params: id, host, pid, queues, concurrency,
     jobs_in_hand, started_at."""
-    ins = postgresql.insert(workers) if dialect == "postgresql" else sqlite.insert(workers)
     ins = ins.values(last_seen_at=now)
     return ins.on_conflict_do_update(
         index_elements=[workers.c.id],
@@ -644,6 +389,16 @@ def insert_recovery_run() -> Insert:
     return insert(recovery_runs)
 
 
+def trim_recovery_runs() -> Delete:
+    """Drop recovery runs older than the newest ``kept``. Params: kept."""
+    newest = (
+        select(recovery_runs.c.id)
+        .order_by(recovery_runs.c.started_at.desc(), recovery_runs.c.id.desc())
+        .limit(bindparam("kept"))
+    )
+    return delete(recovery_runs).where(recovery_runs.c.id.not_in(newest.scalar_subquery()))
+
+
 def recent_recovery_runs() -> Select:
     """Recovery history, newest first. Params: limit."""
     return select(recovery_runs).order_by(recovery_runs.c.started_at.desc()).limit(bindparam("limit"))
@@ -665,5 +420,9 @@ def delete_jobs() -> Delete:
 
 
 def delete_events_of() -> Delete:
-    """Delete the events of jobs. Params: ids (expanding)."""
-    return delete(job_events).where(job_events.c.job_id.in_(bindparam("ids", expanding=True)))
+    """Delete the events of jobs, except operator actions: the audit log
+    outlives the jobs it names. Params: ids (expanding)."""
+    return delete(job_events).where(
+        job_events.c.job_id.in_(bindparam("ids", expanding=True)),
+        job_events.c.actor.is_(None) | job_events.c.actor.not_like(f"{OPERATOR_PREFIX}%"),
+    )

@@ -1,0 +1,53 @@
+"""The one guarded-update builder of the SQL store: an operation's UPDATE made
+from its row of ``lifecycle.OPERATIONS``.
+
+``guarded_update(op, now, ...)`` is ``UPDATE jobs SET status = <target>,
+<stamps> = now, <clears> = NULL, last_updated_at = now, <values> WHERE status
+IN (<sources>) AND <where>``: the guard and every bookkeeping field come from
+the table, the caller adds only what the operation takes from its arguments
+(its ``writes``). Both dialects build every status change through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Update, update
+
+from store.lifecycle import Operation, rule, source_codes
+from store.sql.schema import jobs
+
+
+def table_values(op: Operation, now: ColumnElement[float]) -> dict[str, Any]:
+    """The SET clause the table gives ``op``: its one target status (FAIL has
+    none: its decision sets it), stamped fields = ``now``, cleared fields =
+    NULL, ``last_updated_at`` = ``now``."""
+    row = rule(op)
+    values: dict[str, Any] = {field: now for field in row.stamps}
+    values.update({field: None for field in row.clears})
+    values["last_updated_at"] = now
+    if len(row.targets) == 1:
+        values["status"] = int(row.target)
+    return values
+
+
+def guarded_update(
+    op: Operation,
+    now: ColumnElement[float],
+    *,
+    where: Sequence[ColumnElement[bool]] = (),
+    values: dict[str, Any] | None = None,
+    sources: bool = True,
+) -> Update:
+    """``op`` as an UPDATE of ``jobs`` guarded by ``status IN sources(op)``
+    (``sources=False`` when ``where`` already pins the status, e.g. a claim's
+    literal codes) and ``where``; SET from ``table_values`` then ``values``
+    (a key in both raises ValueError: the table decides those fields)."""
+    base = table_values(op, now)
+    extra = values or {}
+    clash = set(base) & set(extra)
+    if clash:
+        raise ValueError(f"{op.value}: the table already sets {sorted(clash)}")
+    guard = [jobs.c.status.in_(source_codes(op))] if sources else []
+    return update(jobs).where(*guard, *where).values(**{**base, **extra})

@@ -1,0 +1,252 @@
+"""Named statements only PostgreSQL runs: one-statement enqueue, claim, acks
+and recovery whose job events and counters ride along as CTEs, so a hot-path
+change is one autocommit round trip; and the planner toggles of recovery.
+Same conventions as ``statements.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Double,
+    Insert,
+    Select,
+    SmallInteger,
+    String,
+    Text,
+    Update,
+    bindparam,
+    cast,
+    func,
+    insert,
+    literal,
+    null,
+    select,
+    union_all,
+)
+from sqlalchemy.dialects import postgresql
+
+from store.counters import STATUS_PREFIX, event_key
+from store.lifecycle import EventKind, JobStatus, Operation
+from store.sql.changes import guarded_update
+from store.sql.schema import counters, job_events, jobs
+from store.sql.statements import IN_PROGRESS, due, failure_values, lease
+
+#: Columns enqueue_jobs_pg takes as arrays: (bind parameter, column, array element type).
+ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
+    ("ids", "id", String()),
+    ("names", "name", String()),
+    ("queues", "queue", String()),
+    ("statuses", "status", SmallInteger()),
+    ("priorities", "priority", BigInteger()),
+    ("payloads", "payload", Text()),
+    ("headers", "headers", Text()),
+    ("route_params", "route_params", Text()),
+    ("query_params", "query_params", Text()),
+    ("max_retries", "max_retries", BigInteger()),
+    ("timeouts", "timeout_seconds", Double()),
+    ("lease_ttls", "lease_ttl_seconds", Double()),
+    ("idempotency_keys", "idempotency_key", String()),
+    ("delays", "delay", Double()),
+    ("delay_untils", "delay_until", Double()),
+)
+
+
+#: The JSON columns of ``jobs`` that enqueue_jobs_pg takes as JSON texts.
+JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
+
+
+def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
+    """PostgreSQL enqueue of a chunk as one statement (autocommit): the jobs
+    inserted from ``unnest`` of one array per column (a fixed number of bind
+    parameters whatever the chunk size), one ``enqueued`` event per job, the
+    counter deltas, and one ``pg_notify`` per queue that got ready jobs
+    (delivered at commit; workers LISTEN, see store/sql/wakeups.py). Params:
+    the arrays of ENQUEUE_ARRAYS (JSON columns as JSON texts, None for SQL
+    NULL; ``delay_untils`` None when not delayed), shard, channel. Returns
+    the inserted rows, in no particular order."""
+    names = [name for _, name, _ in ENQUEUE_ARRAYS]
+    src = (
+        func.unnest(*(bindparam(param, type_=postgresql.ARRAY(kind)) for param, _, kind in ENQUEUE_ARRAYS))
+        .table_valued(*names)
+        .render_derived(name="u")
+    )
+    columns = [c for c in names if c not in ("delay", "delay_until")]
+    values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
+    zero = ("retry_count", "lease_expirations", "lease_token")
+    times = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
+    ins = (
+        insert(jobs)
+        .from_select(
+            [*columns, *zero, *times],
+            select(
+                *values, *(literal(0) for _ in zero), now, now, now + src.c.delay, now + src.c.delay_until
+            ).select_from(src),
+        )
+        .returning(*jobs.c)
+        .cte("ins")
+    )
+    events = insert(job_events).from_select(
+        ["job_id", "at", "kind", "to_status", "token"],
+        select(ins.c.id, now, literal(EventKind.ENQUEUED.value), ins.c.status, literal(0)),
+    )
+    bump = _add_to_counters(
+        select(status_key_sql(ins.c.status, ins.c.queue).label("key"), literal(1).label("d")),
+        select(literal(event_key(EventKind.ENQUEUED)), literal(1)).select_from(ins),
+    )
+    ready = select(ins.c.queue).where(ins.c.status == int(JobStatus.Queued)).distinct().subquery("ready")
+    notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
+    return select(ins, notified.scalar_subquery().label("notified")).add_cte(
+        events.cte("ev"), bump.cte("cnt")
+    )
+
+
+def claim_pg(now: ColumnElement[float], queues: int) -> Update:
+    """PostgreSQL claim: pick due jobs with FOR UPDATE SKIP LOCKED and lease
+    them in one statement. Params: q0..qN, limit, worker_id, ttl."""
+    picked = (
+        due(select(jobs.c.id, jobs.c.status.label("old_status")), now, queues)
+        .with_for_update(skip_locked=True)
+        .subquery("picked")
+    )
+    return lease(now, [jobs.c.id == picked.c.id], sources=False).returning(*jobs.c, picked.c.old_status)
+
+
+def _add_to_counters(*deltas: Select) -> Insert:
+    """PostgreSQL: an upsert adding ``(key, d)`` rows, summed per key, to this
+    process's shard of the counters (bind parameter ``shard``), in key order:
+    a fixed lock order on counter rows, so concurrent statements never deadlock."""
+    rows = union_all(*deltas).subquery("deltas")
+    totals = (
+        select(rows.c.key, bindparam("shard", type_=SmallInteger()), func.sum(rows.c.d))
+        .group_by(rows.c.key)
+        .order_by(rows.c.key)
+    )
+    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
+    return bump.on_conflict_do_update(
+        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
+    )
+
+
+def status_key_sql(status: ColumnElement[Any], queue: ColumnElement[str]) -> ColumnElement[str]:
+    """SQL twin of ``store.counters.status_key``: ``'s:' || status || ':' || queue``."""
+    return func.concat(STATUS_PREFIX, status, ":", queue)
+
+
+def with_bookkeeping(
+    change: Update,
+    now: ColumnElement[float],
+    kind: EventKind,
+    *,
+    by_actor: bool = False,
+    ids_only: bool = False,
+) -> Select:
+    """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
+    the jobs columns and ``old_status``), appends one ``kind`` event per
+    changed job and adds the status and event deltas to the counters, so a
+    hot-path change is a single atomic round trip (autocommit). The event's
+    actor is the job's worker_id, or with ``by_actor`` the bind parameter
+    ``actor`` and its message the column ``message`` that ``change`` returns.
+    Params: ``shard`` plus those of ``change``. Returns the changed rows, or
+    with ``ids_only`` just their (id, lease_token): nothing to decode when the
+    caller needs no job back (a worker's acks, recovery)."""
+    upd = change.cte("upd")
+    actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
+    message = upd.c.message if by_actor else null()
+    events = insert(job_events).from_select(
+        ["job_id", "at", "kind", "from_status", "to_status", "actor", "token", "message"],
+        select(
+            upd.c.id,
+            now,
+            literal(kind.value),
+            upd.c.old_status,
+            upd.c.status,
+            actor,
+            upd.c.lease_token,
+            message,
+        ),
+    )
+    bump = _add_to_counters(
+        select(status_key_sql(upd.c.old_status, upd.c.queue).label("key"), literal(-1).label("d")),
+        select(status_key_sql(upd.c.status, upd.c.queue), literal(1)),
+        select(literal(event_key(kind)), literal(1)).select_from(upd),
+    )
+    out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
+    return out.add_cte(events.cte("ev"), bump.cte("cnt"))
+
+
+def complete_jobs_pg(now: ColumnElement[float]) -> Update:
+    """PostgreSQL batch ack: one UPDATE over ``unnest`` of three arrays, each row
+    guarded by status and token. Params: ids, tokens, results (JSON texts)."""
+    acks = (
+        func.unnest(
+            bindparam("ids", type_=postgresql.ARRAY(String())),
+            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("results", type_=postgresql.ARRAY(Text())),
+        )
+        .table_valued("a_id", "a_token", "a_result")
+        .render_derived(name="acks")
+    )
+    return guarded_update(
+        Operation.COMPLETE,
+        now,
+        where=[jobs.c.id == acks.c.a_id, jobs.c.lease_token == acks.c.a_token],
+        values={"result": cast(acks.c.a_result, postgresql.JSONB)},
+    ).returning(*jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"))
+
+
+def recover_jobs_pg(now: ColumnElement[float]) -> Update:
+    """PostgreSQL recovery of a batch: one UPDATE over ``unnest`` of the retry
+    decisions, each row guarded by status InProgress, its token and its lease
+    still expired (so a lease renewed or a job recovered meanwhile is left
+    alone). Params: ids, tokens, new_statuses, new_retry_counts, delays
+    (seconds, None when Failed), errors (JSON texts), messages (event
+    messages). Returns the changed rows with ``old_status`` and ``message``;
+    wrap it in ``with_bookkeeping(..., by_actor=True)``."""
+    f = (
+        func.unnest(
+            bindparam("ids", type_=postgresql.ARRAY(String())),
+            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("new_statuses", type_=postgresql.ARRAY(SmallInteger())),
+            bindparam("new_retry_counts", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("delays", type_=postgresql.ARRAY(Double())),
+            bindparam("errors", type_=postgresql.ARRAY(Text())),
+            bindparam("messages", type_=postgresql.ARRAY(Text())),
+        )
+        .table_valued("f_id", "f_token", "f_status", "f_retries", "f_delay", "f_error", "f_message")
+        .render_derived(name="f")
+    )
+    error = cast(f.c.f_error, postgresql.JSONB)
+    return guarded_update(
+        Operation.FAIL,
+        now,
+        where=[jobs.c.id == f.c.f_id, jobs.c.lease_token == f.c.f_token, jobs.c.lease_expires_at < now],
+        values=failure_values(now, f.c.f_status, f.c.f_retries, f.c.f_delay, error, 1),
+    ).returning(
+        *jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"), f.c.f_message.label("message")
+    )
+
+
+#: Planner settings ``walk_indexes_pg`` turns off for one statement.
+PLANNER_OFF = ("enable_sort", "enable_bitmapscan")
+
+
+def walk_indexes_pg() -> Select:
+    """PostgreSQL, until ``planner_settings_pg`` restores them: plan without
+    sorts and bitmap scans (``set_config(..., true)`` is ``SET LOCAL``), so
+    ``expired_leases`` walks ix_jobs_lease in order and stops at its LIMIT.
+    After a mass expiry (a crash of many workers) the table's statistics are
+    stale, and the planner otherwise reads and sorts every expired row to
+    return the oldest 500 (EXPLAIN: 47 ms and a disk sort at 100,000 leases).
+    No params. Returns the settings as they were, for planner_settings_pg."""
+    was = [func.current_setting(name).label(name) for name in PLANNER_OFF]
+    return select(*was, *(func.set_config(name, "off", True) for name in PLANNER_OFF))
+
+
+def planner_settings_pg() -> Select:
+    """PostgreSQL: put back what walk_indexes_pg turned off. Params: the
+    names of PLANNER_OFF, each with its value as walk_indexes_pg returned it."""
+    return select(*(func.set_config(name, bindparam(name, type_=Text()), True) for name in PLANNER_OFF))

@@ -1,0 +1,274 @@
+"""What every part of the SQL store shares: engines, transactions and the
+mapping of outages, the bookkeeping of a change (job events and counters in
+the same transaction), the recording of refused stale writes, and the
+``Dialect`` strategy that SQLite and PostgreSQL each implement
+(``store/sql/sqlite.py``, ``store/sql/postgres.py``).
+
+No operation branches on the dialect: where the engines differ, the store
+asks its ``Dialect``.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Insert, Table
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from store import counters
+from store.base import StoreSettings, Wakeups
+from store.counters import event_key
+from store.errors import JobNotFound, LeaseLost, StoreUnavailable
+from store.lifecycle import EventKind, FailureDecision, JobStatus
+from store.models import Job, JobSpec, Lease, failure_event, refusal_message
+from store.sql import statements as sql
+from store.sql.engine import make_engines
+from store.sql.rows import job_from_row
+
+T = TypeVar("T")
+
+#: PostgreSQL SQLSTATEs worth retrying the whole transaction for.
+_RETRYABLE_PG = {"40P01", "40001"}  # deadlock_detected, serialization_failure
+_TX_ATTEMPTS = 4
+
+#: A recovery decision: the job's row, the retry decision, the error to record.
+Planned = tuple[Any, Any, dict[str, Any]]
+
+
+class Refused(Exception):
+    """Internal: a guarded write matched nothing; carries what to record."""
+
+    def __init__(self, job_id: str, token: int, kind: EventKind, actor: str | None) -> None:
+        self.job_id, self.token, self.kind, self.actor = job_id, token, kind, actor
+
+
+def event_row(
+    job_id: str,
+    kind: EventKind,
+    source: int | None,
+    target: int | None,
+    actor: str | None,
+    token: int | None,
+    message: str | None = None,
+) -> dict[str, Any]:
+    """Parameters of ``statements.insert_events`` for one job event."""
+    return {
+        "job_id": job_id,
+        "kind": kind.value,
+        "from_status": source,
+        "to_status": target,
+        "actor": actor,
+        "token": token,
+        "message": message,
+    }
+
+
+class Dialect(abc.ABC):
+    """Where SQLite and PostgreSQL differ, as one strategy per engine. Each
+    method is the engine half of one store operation; ``p`` is the store."""
+
+    def __init__(self, p: SqlPlumbing) -> None:
+        self.p = p
+
+    #: Counter shard this process writes to (readers sum the shards).
+    shard: int = 0
+
+    @abc.abstractmethod
+    def upsert(self, table: Table) -> Insert:
+        """This dialect's INSERT that supports ON CONFLICT."""
+
+    def single_engine(self) -> Engine:
+        """Engine for a change that is one self-contained statement."""
+        return self.p.write_engine
+
+    @abc.abstractmethod
+    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+        """Insert job rows (``SqlStore._row_for``) with their events and
+        counters, atomically, in order. Raises IntegrityError when an
+        idempotency key is taken (nothing written)."""
+
+    @abc.abstractmethod
+    def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
+        """Lease due jobs (params of ``statements.due`` and ``lease``); the rows."""
+
+    @abc.abstractmethod
+    def complete(
+        self, acks: Sequence[tuple[str, int, str | None]], worker_id: str | None, return_jobs: bool
+    ) -> dict[tuple[str, int], Job | None]:
+        """Apply guarded acks with their events and counters; the applied
+        ones by (id, token): the Completed job, or None without ``return_jobs``."""
+
+    def live(self, conn: Connection, missed: Sequence[Lease]) -> set[str]:
+        """Of leases a renewal skipped, the ids still valid (deferred, not
+        refused). Only an engine that skips locked rows has any."""
+        return set()
+
+    @abc.abstractmethod
+    def expired(self, conn: Connection, limit: int) -> list[Any]:
+        """Up to ``limit`` expired leases, oldest first, locked for recovery."""
+
+    @abc.abstractmethod
+    def recover(self, conn: Connection, plan: Sequence[Planned], owner: str) -> set[str]:
+        """Apply recovery decisions (guarded per job); the ids applied."""
+
+    def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
+        """A ready-job listener, or None when the engine has no channel."""
+        return None
+
+
+class SqlPlumbing:
+    """Engines, transactions and bookkeeping of one SQL store handle."""
+
+    def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
+        self.url = url
+        self.settings = settings or StoreSettings()
+        #: Seconds added to the database clock; tests move time with it.
+        self.clock_offset_s = 0.0
+        self.write_engine, self.read_engine, dialect = make_engines(url, pool_size)
+        self._now = sql.clock(lambda: self.clock_offset_s)
+        self.dialect: Dialect = _dialect(dialect, self)
+        self._q_now = sql.select_now(self._now)
+        self._q_events = sql.insert_events(self._now)
+        self._q_counters = sql.upsert_counters(self.dialect.upsert(sql.counters))
+
+    def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
+        """Run ``fn`` in one transaction; retry deadlocks, map outages to
+        StoreUnavailable. ``single``: ``fn`` runs one statement atomic on its
+        own, on ``Dialect.single_engine`` (PostgreSQL: autocommit, saving the
+        BEGIN and COMMIT round trips)."""
+        if single:
+            engine = self.dialect.single_engine()
+        else:
+            engine = self.write_engine if write else self.read_engine
+        for attempt in range(_TX_ATTEMPTS):
+            try:
+                with engine.begin() as conn:
+                    return fn(conn)
+            except DBAPIError as exc:
+                code = getattr(exc.orig, "sqlstate", None)
+                if code in _RETRYABLE_PG and attempt + 1 < _TX_ATTEMPTS:
+                    time.sleep(0.005 * (attempt + 1))
+                    continue
+                if isinstance(exc, IntegrityError):
+                    raise
+                if (
+                    exc.connection_invalidated
+                    or code is None
+                    or code.startswith("08")
+                    or "locked" in str(exc)
+                ):
+                    raise StoreUnavailable(f"SQL store unavailable: {exc.orig}") from exc
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def read(self, stmt: Any, params: dict[str, Any] | None = None) -> list[Any]:
+        """Rows (mappings) of one read statement."""
+        return self.tx(lambda c: c.execute(stmt, params or {}).mappings().all(), write=False)
+
+    def now(self) -> float:
+        return self.tx(lambda conn: conn.execute(self._q_now).scalar_one(), write=False)
+
+    def book(
+        self, conn: Connection, events: list[dict[str, Any]], deltas: Counter[str] | None = None
+    ) -> None:
+        """Append ``events`` and add their kinds and ``deltas`` to the
+        counters, in ``conn``'s transaction; counters in key order (a fixed
+        lock order avoids deadlocks)."""
+        deltas = Counter(deltas or {})
+        if events:
+            conn.execute(self._q_events, events)
+            for row in events:
+                deltas[event_key(row["kind"])] += 1
+        rows = [{"key": k, "shard": self.dialect.shard, "n": n} for k, n in sorted(deltas.items()) if n]
+        if rows:
+            conn.execute(self._q_counters, rows)
+
+    def refuse(
+        self, conn: Connection, refused: Sequence[Lease], kind: EventKind, actor: str | None
+    ) -> dict[tuple[str, int], LeaseLost]:
+        """Record a refusal event per refused (job, token) in ``conn`` (jobs
+        that no longer exist get none) and return each one's LeaseLost."""
+        if not refused:
+            return {}
+        current = {r[0]: r for r in conn.execute(sql.tokens_of(), {"ids": [x.job_id for x in refused]})}
+        out, events = {}, []
+        for lease in refused:
+            cur = current.get(lease.job_id)
+            if cur is None:
+                out[(lease.job_id, lease.token)] = LeaseLost(lease.job_id, lease.token, None, None)
+                continue
+            status = JobStatus(cur[2])
+            out[(lease.job_id, lease.token)] = LeaseLost(lease.job_id, lease.token, cur[1], status.name)
+            message = refusal_message(kind, actor, lease.token, cur[1], status)
+            events.append(event_row(lease.job_id, kind, None, None, actor, lease.token, message))
+        self.book(conn, events)
+        return out
+
+    def refusal(self, refused: Refused) -> LeaseLost:
+        """Record one refused write in its own transaction; the error to
+        raise. Raises JobNotFound when the job no longer exists."""
+
+        def body(conn: Connection) -> LeaseLost:
+            key = (refused.job_id, refused.token)
+            lost = self.refuse(conn, [Lease(*key)], refused.kind, refused.actor)[key]
+            if lost.current_token is None:
+                raise JobNotFound(refused.job_id)
+            return lost
+
+        return self.tx(body)
+
+    def apply_decision(
+        self,
+        conn: Connection,
+        stmt: Any,
+        row: Any,
+        decision: FailureDecision,
+        error: dict[str, Any],
+        *,
+        expired: bool,
+        actor: str | None,
+    ) -> Job | None:
+        """Write one retry decision with ``stmt`` (``statements.apply_failure``,
+        guarded by status, token[, expiry]) and its event and counters; None
+        when the guard matched nothing."""
+        params = {
+            "j_id": row["id"],
+            "token": row["lease_token"],
+            "new_status": int(decision.status),
+            "new_retry_count": decision.retry_count,
+            "delay": decision.delay_s,
+            "new_error": error,
+            "expired": 1 if expired else 0,
+        }
+        found = conn.execute(stmt, params).mappings().first()
+        if found is None:
+            return None
+        job = job_from_row(found)
+        kind, message = failure_event(decision, error, expired)
+        event = event_row(
+            job.id, kind, int(JobStatus.InProgress), int(job.status), actor, row["lease_token"], message
+        )
+        self.book(conn, [event], counters.moved(job.queue, JobStatus.InProgress, job.status))
+        return job
+
+    def close(self) -> None:
+        self.write_engine.dispose()
+        self.read_engine.dispose()
+
+
+def _dialect(name: str, p: SqlPlumbing) -> Dialect:
+    """The strategy for an engine name (the one place that names dialects)."""
+    if name == "postgresql":
+        from store.sql.postgres import PostgresDialect
+
+        return PostgresDialect(p)
+    from store.sql.sqlite import SqliteDialect
+
+    return SqliteDialect(p)
+
+
+__all__ = ["Dialect", "JobSpec", "Planned", "Refused", "SqlPlumbing", "event_row"]

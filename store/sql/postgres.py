@@ -1,0 +1,126 @@
+"""The PostgreSQL strategy of the SQL store: each hot-path change (enqueue,
+claim, acks, a recovery batch) is ONE autocommit statement whose job events
+and counters ride along as CTEs (``pg_statements.py``); claims and renewals
+skip locked rows (``FOR UPDATE SKIP LOCKED``); counters are sharded by
+process; enqueue notifies workers that LISTEN (``wakeups.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, Engine, Insert, Table
+from sqlalchemy.dialects import postgresql
+
+from store.lifecycle import EventKind, Operation, rule
+from store.models import Job, failure_event
+from store.sql import pg_statements as pg
+from store.sql import statements as sql
+from store.sql.plumbing import Dialect, Planned, SqlPlumbing
+from store.sql.rows import job_from_row
+from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
+
+#: Counter shards; a process writes to one, readers sum them.
+SHARDS = 16
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL: single-statement changes, SKIP LOCKED, LISTEN/NOTIFY."""
+
+    def __init__(self, p: SqlPlumbing) -> None:
+        super().__init__(p)
+        now = p._now
+        self.shard = os.getpid() % SHARDS
+        self._auto_engine = p.write_engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._q_enqueue = pg.enqueue_jobs_pg(now)
+        self._q_claim: dict[int, Any] = {}
+        done = rule(Operation.COMPLETE).event
+        assert done is not None
+        self._q_complete = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done)
+        self._q_ack = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done, ids_only=True)
+        self._q_recover = pg.with_bookkeeping(
+            pg.recover_jobs_pg(now), now, EventKind.LEASE_EXPIRED, by_actor=True, ids_only=True
+        )
+        self._q_expired = sql.expired_leases(now, lock=True)
+        self._q_walk_indexes = pg.walk_indexes_pg()
+        self._q_planner_settings = pg.planner_settings_pg()
+        self._q_live = sql.live_leases(now)
+
+    def upsert(self, table: Table) -> Insert:
+        return postgresql.insert(table)
+
+    def single_engine(self) -> Engine:
+        return self._auto_engine
+
+    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+        for row in rows:
+            for column in pg.JSON_COLUMNS:
+                if row[column] is not None:
+                    row[column] = orjson.dumps(row[column]).decode()
+        params: dict[str, Any] = {p: [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
+        params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
+        result = self.p.tx(lambda c: c.execute(self._q_enqueue, params).mappings().all(), single=True)
+        created = {r["id"]: job_from_row(r) for r in result}
+        return [created[r["id"]] for r in rows]
+
+    def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
+        if queues not in self._q_claim:
+            claimed = rule(Operation.CLAIM).event
+            assert claimed is not None
+            self._q_claim[queues] = pg.with_bookkeeping(
+                pg.claim_pg(self.p._now, queues), self.p._now, claimed
+            )
+        stmt = self._q_claim[queues]
+        return self.p.tx(
+            lambda conn: conn.execute(stmt, {**params, "shard": self.shard}).mappings().all(), single=True
+        )
+
+    def complete(
+        self, acks: Sequence[tuple[str, int, str | None]], worker_id: str | None, return_jobs: bool
+    ) -> dict[tuple[str, int], Job | None]:
+        params = {
+            "ids": [a[0] for a in acks],
+            "tokens": [a[1] for a in acks],
+            "results": [a[2] for a in acks],
+            "shard": self.shard,
+        }
+        stmt = self._q_complete if return_jobs else self._q_ack
+        rows = self.p.tx(lambda c: c.execute(stmt, params).mappings().all(), single=True)
+        return {(r["id"], r["lease_token"]): job_from_row(r) if return_jobs else None for r in rows}
+
+    def live(self, conn: Connection, missed: Sequence[Any]) -> set[str]:
+        params = {"pairs": [(x.job_id, x.token) for x in missed]}
+        return set(conn.execute(self._q_live, params).scalars())
+
+    def expired(self, conn: Connection, limit: int) -> list[Any]:
+        """Planner sorts and bitmap scans off for this SELECT alone, then
+        restored (see ``pg_statements.walk_indexes_pg``)."""
+        was = conn.execute(self._q_walk_indexes).mappings().one()
+        rows = conn.execute(self._q_expired, {"limit": limit}).mappings().all()
+        conn.execute(self._q_planner_settings, {name: was[name] for name in pg.PLANNER_OFF})
+        return list(rows)
+
+    def recover(self, conn: Connection, plan: Sequence[Planned], owner: str) -> set[str]:
+        """The batch in one statement (``pg_statements.recover_jobs_pg``)."""
+        if not plan:
+            return set()
+        events = [failure_event(d, error, True) for _, d, error in plan]
+        params = {
+            "ids": [row["id"] for row, _, _ in plan],
+            "tokens": [row["lease_token"] for row, _, _ in plan],
+            "new_statuses": [int(d.status) for _, d, _ in plan],
+            "new_retry_counts": [d.retry_count for _, d, _ in plan],
+            "delays": [d.delay_s for _, d, _ in plan],
+            "errors": [orjson.dumps(error).decode() for _, _, error in plan],
+            "messages": [message for _, message in events],
+            "actor": owner,
+            "shard": self.shard,
+        }
+        return {r["id"] for r in conn.execute(self._q_recover, params).mappings()}
+
+    def wakeups(self, queues: Sequence[str]) -> PgWakeups:
+        """LISTEN on WAKEUP_CHANNEL (enqueue notifies in its transaction)."""
+        return PgWakeups(self.p.write_engine, WAKEUP_CHANNEL, queues)

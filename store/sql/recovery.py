@@ -1,0 +1,60 @@
+"""Recovery of expired leases in the SQL store (a mixin of ``SqlStore``).
+
+One batch is one transaction: the expired leases are read oldest first with
+``FOR UPDATE SKIP LOCKED`` (``Dialect.expired``), each gets its retry
+decision from ``lifecycle.decide_failure``, and the dialect applies them,
+each guarded by (InProgress, token, lease still expired), so concurrent
+recoverers recover each job once and a lease renewed meanwhile is left
+alone. The preview reads without locks and stops after the decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from store import lifecycle
+from store.models import RecoveredJob, lease_expired_error
+from store.sql import statements as sql
+from store.sql.plumbing import SqlPlumbing
+
+
+class SqlRecoveryMixin(SqlPlumbing):
+    """The engine halves of ``recover_expired`` and ``preview_recovery``."""
+
+    def expired_lease_count(self) -> int:
+        return self.tx(lambda c: c.execute(sql.count_expired(self._now)).scalar_one(), write=False)
+
+    def _decide(self, rows: Sequence[Any]) -> list[tuple[Any, lifecycle.FailureDecision]]:
+        policy = self.settings.retry
+        return [(r, lifecycle.decide_failure(r["retry_count"], r["max_retries"], policy)) for r in rows]
+
+    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
+        def body(conn: Connection) -> tuple[list[RecoveredJob], bool]:
+            rows = self.dialect.expired(conn, limit)
+            plan = [
+                (r, d, lease_expired_error(r["worker_id"], r["lease_token"])) for r, d in self._decide(rows)
+            ]
+            applied = self.dialect.recover(conn, plan, owner)
+            return [_recovered(r, d) for r, d, _ in plan if r["id"] in applied], len(rows) >= limit
+
+        return self.tx(body)
+
+    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
+        rows = self.read(sql.expired_leases(self._now, lock=False), {"limit": limit})
+        return [_recovered(r, d) for r, d in self._decide(rows)], len(rows) >= limit
+
+
+def _recovered(row: Any, decision: lifecycle.FailureDecision) -> RecoveredJob:
+    return RecoveredJob(
+        job_id=row["id"],
+        name=row["name"],
+        queue=row["queue"],
+        worker_id=row["worker_id"],
+        token=row["lease_token"],
+        outcome=decision.status,
+        retry_count=decision.retry_count,
+        delay_s=decision.delay_s,
+    )

@@ -1,0 +1,68 @@
+"""Locks, the worker registry and the recovery-run history of the SQL store.
+A mixin of ``SqlStore``; none of these touch jobs.
+"""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import Connection
+
+from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
+from store.sql import statements as sql
+from store.sql.plumbing import SqlPlumbing
+from store.sql.rows import worker_from_row
+
+
+class SqlRegistryMixin(SqlPlumbing):
+    """Locks (a row per lock with owner and expiry), workers, recovery runs."""
+
+    # ----------------------------------------------------------------- locks
+    def acquire_lock(self, name: str, owner: str, ttl_s: float) -> bool:
+        stmt = sql.acquire_lock(self.dialect.upsert(sql.locks), self._now)
+        got = self.tx(lambda c: c.execute(stmt, {"name": name, "owner": owner, "ttl": ttl_s}).first())
+        return got is not None
+
+    def release_lock(self, name: str, owner: str) -> bool:
+        res = self.tx(lambda c: c.execute(sql.release_lock(), {"name": name, "owner": owner}))
+        return res.rowcount > 0
+
+    def lock_info(self, name: str) -> LockInfo:
+        stmt = sql.lock_holder(self._now)
+        row = self.tx(lambda c: c.execute(stmt, {"name": name}).first(), write=False)
+        return LockInfo(name, row[0], ts(row[1])) if row else LockInfo(name, None, None)
+
+    # --------------------------------------------------------------- workers
+    def worker_heartbeat(self, info: WorkerInfo) -> None:
+        row = {
+            "id": info.id,
+            "host": info.host,
+            "pid": info.pid,
+            "queues": list(info.queues),
+            "concurrency": info.concurrency,
+            "jobs_in_hand": list(info.jobs_in_hand),
+            "started_at": info.started_at.timestamp() if info.started_at else time.time(),
+        }
+        stmt = sql.upsert_worker(self.dialect.upsert(sql.workers), self._now)
+        self.tx(lambda c: c.execute(stmt, row))
+
+    def remove_worker(self, worker_id: str) -> None:
+        self.tx(lambda c: c.execute(sql.delete_worker(), {"id": worker_id}))
+
+    def workers(self) -> list[WorkerInfo]:
+        return [worker_from_row(r) for r in self.read(sql.all_workers())]
+
+    # ------------------------------------------------------- recovery runs
+    def record_recovery_run(self, run: RecoveryRun) -> None:
+        """Append a run and drop those beyond settings.recovery_runs_kept."""
+        row = run.to_record()
+        kept = {"kept": self.settings.recovery_runs_kept}
+
+        def body(conn: Connection) -> None:
+            conn.execute(sql.insert_recovery_run(), row)
+            conn.execute(sql.trim_recovery_runs(), kept)
+
+        self.tx(body)
+
+    def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
+        return [RecoveryRun.from_record(r) for r in self.read(sql.recent_recovery_runs(), {"limit": limit})]

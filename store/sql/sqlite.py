@@ -1,0 +1,115 @@
+"""The SQLite strategy of the SQL store: every write inside ``BEGIN
+IMMEDIATE`` (engine.py), one statement per job where SQLite has no arrays,
+and the bookkeeping of each change (events, counters) written by
+``SqlPlumbing.book`` in the same transaction. No wake-up channel: workers poll.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, Insert, Table
+from sqlalchemy.dialects import sqlite
+
+from store import counters
+from store.lifecycle import EventKind, JobStatus, Operation, rule
+from store.models import Job
+from store.sql import statements as sql
+from store.sql.plumbing import Dialect, Planned, SqlPlumbing, event_row
+from store.sql.rows import job_from_row
+
+S = JobStatus
+
+
+class SqliteDialect(Dialect):
+    """SQLite: one writer at a time, bookkeeping in Python, polling workers."""
+
+    def __init__(self, p: SqlPlumbing) -> None:
+        super().__init__(p)
+        now = p._now
+        self._q_insert = sql.insert_jobs(now)
+        self._q_claim = sql.claim_sqlite(now)
+        self._q_candidates: dict[int, Any] = {}
+        self._q_complete = sql.complete_job(now)
+        self._q_recover = sql.apply_failure(now, expired_only=True)
+        self._q_expired = sql.expired_leases(now, lock=True)
+
+    def upsert(self, table: Table) -> Insert:
+        return sqlite.insert(table)
+
+    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+        def body(conn: Connection) -> list[Job]:
+            created = [job_from_row(r) for r in conn.execute(self._q_insert, rows).mappings()]
+            deltas: Counter[str] = Counter()
+            events = []
+            for job in created:
+                deltas.update(counters.moved(job.queue, None, job.status))
+                events.append(event_row(job.id, EventKind.ENQUEUED, None, int(job.status), None, 0))
+            self.p.book(conn, events, deltas)
+            return created
+
+        return self.p.tx(body)
+
+    def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
+        def body(conn: Connection) -> list[Any]:  # inside BEGIN IMMEDIATE
+            if queues not in self._q_candidates:
+                self._q_candidates[queues] = sql.claim_candidates_sqlite(self.p._now, queues)
+            old = dict(conn.execute(self._q_candidates[queues], params).all())
+            if not old:
+                return []
+            rows = conn.execute(self._q_claim, {**params, "ids": list(old)}).mappings().all()
+            deltas: Counter[str] = Counter()
+            events = []
+            to = int(rule(Operation.CLAIM).target)
+            for r in rows:
+                deltas.update(counters.moved(r["queue"], old[r["id"]], to))
+                events.append(
+                    event_row(
+                        r["id"], EventKind.CLAIMED, old[r["id"]], to, params["worker_id"], r["lease_token"]
+                    )
+                )
+            self.p.book(conn, events, deltas)
+            return list(rows)
+
+        return self.p.tx(body)
+
+    def complete(
+        self, acks: Sequence[tuple[str, int, str | None]], worker_id: str | None, return_jobs: bool
+    ) -> dict[tuple[str, int], Job | None]:
+        op = rule(Operation.COMPLETE)
+
+        def body(conn: Connection) -> dict[tuple[str, int], Job | None]:  # one statement per ack
+            done: dict[tuple[str, int], Job | None] = {}
+            deltas: Counter[str] = Counter()
+            events = []
+            for job_id, token, text in acks:
+                params = {"j_id": job_id, "token": token, "new_result": _loads(text)}
+                for r in conn.execute(self._q_complete, params).mappings():
+                    job = job_from_row(r)
+                    done[(job.id, job.lease_token)] = job if return_jobs else None
+                    deltas.update(counters.moved(job.queue, S.InProgress, op.target))
+                    events.append(
+                        event_row(job.id, op.event, int(S.InProgress), int(op.target), worker_id, token)
+                    )
+            self.p.book(conn, events, deltas)
+            return done
+
+        return self.p.tx(body)
+
+    def expired(self, conn: Connection, limit: int) -> list[Any]:
+        return list(conn.execute(self._q_expired, {"limit": limit}).mappings().all())
+
+    def recover(self, conn: Connection, plan: Sequence[Planned], owner: str) -> set[str]:
+        applied = set()
+        for row, decision, error in plan:
+            if self.p.apply_decision(conn, self._q_recover, row, decision, error, expired=True, actor=owner):
+                applied.add(row["id"])
+        return applied
+
+
+def _loads(text: str | None) -> Any:
+    """A result's JSON text back to a value: the JSON column encodes it again."""
+    return None if text is None else orjson.loads(text)
