@@ -20,9 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from store.base import MAX_PAGE_SIZE
 from store.cursor import decode_cursor, encode_cursor
-from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.models import Job, Page
 from store.redis.codec import job_from_hash
@@ -60,22 +58,16 @@ def _read_chunk(
 def list_page(
     pipe: Pipe,
     keys: Keys,
-    *,
     status: JobStatus | None,
     queue: str | None,
     name: str | None,
     limit: int,
     cursor: str | None,
-    order: str = "desc",
+    ascending: bool,
 ) -> Page:
-    """One page of jobs, newest update first, or oldest first with
-    ``order="asc"`` (see the module docstring). Raises ValidationError for a
-    bad limit, cursor or order."""
-    if order not in ("asc", "desc"):
-        raise ValidationError("order", "must be asc or desc")
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
-    ascending = order == "asc"
+    """One page of at most ``limit`` jobs (checked by SharedStore.list_jobs),
+    newest update first, or oldest first when ``ascending`` (see the module
+    docstring). Raises ValidationError for a bad cursor."""
     index = keys.updated(status)
     rank = _start_rank(pipe, index, cursor, ascending) if cursor else 0
     filtered = queue is not None or name is not None

@@ -120,28 +120,18 @@ class RedisStore(RecoveryMixin, RegistryMixin, SharedStore):
             raise JobNotFound(job_id)
         return codec.job_from_hash(fields)
 
-    def list_jobs(
+    def _list(
         self,
-        *,
-        status: JobStatus | None = None,
-        queue: str | None = None,
-        name: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-        order: str = "desc",
+        status: JobStatus | None,
+        queue: str | None,
+        name: str | None,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
     ) -> Page:
-        """See JobStore.list_jobs. A queue or name filter scans the status
-        index within a bound (``store.redis.listing`` states the cost)."""
-        return list_page(
-            self._pipe,
-            self.keys,
-            status=status,
-            queue=queue,
-            name=name,
-            limit=limit,
-            cursor=cursor,
-            order=order,
-        )
+        """A queue or name filter scans the status index within a bound
+        (``store.redis.listing`` states the cost)."""
+        return list_page(self._pipe, self.keys, status, queue, name, limit, cursor, ascending)
 
     def _counter_rows(self) -> Iterable[tuple[str, str]]:
         """The counters hash (store/counters.py keys, lua/lib/job.lua writes them)."""
