@@ -39,10 +39,10 @@ from store import lifecycle
 from store.base import MAX_BATCH
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
+from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.keys import rank_job_id
-from store.redis.listing import list_page
+from store.redis.listing import ListingMixin
 from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
@@ -57,7 +57,7 @@ GUARD_ATTEMPTS = 4
 CLAIM_ROUNDS = 8
 
 
-class RedisStore(RecoveryMixin, RegistryMixin, SharedStore):
+class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
     """JobStore on Redis or Redis Cluster.
 
     ``url``: ``redis://host:port/db``, ``rediss://…``, ``redis+cluster://host:port``,
@@ -119,19 +119,6 @@ class RedisStore(RecoveryMixin, RegistryMixin, SharedStore):
         if not fields:
             raise JobNotFound(job_id)
         return codec.job_from_hash(fields)
-
-    def _list(
-        self,
-        status: JobStatus | None,
-        queue: str | None,
-        name: str | None,
-        limit: int,
-        cursor: str | None,
-        ascending: bool,
-    ) -> Page:
-        """A queue or name filter scans the status index within a bound
-        (``store.redis.listing`` states the cost)."""
-        return list_page(self._pipe, self.keys, status, queue, name, limit, cursor, ascending)
 
     def _counter_rows(self) -> Iterable[tuple[str, str]]:
         """The counters hash (store/counters.py keys, lua/lib/job.lua writes them)."""
