@@ -24,6 +24,11 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+#: JSON ``null``: what a job hash holds for a None result (the field is
+#: written, unlike the optional fields enqueue leaves out).
+NULL = dumps(None)
+
+
 def flat_to_dict(flat: Sequence[str]) -> dict[str, str]:
     """A flat ``HGETALL`` array (as a script returns it) as a dict."""
     it = iter(flat)
@@ -144,31 +149,10 @@ def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
 
 
 def run_to_json(run: RecoveryRun) -> str:
-    """A recovery run as the JSON member of the runs zset."""
-    return dumps(
-        {
-            "id": run.id,
-            "started_at": run.started_at.timestamp(),
-            "finished_at": run.finished_at.timestamp(),
-            "owner": run.owner,
-            "trigger": run.trigger,
-            "recovered": run.recovered,
-            "failed": run.failed,
-            "duration_ms": run.duration_ms,
-        }
-    )
+    """A recovery run as the JSON member of the runs zset (RecoveryRun.to_record)."""
+    return dumps(run.to_record())
 
 
 def run_from_json(text: str) -> RecoveryRun:
     """Inverse of run_to_json."""
-    r = orjson.loads(text)
-    return RecoveryRun(
-        id=r["id"],
-        started_at=ts(r["started_at"]),  # type: ignore[arg-type]
-        finished_at=ts(r["finished_at"]),  # type: ignore[arg-type]
-        owner=r["owner"],
-        trigger=r["trigger"],
-        recovered=r["recovered"],
-        failed=r["failed"],
-        duration_ms=r["duration_ms"],
-    )
+    return RecoveryRun.from_record(orjson.loads(text))

@@ -1,4 +1,5 @@
-"""``list_jobs`` of the Redis store: keyset pages over the ``updated`` zsets.
+"""``list_jobs`` of the Redis store (a mixin of RedisStore; SharedStore checks
+the limit and order): keyset pages over the ``updated`` zsets.
 
 The index is ``{P}:updated:<status>`` when a status is given, else
 ``{P}:updated`` (score last_updated_at, member id). Redis orders equal scores
@@ -20,13 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from store.base import MAX_PAGE_SIZE
 from store.cursor import decode_cursor, encode_cursor
-from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.models import Job, Page
 from store.redis.codec import job_from_hash
 from store.redis.keys import Keys
+from store.redis.plumbing import RedisPlumbing
 
 #: Most index entries (and job hashes) one filtered ``list_jobs`` call reads.
 SCAN_BUDGET = 5000
@@ -57,54 +57,51 @@ def _read_chunk(
     return [(job_id, score, h) for (job_id, score), h in zip(entries, hashes, strict=True)]
 
 
-def list_page(
-    pipe: Pipe,
-    keys: Keys,
-    *,
-    status: JobStatus | None,
-    queue: str | None,
-    name: str | None,
-    limit: int,
-    cursor: str | None,
-    order: str = "desc",
-) -> Page:
-    """One page of jobs, newest update first, or oldest first with
-    ``order="asc"`` (see the module docstring). Raises ValidationError for a
-    bad limit, cursor or order."""
-    if order not in ("asc", "desc"):
-        raise ValidationError("order", "must be asc or desc")
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
-    ascending = order == "asc"
-    index = keys.updated(status)
-    rank = _start_rank(pipe, index, cursor, ascending) if cursor else 0
-    filtered = queue is not None or name is not None
-    chunk = max(limit + 1, SCAN_CHUNK) if filtered else limit + 1
-    found: list[tuple[Job, float]] = []
-    last: tuple[float, str] | None = None
-    scanned, exhausted = 0, False
-    while len(found) <= limit and scanned < SCAN_BUDGET:
-        entries = _read_chunk(pipe, keys, index, rank, chunk, ascending)
-        for job_id, score, fields in entries:
-            scanned, rank, last = scanned + 1, rank + 1, (score, job_id)
-            if not fields:
-                continue  # deleted since the index was read
-            job = job_from_hash(fields)
-            if (
-                (status is None or job.status is status)
-                and (queue is None or job.queue == queue)
-                and (name is None or job.name == name)
-            ):
-                found.append((job, score))
-                if len(found) > limit:
-                    break
-        if len(found) <= limit and len(entries) < chunk:
-            exhausted = True
-            break
-    items = [job for job, _ in found[:limit]]
-    if len(found) > limit:
-        job, score = found[limit - 1]
-        return Page(items, encode_cursor(score, job.id))
-    if not exhausted and last is not None:
-        return Page(items, encode_cursor(*last))  # budget spent: resume after the last entry read
-    return Page(items, None)
+class ListingMixin(RedisPlumbing):
+    """The engine half of ``list_jobs``."""
+
+    def _list(
+        self,
+        status: JobStatus | None,
+        queue: str | None,
+        name: str | None,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
+    ) -> Page:
+        """One page of at most ``limit`` jobs, newest update first, or oldest
+        first when ``ascending`` (see the module docstring). Raises
+        ValidationError for a bad cursor."""
+        pipe, keys = self._pipe, self.keys
+        index = keys.updated(status)
+        rank = _start_rank(pipe, index, cursor, ascending) if cursor else 0
+        filtered = queue is not None or name is not None
+        chunk = max(limit + 1, SCAN_CHUNK) if filtered else limit + 1
+        found: list[tuple[Job, float]] = []
+        last: tuple[float, str] | None = None
+        scanned, exhausted = 0, False
+        while len(found) <= limit and scanned < SCAN_BUDGET:
+            entries = _read_chunk(pipe, keys, index, rank, chunk, ascending)
+            for job_id, score, fields in entries:
+                scanned, rank, last = scanned + 1, rank + 1, (score, job_id)
+                if not fields:
+                    continue  # deleted since the index was read
+                job = job_from_hash(fields)
+                if (
+                    (status is None or job.status is status)
+                    and (queue is None or job.queue == queue)
+                    and (name is None or job.name == name)
+                ):
+                    found.append((job, score))
+                    if len(found) > limit:
+                        break
+            if len(found) <= limit and len(entries) < chunk:
+                exhausted = True
+                break
+        items = [job for job, _ in found[:limit]]
+        if len(found) > limit:
+            job, score = found[limit - 1]
+            return Page(items, encode_cursor(score, job.id))
+        if not exhausted and last is not None:
+            return Page(items, encode_cursor(*last))  # budget spent: resume after the last entry read
+        return Page(items, None)

@@ -1,6 +1,7 @@
 """What every part of the Redis store shares: the client, the registered
-scripts, the ARGV conventions, refusal recording and the guarded write of
-retry decisions (used by ``fail`` and by recovery).
+scripts, the ARGV conventions (``op_args``: an operation's row of
+``lifecycle.OPERATIONS`` as the scripts take it), refusal recording and the
+guarded write of retry decisions (used by ``fail`` and by recovery).
 
 Every call goes through ``_eval`` (a script) or ``_pipe`` (read commands on a
 pipeline without MULTI); both turn outages into StoreUnavailable.
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 from store import lifecycle
 from store.base import StoreSettings
 from store.errors import LeaseLost
-from store.lifecycle import FailureDecision, JobStatus, Operation
+from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
 from store.models import failure_event, refusal_message
 from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable
@@ -43,15 +44,25 @@ def codes(statuses: Iterable[int]) -> str:
     return " ".join(str(int(s)) for s in statuses)
 
 
-def target(op: Operation) -> int:
-    """The one status ``op`` leads to (not for FAIL, which has two)."""
-    [to] = lifecycle.OPERATIONS[op].targets
-    return int(to)
+def op_args(op: Operation) -> list[str | int]:
+    """ARGV[4..8] of the script of ``op`` (read by ``operation`` in
+    lua/lib/job.lua): its row of lifecycle.OPERATIONS as source statuses
+    (``"100 200"``), target status, event kind, the fields stamped with the
+    store's clock and the fields cleared (space-separated). Target and event
+    kind are '' for FAIL: the retry decision's, passed per job."""
+    row = lifecycle.rule(op)
+    to = int(lifecycle.target(op)) if len(row.targets) == 1 else ""
+    event = "" if row.event is None else row.event.value
+    return [codes(lifecycle.source_codes(op)), to, event, " ".join(row.stamps), " ".join(row.clears)]
 
 
-def guard(op: Operation) -> tuple[str, int]:
-    """ARGV pair of a guarded script: the source statuses of ``op`` and its target."""
-    return codes(lifecycle.source_codes(op)), target(op)
+def refusal(op: Operation) -> EventKind:
+    """The event a stale worker write of ``op`` records (lifecycle table).
+    Raises ValueError for an operator operation, which has none."""
+    kind = lifecycle.rule(op).refusal
+    if kind is None:
+        raise ValueError(f"{op.value} has no refusal event")
+    return kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,7 @@ class RedisPlumbing:
         return values
 
     def _refusals(
-        self, kind: str, actor: str | None, refused: list[tuple[str, int, str, str]]
+        self, kind: EventKind, actor: str | None, refused: list[tuple[str, int, str, str]]
     ) -> list[LeaseLost]:
         """Record one refusal event per ``(job_id, token, current token,
         status code)`` (events of jobs deleted meanwhile are dropped) and
@@ -121,7 +132,7 @@ class RedisPlumbing:
                 status = S(int(code))
                 message = refusal_message(kind, actor, token, current, status)
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
-                args += [job_id, kind, actor or "", token, message]
+                args += [job_id, kind.value, actor or "", token, message]
                 lost.append(LeaseLost(job_id, token, int(current), status.name))
             self._eval(self._lua.record_events, keys, args)
         return lost
@@ -131,15 +142,22 @@ class RedisPlumbing:
         (lua/apply_failures.lua, SCRIPT_BATCH jobs a call). Per item: 0 when
         its guard missed (nothing written), else 1, or the job as a flat hash
         with ``want_jobs``."""
-        k, sources, replies = self.keys, codes(lifecycle.source_codes(Operation.FAIL)), []
+        k, replies = self.keys, []
         for chunk in chunks(items):
-            keys, args = k.common(), self._args(1 if want_jobs else 0, sources)
+            keys, args = k.common(), self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0)
             for f in chunk:
                 kind, message = failure_event(f.decision, f.error, f.expired)
                 delay = "" if f.decision.delay_s is None else repr(float(f.decision.delay_s))
                 keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue)]
                 args += [f.job_id, f.token, f.retry_count, int(f.decision.status), f.decision.retry_count]
-                args += [delay, codec.dumps(f.error), 1 if f.expired else 0, kind, message, f.actor or ""]
+                args += [
+                    delay,
+                    codec.dumps(f.error),
+                    1 if f.expired else 0,
+                    kind.value,
+                    message,
+                    f.actor or "",
+                ]
             replies += self._eval(self._lua.apply_failures, keys, args)
         return replies
 

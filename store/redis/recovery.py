@@ -11,19 +11,17 @@ read is left alone. The preview stops after the decisions.
 
 from __future__ import annotations
 
-import time
-
 from store import lifecycle
-from store.base import MAX_BATCH
-from store.lifecycle import FailureDecision, JobStatus
-from store.models import RecoveredJob, RecoveryReport
+from store.lifecycle import FailureDecision, JobStatus, Operation
+from store.models import RecoveredJob, lease_expired_error
 from store.redis.plumbing import Failure, RedisPlumbing
 
 S = JobStatus
 
 
 class RecoveryMixin(RedisPlumbing):
-    """``recover_expired`` and ``preview_recovery``."""
+    """The engine halves of ``recover_expired`` and ``preview_recovery``
+    (store/shared.py takes the limit and the time)."""
 
     def _recovery_plan(self, limit: int) -> tuple[list[tuple[RecoveredJob, int]], bool]:
         """Up to ``limit`` expired leases, oldest first, each with its retry
@@ -34,40 +32,25 @@ class RecoveryMixin(RedisPlumbing):
         rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), names) for job_id in ids])
         plan = []
         for job_id, (code, name, queue, worker, token, retries, max_retries) in zip(ids, rows, strict=True):
-            if code is None or int(code) != S.InProgress:
+            if code is None or S(int(code)) not in lifecycle.sources(Operation.FAIL):
                 continue
             d = lifecycle.decide_failure(int(retries), int(max_retries), self.settings.retry)
             job = RecoveredJob(job_id, name, queue, worker, int(token), d.status, d.retry_count, d.delay_s)
             plan.append((job, int(retries)))
         return plan, len(ids) >= limit
 
-    def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
-        """One bounded batch (``limit``, default settings.recovery_batch, at
-        most MAX_BATCH); see the module docstring. Takes no lock."""
-        limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
-        t0 = time.perf_counter()
+    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
+        """One batch (SharedStore.recover_expired); see the module docstring."""
         plan, more = self._recovery_plan(limit)
         items = []
         for r, retries in plan:
-            message = f"lease of {r.worker_id} (token {r.token}) expired"
-            error = {"type": "LeaseExpired", "message": message, "traceback": None}
             decision = FailureDecision(r.outcome, r.retry_count, r.delay_s)
+            error = lease_expired_error(r.worker_id, r.token)
             items.append(Failure(r.job_id, r.queue, r.token, retries, decision, error, True, owner))
         replies = self._apply_failures(items, want_jobs=False) if items else []
-        done = [r for (r, _), ok in zip(plan, replies, strict=True) if ok]
-        return RecoveryReport.from_outcomes(
-            done, dry_run=False, more=more, owner=owner, duration_ms=(time.perf_counter() - t0) * 1000
-        )
+        return [r for (r, _), ok in zip(plan, replies, strict=True) if ok], more
 
-    def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
-        """What recover_expired would do now; changes nothing."""
-        limit = min(limit or self.settings.recovery_batch, MAX_BATCH)
-        t0 = time.perf_counter()
+    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
+        """What _recover would do now (SharedStore.preview_recovery); reads only."""
         plan, more = self._recovery_plan(limit)
-        return RecoveryReport.from_outcomes(
-            [r for r, _ in plan],
-            dry_run=True,
-            more=more,
-            owner=None,
-            duration_ms=(time.perf_counter() - t0) * 1000,
-        )
+        return [r for r, _ in plan], more

@@ -14,6 +14,12 @@ there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
 the same (job, token). Candidates lost to other workers are replaced in at
 most CLAIM_ROUNDS rounds.
 
+The front halves every store shares (validation, chunking, the JSON check of
+results, recovery limits and timing, counters as totals) are SharedStore's;
+this class supplies the engine halves. Each operation's target, event kind and
+the fields it stamps or clears come from ``lifecycle.OPERATIONS`` through
+``plumbing.op_args``; the scripts name none of them.
+
 A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
 how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
 (each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
@@ -30,28 +36,18 @@ from typing import Any
 import uuid6
 
 from store import lifecycle
-from store.base import MAX_BATCH, JobStore
+from store.base import MAX_BATCH
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
-from store.lifecycle import JobStatus, Operation
-from store.models import (
-    Counts,
-    HeartbeatResult,
-    Job,
-    JobEvent,
-    JobSpec,
-    Lease,
-    Page,
-    as_spec,
-    ts,
-    validate_spec,
-)
+from store.lifecycle import EventKind, JobStatus, Operation
+from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.keys import rank_job_id
-from store.redis.listing import list_page
-from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, guard, target
+from store.redis.listing import ListingMixin
+from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.wakeups import RedisWakeups
+from store.shared import EncodedAck, SharedStore
 
 S = JobStatus
 #: Read-then-guarded-write attempts (fail, operator actions) when the job
@@ -59,10 +55,9 @@ S = JobStatus
 GUARD_ATTEMPTS = 4
 #: Most claim rounds per call when candidates were taken by other workers.
 CLAIM_ROUNDS = 8
-FINISHED = (S.Completed, S.Failed, S.Canceled)
 
 
-class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
+class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
     """JobStore on Redis or Redis Cluster.
 
     ``url``: ``redis://host:port/db``, ``rediss://…``, ``redis+cluster://host:port``,
@@ -71,13 +66,17 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
     ``ClientOptions`` (timeouts, retries). Thread-safe (redis-py pools
     connections). Raises StoreUnavailable when a cluster cannot be reached."""
 
+    #: enqueue_many writes SCRIPT_BATCH jobs a script call (each chunk all or nothing).
+    enqueue_chunk = SCRIPT_BATCH
+
     # ------------------------------------------------------------- enqueue
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
         """Write one chunk (all or nothing). Returns ``(jobs, None)``, or
         ``([], id)`` when an idempotency key is taken by job ``id`` (``''``
         when the key is repeated inside the chunk)."""
         k = self.keys
-        keys, args, rows = [*k.common(), k.idempotency], self._args(k.wakeup), []
+        keys, rows = [*k.common(), k.idempotency], []
+        args = self._args(k.wakeup, EventKind.ENQUEUED.value)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
@@ -103,26 +102,16 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             jobs.append(codec.job_from_hash(fields))
         return jobs, None
 
-    def enqueue(self, name: str, payload: Any = None, **options: Any) -> Job:
-        return self.enqueue_idempotent(JobSpec(name, payload, **options))[0]
-
-    def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
-        validate_spec(spec)
+    def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
         jobs, taken_by = self._insert([spec])
         if jobs:
             return jobs[0], True
         assert taken_by, "a single spec cannot repeat its own key"
         return self.get(taken_by), False
 
-    def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
-        checked = [validate_spec(as_spec(item)) for item in specs]
-        out: list[Job] = []
-        for chunk in chunks(checked):
-            jobs, taken_by = self._insert(chunk)
-            if taken_by is not None:
-                raise ValidationError("idempotency_key", "a key in this batch is already used")
-            out.extend(jobs)
-        return out
+    def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
+        jobs, taken_by = self._insert(specs)
+        return None if taken_by is not None else jobs
 
     # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:
@@ -131,36 +120,10 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             raise JobNotFound(job_id)
         return codec.job_from_hash(fields)
 
-    def list_jobs(
-        self,
-        *,
-        status: JobStatus | None = None,
-        queue: str | None = None,
-        name: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-        order: str = "desc",
-    ) -> Page:
-        """See JobStore.list_jobs. A queue or name filter scans the status
-        index within a bound (``store.redis.listing`` states the cost)."""
-        return list_page(
-            self._pipe,
-            self.keys,
-            status=status,
-            queue=queue,
-            name=name,
-            limit=limit,
-            cursor=cursor,
-            order=order,
-        )
-
-    def counts(self) -> Counts:
+    def _counter_rows(self) -> Iterable[tuple[str, str]]:
+        """The counters hash (store/counters.py keys, lua/lib/job.lua writes them)."""
         [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
-        return Counts.from_counters(counters.items())
-
-    def event_counts(self) -> dict[str, int]:
-        [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
-        return {key[2:]: int(n) for key, n in counters.items() if key.startswith("e:")}
+        return counters.items()
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         if limit <= 0:
@@ -201,7 +164,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             candidates = heapq.nsmallest(window, pairs)  # byte order of rank = claim order
             if not candidates:
                 break
-            keys, args = k.common(), self._args(worker_id, ttl, want, *guard(Operation.CLAIM))
+            keys, args = k.common(), self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
             for member, queue in candidates:
                 job_id = rank_job_id(member)
                 keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
@@ -231,30 +194,24 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
                 refused.append(lease)
                 if reply[0] == 0:
                     stale.append((lease.job_id, lease.token, reply[1], reply[2]))
-        self._refusals("heartbeat_refused", worker_id, stale)
+        self._refusals(EventKind.HEARTBEAT_REFUSED, worker_id, stale)
         return HeartbeatResult(renewed, refused)
 
-    def complete_many(
-        self, acks: Sequence[tuple[str, int, Any]], worker_id: str | None = None, *, return_jobs: bool = True
+    def _complete(
+        self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
     ) -> list[Job | LeaseLost | None]:
-        """See JobStore.complete_many: one script call per SCRIPT_BATCH acks,
-        plus one to record refusals when there are any."""
-        texts = []
-        for _, _, result in acks:
-            try:
-                texts.append(codec.dumps(result))
-            except TypeError as exc:
-                raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+        """One script call per SCRIPT_BATCH acks, plus one to record refusals
+        when there are any. A None result is stored as JSON ``null``."""
         out: list[Job | LeaseLost | None] = []
         want = 1 if return_jobs else 0
-        for chunk in chunks([(*ack[:2], text) for ack, text in zip(acks, texts, strict=True)]):
-            keys, args = self.keys.common(), self._args(worker_id or "", *guard(Operation.COMPLETE), want)
+        for chunk in chunks(acks):
+            keys, args = self.keys.common(), self._args(*op_args(Operation.COMPLETE), worker_id or "", want)
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
-                args += [job_id, token, text]
+                args += [job_id, token, codec.NULL if text is None else text]
             replies = self._eval(self._lua.complete, keys, args)
             stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
-            lost = iter(self._refusals("completion_refused", worker_id, stale))
+            lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):
                 if reply[0] == 1:
                     out.append(codec.job_from_flat(reply[1]) if return_jobs else None)
@@ -284,7 +241,7 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             if code is None:
                 raise JobNotFound(job_id)
             if S(int(code)) not in lifecycle.sources(Operation.FAIL) or int(current) != token:
-                raise self._refusals("failure_refused", worker_id, [(job_id, token, current, code)])[0]
+                raise self._refusals(refusal(Operation.FAIL), worker_id, [(job_id, token, current, code)])[0]
             policy = self.settings.retry
             decision = lifecycle.decide_failure(int(retries), int(max_retries), policy, permanent=permanent)
             item = Failure(job_id, queue, token, int(retries), decision, error, False, worker_id)
@@ -299,13 +256,13 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
             raise JobNotFound(job_id)
         k = self.keys
         keys = [*k.common(), k.job(job_id), k.events(job_id), k.scheduled(queue)]
-        args = self._args(job_id, token, worker_id or "", *guard(Operation.RELEASE))
+        args = self._args(*op_args(Operation.RELEASE), job_id, token, worker_id or "")
         reply = self._eval(self._lua.release, keys, args)
         if reply[0] == 1:
             return codec.job_from_flat(reply[1])
         if reply[0] == -1:
             raise JobNotFound(job_id)
-        raise self._refusals("release_refused", worker_id, [(job_id, token, reply[1], reply[2])])[0]
+        raise self._refusals(refusal(Operation.RELEASE), worker_id, [(job_id, token, reply[1], reply[2])])[0]
 
     def wakeups(self, queues: Sequence[str]) -> RedisWakeups:
         """Subscribe to the deployment's wake-up channel (lua/enqueue.lua publishes)."""
@@ -323,32 +280,32 @@ class RedisStore(RecoveryMixin, RegistryMixin, JobStore):
                 raise JobNotFound(job_id)
             lifecycle.check_operation(job_id, op, S(int(code)))
             keys = [*k.common(), k.job(job_id), k.events(job_id), k.ready(queue), k.scheduled(queue)]
-            reply = self._eval(script, keys, self._args(job_id, code, actor, target(op), *extra))
+            reply = self._eval(script, keys, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
                 return codec.job_from_flat(reply[1])
             if reply[0] == -1:
                 raise JobNotFound(job_id)
-        raise InvalidTransition(job_id, S(int(code or 0)).name, S(target(op)).name, operation=op.value)
+        raise InvalidTransition(job_id, S(int(code or 0)).name, lifecycle.target(op).name, operation=op.value)
 
     def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
         return self._operator(job_id, Operation.CANCEL, actor, self._lua.cancel)
 
     def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
         reset = 1 if reset_retries else 0
-        return self._operator(job_id, Operation.REQUEUE, actor, self._lua.requeue, reset, "requeued")
+        return self._operator(job_id, Operation.REQUEUE, actor, self._lua.requeue, reset)
 
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0, "retried_now")
+        return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
 
     # ----------------------------------------------------------- retention
     def purge(self, older_than_s: float, limit: int = 1000) -> int:
         """See JobStore.purge: a read of candidates, then guarded deletes
         (SCRIPT_BATCH jobs a script call)."""
-        k, age = self.keys, repr(float(older_than_s))
-        finished = [k.updated(s) for s in FINISHED]
+        k, age, terminal = self.keys, repr(float(older_than_s)), sorted(lifecycle.TERMINAL)
+        finished = [k.updated(s) for s in terminal]  # by status, as the SQL store orders them
         ids = self._eval(self._lua.purge_candidates, finished, [self._offset(), age, min(limit, MAX_BATCH)])
         deleted = 0
         for chunk in chunks(ids):
             keys = [*k.common(), k.idempotency, *(key for i in chunk for key in (k.job(i), k.events(i)))]
-            deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(FINISHED), *chunk)))
+            deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(terminal), *chunk)))
         return deleted

@@ -24,7 +24,7 @@ from redis.cluster import RedisCluster
 
 from store import StoreSettings, open_store
 from store.errors import LeaseLost
-from store.lifecycle import JobStatus
+from store.lifecycle import EventKind, JobStatus
 from store.models import Lease, WorkerInfo
 from store.redis.store import RedisStore
 from tests.store.helpers import ERROR, expire_leases
@@ -182,7 +182,7 @@ def test_claim_priority_heartbeat_and_fencing(store: RedisStore) -> None:
         store.complete(b.id, b.lease_token - 1, {"late": True}, worker_id="w-old")
     assert err.value.current_token == b.lease_token
     assert store.get(b.id).status is S.InProgress
-    assert store.events(b.id)[-1].kind == "completion_refused"
+    assert store.events(b.id)[-1].kind == EventKind.COMPLETION_REFUSED
     done = store.complete(b.id, b.lease_token, {"ok": 1}, worker_id="w")
     assert (done.status, done.result) == (S.Completed, {"ok": 1})
     out = store.complete_many([(a.id, a.lease_token, None), (b.id, b.lease_token, None)], worker_id="w")
@@ -203,7 +203,7 @@ def test_fail_retry_cancel_and_requeue(store: RedisStore) -> None:
     assert store.cancel(job.id, actor="operator:ann").status is S.Canceled
     fresh = store.requeue(job.id, actor="operator:ann")
     assert (fresh.status, fresh.retry_count) == (S.Queued, 0)
-    assert [e.kind for e in store.audit(10)] == ["requeued", "canceled"]
+    assert [e.kind for e in store.audit(10)] == [EventKind.REQUEUED, EventKind.CANCELED]
     [again] = store.claim("w", ["default"], 1)
     assert again.lease_token == 3
 
@@ -223,7 +223,7 @@ def test_recovery_with_clock_offset(store: RedisStore) -> None:
     assert {r.job_id for r in first.recovered + second.recovered} == {j.id for j in jobs}
     assert store.get(live.id).lease_expires_at == live.lease_expires_at
     assert store.expired_lease_count() == 0
-    assert store.event_counts()["lease_expired"] == 30
+    assert store.event_counts()[EventKind.LEASE_EXPIRED] == 30
 
 
 def test_counts_and_list_paging(store: RedisStore) -> None:

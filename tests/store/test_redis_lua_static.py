@@ -9,7 +9,12 @@ the scripts safe on Redis Cluster and bounded in cost.
 * a script that counts (lib/job.lua ``move``, ``append_event``, ``count``)
   writes the counters with ``flush_counts()``;
 * the files and ``Scripts`` agree, includes resolve, and the ``rank`` format of
-  lua/lib/job.lua matches what keys.py parses.
+  lua/lib/job.lua matches what keys.py parses;
+* the lifecycle table reaches the scripts only through ARGV: no script outside
+  lib/ names an event kind, builds a counter key, or names a field its
+  operation's row stamps or clears (lib/job.lua ``change`` applies them), and
+  what ``plumbing.op_args`` passes is what lib/job.lua ``operation`` reads;
+* lib/job.lua's counter keys are store/counters.py's (run on the test Redis).
 """
 
 from __future__ import annotations
@@ -19,10 +24,16 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import redis
 
+from store import lifecycle
+from store.counters import event_key, status_key
+from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
+from store.redis.plumbing import op_args
 from store.redis.scripts import LUA_DIR, Scripts, source
+from tests.backends import BACKENDS, REDIS_URL
 
 OPERATIONS = sorted(LUA_DIR.glob("*.lua"))
 ALL_FILES = sorted(LUA_DIR.rglob("*.lua"))
@@ -174,3 +185,90 @@ def test_rank_format_matches_the_python_side() -> None:
     assert redis_keys.RANK_HEAD == 7 + 17
     member = "0999995" + "1".zfill(17) + ":" + "0" * 8 + "-job"
     assert redis_keys.rank_job_id(member) == "00000000-job"
+
+
+# --------------------------------------------------- the lifecycle table in Lua
+#: Scripts of the lifecycle operations, each reading its row at ARGV[4..8].
+OPERATION_SCRIPTS: dict[str, tuple[Operation, ...]] = {
+    "claim": (Operation.CLAIM,),
+    "complete": (Operation.COMPLETE,),
+    "release": (Operation.RELEASE,),
+    "cancel": (Operation.CANCEL,),
+    "requeue": (Operation.REQUEUE, Operation.RETRY_NOW),
+    "apply_failures": (Operation.FAIL,),
+}
+LITERAL = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
+
+
+def literals(code: str) -> set[str]:
+    """The string literals of Lua code (without comments)."""
+    return {a or b for a, b in LITERAL.findall(code)}
+
+
+def test_operation_scripts_are_named_in_this_test() -> None:
+    covered = {op for ops in OPERATION_SCRIPTS.values() for op in ops}
+    assert covered == set(Operation)
+    for name in OPERATION_SCRIPTS:
+        assert "local op = operation(4)" in (LUA_DIR / f"{name}.lua").read_text()
+
+
+@pytest.mark.parametrize("path", OPERATIONS, ids=lambda p: p.name)
+def test_no_script_names_an_event_kind_or_builds_a_counter_key(path: Path) -> None:
+    text = path.read_text()
+    named = literals(strip_comments(text))
+    assert not named & {kind.value for kind in EventKind}, "event kinds come in ARGV"
+    assert "'s:'" not in text and "'e:'" not in text, "counter keys: status_counter/event_counter"
+    assert not [s for s in named if s.startswith(("s:", "e:"))], "counter keys: status_counter/event_counter"
+
+
+@pytest.mark.parametrize("name", sorted(OPERATION_SCRIPTS))
+def test_stamped_and_cleared_fields_come_from_the_table(name: str) -> None:
+    code = strip_comments((LUA_DIR / f"{name}.lua").read_text())
+    rows = [lifecycle.rule(op) for op in OPERATION_SCRIPTS[name]]
+    table = {f for r in rows for f in (*r.stamps, *r.clears)} - {f for r in rows for f in r.writes}
+    calls = redis_calls(code)
+    read = {arg.strip("'") for command, args in calls if command == "HMGET" for arg in args[1:]}
+    assert not (literals(code) - read) & table, "the row's fields are applied by lib/job.lua change()"
+    assert not {command for command, _ in calls} & {"HSET", "HDEL"}, "job writes go through change()"
+
+
+@pytest.fixture(scope="module")
+def lua() -> object:
+    """Run a snippet after lib/clock.lua and lib/job.lua on the test Redis
+    (EVAL with no keys: it reads and writes no data). ARGV[1..3] are the
+    common ones; the snippet's own start at ARGV[4]."""
+    if "redis" not in BACKENDS:
+        pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
+    lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+
+    def run(snippet: str, *argv: object) -> object:
+        return client.eval(f"{lib}\n{snippet}", 0, 0, 200, 10_000, *argv)
+
+    yield run
+    client.close()
+
+
+def test_counter_keys_are_the_same_text_in_lua_and_python(lua) -> None:
+    for status in JobStatus:
+        got = lua("return status_counter(tonumber(ARGV[4]), ARGV[5])", int(status), "q:a b")
+        assert got == status_key(status, "q:a b")
+    for kind in EventKind:
+        assert lua("return event_counter(ARGV[4])", kind.value) == event_key(kind)
+
+
+@pytest.mark.parametrize("op", list(Operation), ids=lambda op: op.value)
+def test_lua_reads_the_row_op_args_passes(lua, op: Operation) -> None:
+    snippet = """local op = operation(4)
+local sources = {}
+for code in pairs(op.sources) do
+  sources[#sources + 1] = code
+end
+table.sort(sources)
+return {sources, op.target or '', op.event or '', op.stamps, op.clears}"""
+    sources, target, event, stamps, clears = lua(snippet, *op_args(op))
+    row = lifecycle.rule(op)
+    assert sources == sorted(int(s) for s in row.sources)
+    assert target == ("" if len(row.targets) > 1 else int(lifecycle.target(op)))
+    assert event == ("" if row.event is None else row.event.value)
+    assert (tuple(stamps), tuple(clears)) == (row.stamps, row.clears)

@@ -7,51 +7,52 @@
 -- for job i = 1..n, KEYS[10 + 3i - 2], KEYS[10 + 3i - 1], KEYS[10 + 3i]:
 --              job hash, event list, scheduled zset of the job's queue
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      1: return each changed job as a flat HGETALL array; 0: return 1
--- ARGV[5]      statuses a failure starts from ("300")
--- then 11 values per job, ARGV[6 + 11(i-1)] ...:
+-- ARGV[4..8]   FAIL's row (lib/job.lua `operation`): sources ("300"), '' target
+--              and '' event kind (both per job, below), stamped fields ('' none),
+--              cleared fields
+-- ARGV[9]      1: return each changed job as a flat HGETALL array; 0: return 1
+-- then 11 values per job, ARGV[10 + 11(i-1)] ...:
 --              id, token, expected retry_count, new status, new retry_count,
 --              delay s ('' when the job ends Failed), error JSON,
 --              expired (1: recovery, guard lease_expires_at < now and count a
 --              lease expiration; 0: a handler failure), event kind, event
 --              message, actor ('' none)
--- A rescheduled job gets retry_delay_until = due_at = now + delay and goes to
--- the scheduled zset; a failed one gets completed_at = now.
+-- Besides FAIL's row, the decision's fields are written here: a rescheduled
+-- job gets retry_delay_until = due_at = now + delay (completed_at deleted) and
+-- goes to the scheduled zset; a failed one gets due_at = completed_at = now
+-- (retry_delay_until deleted).
 -- Returns:     one entry per job: 0 guard missed (nothing written), else 1 or the job
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local want_jobs, sources = ARGV[4] == '1', status_set(ARGV[5])
+local op = operation(4)
+local want_jobs = ARGV[9] == '1'
 local out = {}
 for i = 1, (#KEYS - 10) / 3 do
-  local k, a = 10 + 3 * (i - 1), 6 + 11 * (i - 1)
+  local k, a = 10 + 3 * (i - 1), 10 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local expired = tonumber(ARGV[a + 7])
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'retry_count', 'lease_expires_at',
     'queue', 'priority', 'lease_expirations')
   local old = tonumber(f[1])
-  local ok = old and sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
+  local ok = old and op.sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
   if ok and expired == 1 then
     ok = tonumber(f[4]) ~= nil and tonumber(f[4]) < now
   end
   if not ok then
     out[i] = 0
   else
-    local written = {
-      'status', target, 'retry_count', retries, 'error', ARGV[a + 6],
-      'lease_expirations', tonumber(f[7]) + expired, 'last_updated_at', now,
-    }
+    local written = {'retry_count', retries, 'error', ARGV[a + 6], 'lease_expirations', tonumber(f[7]) + expired}
     if delay then
       local due = now + delay
       local member = rank(f[6], due, id)
-      redis.call('HSET', KEYS[k + 1], 'retry_delay_until', due, 'due_at', due, 'rank', member, unpack(written))
-      redis.call('HDEL', KEYS[k + 1], 'lease_expires_at', 'completed_at')
+      change(k + 1, op, target, {'retry_delay_until', due, 'due_at', due, 'rank', member, unpack(written)},
+        {'completed_at'})
       redis.call('ZADD', KEYS[k + 3], due, member)
     else
-      redis.call('HSET', KEYS[k + 1], 'due_at', now, 'completed_at', now, unpack(written))
-      redis.call('HDEL', KEYS[k + 1], 'lease_expires_at', 'retry_delay_until')
+      change(k + 1, op, target, {'due_at', now, 'completed_at', now, unpack(written)}, {'retry_delay_until'})
     end
     redis.call('ZREM', KEYS[9], id)
     move(id, f[5], old, target)

@@ -7,10 +7,11 @@
 -- KEYS[13]     ready zset of the job's queue
 -- KEYS[14]     scheduled zset of the job's queue
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      job id
--- ARGV[5]      status the job must still have
--- ARGV[6]      actor ('' for none)
--- ARGV[7]      status it leads to (Canceled)
+-- ARGV[4..8]   CANCEL's row (lib/job.lua `operation`): sources, target
+--              (Canceled), event kind, stamped fields, cleared fields
+-- ARGV[9]      job id
+-- ARGV[10]     status the job must still have (one of the sources)
+-- ARGV[11]     actor ('' for none)
 -- Returns:     {1, job as a flat HGETALL array} canceled,
 --              {0, status} the status changed meanwhile (nothing written),
 --              {-1} no such job
@@ -18,24 +19,17 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local id, expected, actor = ARGV[4], tonumber(ARGV[5]), none(ARGV[6])
-local target = tonumber(ARGV[7])
-local f = redis.call('HMGET', KEYS[11], 'status', 'lease_token', 'queue', 'rank')
-if not f[1] then
-  return {-1}
+local op = operation(4)
+local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
+local f, refused = operator_guard(11, op, expected, 'lease_token', 'queue', 'rank')
+if not f then
+  return refused
 end
 local old = tonumber(f[1])
-if old ~= expected then
-  return {0, f[1]}
-end
-if f[4] then
-  redis.call('ZREM', KEYS[13], f[4])
-  redis.call('ZREM', KEYS[14], f[4])
-end
-redis.call('HSET', KEYS[11], 'status', target, 'completed_at', now, 'last_updated_at', now)
-redis.call('HDEL', KEYS[11], 'lease_expires_at', 'rank')
+unqueue(f[4], 13, 14)
+change(11, op, op.target, nil, {'rank'})
 redis.call('ZREM', KEYS[9], id)
-move(id, f[3], old, target)
-append_event(12, id, 'canceled', old, target, actor, tonumber(f[2]), nil)
+move(id, f[3], old, op.target)
+append_event(12, id, op.event, old, op.target, actor, tonumber(f[2]), nil)
 flush_counts()
 return {1, redis.call('HGETALL', KEYS[11])}

@@ -4,43 +4,41 @@
 -- for candidate i = 1..n, KEYS[10 + 3i - 2], KEYS[10 + 3i - 1], KEYS[10 + 3i]:
 --              job hash, event list, ready zset holding the candidate's member
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      worker id
--- ARGV[5]      lease TTL, seconds (for jobs without their own lease_ttl_seconds)
--- ARGV[6]      most jobs to claim
--- ARGV[7]      statuses a claim starts from, e.g. "100 200"
--- ARGV[8]      status a claim leads to (InProgress)
--- ARGV[7 + 2i], ARGV[8 + 2i]: candidate i's job id and ready member
+-- ARGV[4..8]   CLAIM's row (lib/job.lua `operation`): sources ("100 200"), target
+--              (InProgress), event kind, stamped fields, cleared fields
+-- ARGV[9]      worker id
+-- ARGV[10]     lease TTL, seconds (for jobs without their own lease_ttl_seconds)
+-- ARGV[11]     most jobs to claim
+-- ARGV[10 + 2i], ARGV[11 + 2i]: candidate i's job id and ready member
 -- A candidate is ours only when ZREM of its member returns 1, so two callers
--- never both lease it; lease_token goes up by one at every claim.
+-- never both lease it; lease_token goes up by one at every claim, and the
+-- lease (worker_id, lease_token, lease_expires_at) is written here.
 -- Returns:     {lost, job_1, job_2, ...}: lost = candidates already taken by
 --              others, then each leased job as a flat HGETALL array
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local worker, ttl, want = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-local sources, target = status_set(ARGV[7]), tonumber(ARGV[8])
+local op = operation(4)
+local worker, ttl, want = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 local out = {0}
 for i = 1, (#KEYS - 10) / 3 do
   if #out > want then
     break
   end
-  local k, id = 10 + 3 * (i - 1), ARGV[7 + 2 * i]
-  if redis.call('ZREM', KEYS[k + 3], ARGV[8 + 2 * i]) == 0 then
+  local k, id = 10 + 3 * (i - 1), ARGV[10 + 2 * i]
+  if redis.call('ZREM', KEYS[k + 3], ARGV[11 + 2 * i]) == 0 then
     out[1] = out[1] + 1
   else
     local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'lease_ttl_seconds', 'lease_token')
     local old = tonumber(f[1])
-    if old and sources[old] then
+    if old and op.sources[old] then
       local token = tonumber(f[4]) + 1
       local expires = now + (tonumber(f[3]) or ttl)
-      redis.call('HSET', KEYS[k + 1], 'status', target, 'lease_token', token, 'worker_id', worker,
-        'lease_expires_at', expires, 'started_at', now, 'last_heartbeat_at', now,
-        'last_updated_at', now)
-      redis.call('HDEL', KEYS[k + 1], 'retry_delay_until', 'rank')
+      change(k + 1, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires}, {'rank'})
       redis.call('ZADD', KEYS[9], expires, id)
-      move(id, f[2], old, target)
-      append_event(k + 2, id, 'claimed', old, target, worker, token, nil)
+      move(id, f[2], old, op.target)
+      append_event(k + 2, id, op.event, old, op.target, worker, token, nil)
       out[#out + 1] = redis.call('HGETALL', KEYS[k + 1])
     end
   end

@@ -3,37 +3,36 @@
 -- KEYS[1..10]  common block (lib/job.lua)
 -- for ack i = 1..n, KEYS[10 + 2i - 1], KEYS[10 + 2i]: job hash, event list
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      actor (worker id, '' for none)
--- ARGV[5]      statuses an ack starts from ("300")
--- ARGV[6]      status it leads to (Completed)
--- ARGV[7]      1: return each completed job; 0: do not (a worker's acks)
--- then 3 values per ack, ARGV[8 + 3(i-1)] ...: job id, lease token held, result JSON
+-- ARGV[4..8]   COMPLETE's row (lib/job.lua `operation`): sources ("300"), target
+--              (Completed), event kind, stamped fields, cleared fields
+-- ARGV[9]      actor (worker id, '' for none)
+-- ARGV[10]     1: return each completed job; 0: do not (a worker's acks)
+-- then 3 values per ack, ARGV[11 + 3(i-1)] ...: job id, lease token held,
+--              result JSON (written to the `result` field)
 -- Returns:     one entry per ack: {1, job as a flat HGETALL array} completed
---              ({1} when ARGV[7] is 0), {0, current token, status} refused
+--              ({1} when ARGV[10] is 0), {0, current token, status} refused
 --              (nothing written), {-1} no such job
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local actor, sources, target = none(ARGV[4]), status_set(ARGV[5]), tonumber(ARGV[6])
-local want_jobs = ARGV[7] == '1'
+local op = operation(4)
+local actor, want_jobs = none(ARGV[9]), ARGV[10] == '1'
 local out = {}
 for i = 1, (#KEYS - 10) / 2 do
-  local k, a = 10 + 2 * (i - 1), 8 + 3 * (i - 1)
+  local k, a = 10 + 2 * (i - 1), 11 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'queue')
   local old = tonumber(f[1])
   if not old then
     out[i] = {-1}
-  elseif not sources[old] or tonumber(f[2]) ~= token then
+  elseif not op.sources[old] or tonumber(f[2]) ~= token then
     out[i] = {0, f[2], f[1]}
   else
-    redis.call('HSET', KEYS[k + 1], 'status', target, 'result', ARGV[a + 2], 'completed_at', now,
-      'last_updated_at', now)
-    redis.call('HDEL', KEYS[k + 1], 'lease_expires_at')
+    change(k + 1, op, op.target, {'result', ARGV[a + 2]})
     redis.call('ZREM', KEYS[9], id)
-    move(id, f[3], old, target)
-    append_event(k + 2, id, 'completed', old, target, actor, token, nil)
+    move(id, f[3], old, op.target)
+    append_event(k + 2, id, op.event, old, op.target, actor, token, nil)
     if want_jobs then
       out[i] = {1, redis.call('HGETALL', KEYS[k + 1])}
     else

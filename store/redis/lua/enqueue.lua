@@ -7,7 +7,8 @@
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      Pub/Sub channel: each queue that got a ready (undelayed) job is
 --              published on it once (wakes idle workers; a channel, not a key)
--- then 14 values per job, ARGV[5 + 14(i-1)] ...: status code, delay (s), and the
+-- ARGV[5]      event kind of each new job's first event (EventKind.ENQUEUED)
+-- then 14 values per job, ARGV[6 + 14(i-1)] ...: status code, delay (s), and the
 --              hash fields of FIELDS below in that order (store/redis/codec.py,
 --              ENQUEUE_FIELDS); '' leaves an optional field out (null)
 -- Writes each job hash with status, due_at = now + delay, created_at,
@@ -34,7 +35,7 @@ local n = (#KEYS - 11) / 3
 
 -- The value of `name` in job i's ARGV.
 local function arg(i, name)
-  return ARGV[5 + PER_JOB * (i - 1) + AT[name]]
+  return ARGV[6 + PER_JOB * (i - 1) + AT[name]]
 end
 
 if n > 0 and redis.call('EXISTS', KEYS[12]) == 1 then
@@ -86,7 +87,7 @@ for i = 1, n do
     redis.call('HSET', KEYS[11], key, id)
   end
   move(id, queue, nil, status)
-  append_event(k + 2, id, 'enqueued', nil, status, nil, 0, nil)
+  append_event(k + 2, id, ARGV[5], nil, status, nil, 0, nil)
 end
 flush_counts()
 for queue in pairs(ready) do

@@ -25,7 +25,7 @@ for i = 1, (#KEYS - 11) / 2 do
     redis.call('DEL', KEYS[k + 2])
     redis.call('ZREM', KEYS[2], id)
     redis.call('ZREM', KEYS[2 + status / 100], id)
-    count('s:' .. status .. ':' .. f[2], -1)
+    count(status_counter(status, f[2]), -1)
     if f[4] and redis.call('HGET', KEYS[11], f[4]) == id then
       redis.call('HDEL', KEYS[11], f[4])
     end

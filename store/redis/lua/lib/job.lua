@@ -10,8 +10,17 @@
 -- ARGV[1]      clock offset, seconds (lib/clock.lua)
 -- ARGV[2]      events kept per job (each job's event list is trimmed to this many)
 -- ARGV[3]      entries kept in the audit list
--- Returns: nothing. Defines status_set, none, rank, count, flush_counts, move,
--- append_event. A script that counts calls flush_counts() once, before it returns.
+-- A script of an operation also passes its row of store/lifecycle.py OPERATIONS
+-- as five ARGV values (store/redis/plumbing.py, op_args), read by `operation`:
+-- ARGV[i]      source statuses, e.g. "100 200"
+-- ARGV[i + 1]  target status ('' for FAIL: the retry decision's, per job)
+-- ARGV[i + 2]  event kind ('' for FAIL: the retry decision's, per job)
+-- ARGV[i + 3]  fields stamped with now, space-separated (e.g. "completed_at")
+-- ARGV[i + 4]  fields cleared (HDEL), space-separated
+-- Returns: nothing. Defines status_set, none, words, operation, rank,
+-- status_counter, event_counter, count, flush_counts, move, change,
+-- operator_guard, unqueue, append_event. A script that counts calls
+-- flush_counts() once, before it returns.
 
 local EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
 
@@ -32,11 +41,37 @@ local function none(text)
   return text
 end
 
+-- "a b" -> {'a', 'b'}.
+local function words(text)
+  local list = {}
+  for word in string.gmatch(text, '%S+') do
+    list[#list + 1] = word
+  end
+  return list
+end
+
+-- The operation's row passed at ARGV[i .. i + 4] (see the header).
+local function operation(i)
+  return {
+    sources = status_set(ARGV[i]), target = tonumber(ARGV[i + 1]), event = none(ARGV[i + 2]),
+    stamps = words(ARGV[i + 3]), clears = words(ARGV[i + 4]),
+  }
+end
+
 -- Member of a ready/scheduled zset: priority descending (1000000 is
 -- store.models.MAX_PRIORITY), due time ascending in microseconds, then id.
 -- Ready zsets keep every score 0, so byte order of the member is claim order.
 local function rank(priority, due, id)
   return string.format('%07d%017d:%s', 1000000 - tonumber(priority), math.floor(due * 1000000 + 0.5), id)
+end
+
+-- Counter keys of the counters hash; store/counters.py (status_key,
+-- event_key) writes the same text in Python.
+local function status_counter(status, queue)
+  return 's:' .. status .. ':' .. queue
+end
+local function event_counter(kind)
+  return 'e:' .. kind
 end
 
 -- Counter deltas of this call, written once by flush_counts (one HINCRBY per
@@ -58,11 +93,60 @@ end
 local function move(id, queue, old, new)
   if old then
     redis.call('ZREM', KEYS[2 + old / 100], id)
-    count('s:' .. old .. ':' .. queue, -1)
+    count(status_counter(old, queue), -1)
   end
   redis.call('ZADD', KEYS[2 + new / 100], now, id)
   redis.call('ZADD', KEYS[2], now, id)
-  count('s:' .. new .. ':' .. queue, 1)
+  count(status_counter(new, queue), 1)
+end
+
+-- The job-hash change of operation `op` on the hash KEYS[hash]: status =
+-- `target`, last_updated_at and every field of op.stamps = now, every field of
+-- op.clears deleted. `set` (field, value, ...) and `drop` (fields) are the
+-- script's own writes: the operation's written fields and Redis bookkeeping
+-- (`rank`).
+local function change(hash, op, target, set, drop)
+  local fields = {'status', target, 'last_updated_at', now}
+  for _, field in ipairs(op.stamps) do
+    fields[#fields + 1] = field
+    fields[#fields + 1] = now
+  end
+  for _, value in ipairs(set or {}) do
+    fields[#fields + 1] = value
+  end
+  redis.call('HSET', KEYS[hash], unpack(fields))
+  local gone = {unpack(op.clears)}
+  for _, field in ipairs(drop or {}) do
+    gone[#gone + 1] = field
+  end
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[hash], unpack(gone))
+  end
+end
+
+-- The guarded read of an operator action: the fields 'status', ... of job hash
+-- KEYS[hash], or nil and the script's reply when there is no such job ({-1})
+-- or its status is no longer `expected`, the one the caller read and checked
+-- against op.sources ({0, status}: the caller reads again).
+local function operator_guard(hash, op, expected, ...)
+  local f = redis.call('HMGET', KEYS[hash], 'status', ...)
+  if not f[1] then
+    return nil, {-1}
+  end
+  local old = tonumber(f[1])
+  if old ~= expected or not op.sources[old] then
+    return nil, {0, f[1]}
+  end
+  return f
+end
+
+-- Take a job's `member` (its rank; nil when it has none) out of its queue's
+-- ready and scheduled zsets, KEYS[ready] and KEYS[scheduled].
+local function unqueue(member, ready, scheduled)
+  if member then
+    redis.call('ZREM', KEYS[ready], member)
+    redis.call('ZREM', KEYS[scheduled], member)
+  end
 end
 
 -- Append an event of job `id` to its list KEYS[list] (kept to EVENTS_KEPT),
@@ -75,7 +159,7 @@ local function append_event(list, id, kind, from, to, actor, token, message)
   if redis.call('RPUSH', KEYS[list], cjson.encode(event)) > EVENTS_KEPT then
     redis.call('LTRIM', KEYS[list], -EVENTS_KEPT, -1)
   end
-  count('e:' .. kind, 1)
+  count(event_counter(kind), 1)
   if actor and string.sub(actor, 1, 9) == 'operator:' then
     event.job = id
     if redis.call('LPUSH', KEYS[10], cjson.encode(event)) > AUDIT_KEPT then
