@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -41,10 +41,13 @@ from store.models import (
     JobSpec,
     Lease,
     LockInfo,
+    MaintenanceRun,
     Page,
+    QueueState,
     RecoveredJob,
     RecoveryReport,
     RecoveryRun,
+    Schedule,
     WorkerInfo,
 )
 
@@ -149,13 +152,19 @@ class JobStore(abc.ABC):
     @abc.abstractmethod
     def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
         """Enqueue ``spec``; returns ``(job, created)``. ``created`` is False when
-        ``spec.idempotency_key`` named an existing job, which is returned."""
+        ``spec.idempotency_key`` named an existing job, or when ``spec`` is a
+        unique job (``unique_key``/``unique_for``, see store.spec) whose key
+        is held by a job still Queued, Scheduled or InProgress, or created
+        less than its ``unique_for`` seconds ago: that job is returned. The
+        check and the insert are one atomic unit on every store."""
 
     @abc.abstractmethod
     def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
         """Add many jobs, in chunks of at most MAX_BATCH, one round trip (one
         transaction) per chunk. All specs are validated before anything is
-        written; each chunk is all-or-nothing. Raises ValidationError."""
+        written; each chunk is all-or-nothing. Unique jobs are enqueued one
+        at a time (``enqueue_idempotent``): the answer holds the job that
+        holds each key. Raises ValidationError."""
 
     # ------------------------------------------------------------------ read
     @abc.abstractmethod
@@ -343,12 +352,76 @@ class JobStore(abc.ABC):
     def workers(self) -> list[WorkerInfo]:
         """Registered workers, most recently seen first."""
 
+    @abc.abstractmethod
+    def delete(self, job_id: str, *, actor: str = "operator") -> None:
+        """Remove a job that is not InProgress (cancel a running one first):
+        the job, its own events, its idempotency and unique keys, counted
+        out of the counters; an audit entry (``deleted``, by ``actor``) is
+        kept. Raises InvalidTransition (InProgress), JobNotFound."""
+
+    # ---------------------------------------------------------------- queues
+    @abc.abstractmethod
+    def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
+        """Pause ``queue``: from now on no claim returns its jobs (decided
+        inside the claim, on every store); running jobs finish, enqueue still
+        works. Idempotent. Recorded in the audit log."""
+
+    @abc.abstractmethod
+    def resume_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
+        """Undo ``pause_queue``. Idempotent. Recorded in the audit log."""
+
+    @abc.abstractmethod
+    def queue_states(self) -> list[QueueState]:
+        """Every queue ever paused or resumed, by name (others are running)."""
+
     # ------------------------------------------------------------- retention
     @abc.abstractmethod
-    def purge(self, older_than_s: float, limit: int = 1000) -> int:
-        """Delete up to ``limit`` Completed/Failed/Canceled jobs (and their
-        events) last updated more than ``older_than_s`` seconds ago. Returns
-        how many were deleted. Operator actions on them stay in ``audit``."""
+    def purge(
+        self, older_than_s: float, limit: int = 1000, statuses: Collection[JobStatus] | None = None
+    ) -> int:
+        """Delete up to ``limit`` finished jobs (``statuses``, default every
+        TERMINAL one; others are refused with ValidationError) last updated
+        more than ``older_than_s`` seconds ago, with their events,
+        idempotency and unique keys. Returns how many were deleted. Operator
+        actions on them stay in ``audit``."""
+
+    @abc.abstractmethod
+    def count_purgeable(self, older_than_s: float, statuses: Collection[JobStatus] | None = None) -> int:
+        """How many jobs ``purge`` would delete with no limit (a dry run)."""
+
+    @abc.abstractmethod
+    def prune_workers(self, older_than_s: float) -> list[str]:
+        """Remove workers whose registry heartbeat is older than
+        ``older_than_s`` seconds of the store's clock; their ids."""
+
+    @abc.abstractmethod
+    def record_maintenance_run(self, run: MaintenanceRun) -> None:
+        """Append a maintenance run; each task keeps its newest
+        ``settings.recovery_runs_kept`` runs."""
+
+    @abc.abstractmethod
+    def maintenance_runs(self, task: str, limit: int = 20) -> list[MaintenanceRun]:
+        """Runs of ``task``, newest first."""
+
+    # --------------------------------------------------------- periodic jobs
+    @abc.abstractmethod
+    def save_schedules(self, schedules: Sequence[Schedule]) -> None:
+        """Store the declared schedules (upsert by name: handler, cron,
+        timezone, queue, payload, catch_up), keeping what operators and the
+        scheduler set (enabled, last tick). Schedules not named stay."""
+
+    @abc.abstractmethod
+    def schedules(self) -> list[Schedule]:
+        """Every stored schedule, by name."""
+
+    @abc.abstractmethod
+    def set_schedule_enabled(self, name: str, enabled: bool) -> Schedule:
+        """Turn a schedule on or off. Raises ScheduleNotFound."""
+
+    @abc.abstractmethod
+    def record_tick(self, name: str, tick_at: float, job_id: str) -> None:
+        """Note that ``tick_at`` (epoch seconds) of ``name`` enqueued
+        ``job_id``; ``last_tick_at`` only moves forward."""
 
     # -------------------------------------------------------------- wake-ups
     def wakeups(self, queues: Sequence[str]) -> Wakeups | None:

@@ -59,3 +59,11 @@ class ValidationError(StoreError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class ScheduleNotFound(StoreError):
+    """No periodic job of that name is stored."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no periodic job named {name!r}")
+        self.name = name

@@ -88,6 +88,8 @@ class EventKind(enum.StrEnum):
     REQUEUED = "requeued"
     RETRIED_NOW = "retried_now"
     DELETED = "deleted"  # kept in the audit log only: the job and its own events are gone
+    QUEUE_PAUSED = "queue_paused"  # audit only (no job): the message names the queue
+    QUEUE_RESUMED = "queue_resumed"
     COMPLETION_REFUSED = "completion_refused"
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"

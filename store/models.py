@@ -364,3 +364,85 @@ class Counts:
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": dict(self.by_status), "queues": {q: dict(c) for q, c in self.by_queue.items()}}
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState:
+    """A queue's pause state. ``changed_by`` is the operator who last paused
+    or resumed it; a queue never paused is running with None fields."""
+
+    name: str
+    paused: bool
+    changed_by: str | None = None
+    changed_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "paused": self.paused,
+            "changed_by": self.changed_by,
+            "changed_at": iso(self.changed_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceRun:
+    """One run of a maintenance task (``retention``: jobs pruned;
+    ``workers``: dead workers pruned): ``count`` things removed, the run's
+    duration and its longest single batch (ms), the lock holder as owner."""
+
+    id: str
+    task: str
+    started_at: datetime
+    finished_at: datetime
+    owner: str
+    count: int
+    duration_ms: float
+    longest_batch_ms: float
+
+    def to_record(self) -> dict[str, Any]:
+        """The run as every store keeps it: times in epoch seconds."""
+        return {
+            "id": self.id,
+            "task": self.task,
+            "started_at": self.started_at.timestamp(),
+            "finished_at": self.finished_at.timestamp(),
+            "owner": self.owner,
+            "count": self.count,
+            "duration_ms": self.duration_ms,
+            "longest_batch_ms": self.longest_batch_ms,
+        }
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, Any]) -> MaintenanceRun:
+        """Inverse of ``to_record``."""
+        return cls(
+            id=r["id"],
+            task=r["task"],
+            started_at=ts(r["started_at"]),  # type: ignore[arg-type]
+            finished_at=ts(r["finished_at"]),  # type: ignore[arg-type]
+            owner=r["owner"],
+            count=int(r["count"]),
+            duration_ms=float(r["duration_ms"]),
+            longest_batch_ms=float(r["longest_batch_ms"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A periodic job: enqueue ``handler`` on ``queue`` with ``payload`` at
+    every tick of ``cron`` (5 fields) in ``timezone`` (IANA name).
+    ``catch_up``: after downtime, enqueue the latest missed tick (else skip
+    it). ``enabled`` is the operators' switch (kept across restarts);
+    ``last_tick_at``/``last_job_id`` are the scheduler's last enqueue."""
+
+    name: str
+    handler: str
+    cron: str
+    timezone: str = "UTC"
+    queue: str = "default"
+    payload: Any = None
+    catch_up: bool = True
+    enabled: bool = True
+    last_tick_at: datetime | None = None
+    last_job_id: str | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -19,8 +19,9 @@ import orjson
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
 from store.counters import event_totals
 from store.errors import LeaseLost, ValidationError
-from store.lifecycle import JobStatus
+from store.lifecycle import TERMINAL, JobStatus
 from store.models import Counts, Job, JobSpec, Page, RecoveredJob, RecoveryReport, as_spec, validate_spec
+from store.spec import unique_key_of
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
 EncodedAck = tuple[str, int, str | None]
@@ -39,6 +40,16 @@ def encode_results(acks: Sequence[tuple[str, int, Any]]) -> list[EncodedAck]:
     return out
 
 
+def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
+    """Sorted codes of ``statuses`` (default: every TERMINAL status).
+    Raises ValidationError naming ``status`` for one that is not finished."""
+    chosen = TERMINAL if statuses is None else frozenset(JobStatus(s) for s in statuses)
+    if not chosen or not chosen <= TERMINAL:
+        names = ", ".join(sorted(s.name for s in TERMINAL))
+        raise ValidationError("status", f"purge takes finished statuses only: {names}")
+    return tuple(sorted(int(s) for s in chosen))
+
+
 class SharedStore(JobStore):
     """The shared concrete half of every JobStore."""
 
@@ -54,6 +65,8 @@ class SharedStore(JobStore):
 
     def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
         checked = [validate_spec(as_spec(item)) for item in specs]
+        if any(unique_key_of(spec) for spec in checked):
+            return [self._enqueue_one(spec)[0] for spec in checked]
         out: list[Job] = []
         for i in range(0, len(checked), self.enqueue_chunk):
             created = self._insert_chunk(checked[i : i + self.enqueue_chunk])
@@ -64,7 +77,8 @@ class SharedStore(JobStore):
 
     @abc.abstractmethod
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
-        """Engine half of enqueue_idempotent (``spec`` is valid)."""
+        """Engine half of enqueue_idempotent (``spec`` is valid; unique keys
+        and idempotency keys are the engine's to enforce atomically)."""
 
     @abc.abstractmethod
     def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
@@ -125,6 +139,23 @@ class SharedStore(JobStore):
     @abc.abstractmethod
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:
         """Every counter as ``(key, total)`` (store/counters.py keys)."""
+
+    # ----------------------------------------------------------- retention
+    def purge(
+        self, older_than_s: float, limit: int = 1000, statuses: Collection[JobStatus] | None = None
+    ) -> int:
+        return self._purge(older_than_s, min(limit, MAX_BATCH), finished_codes(statuses))
+
+    def count_purgeable(self, older_than_s: float, statuses: Collection[JobStatus] | None = None) -> int:
+        return self._count_purgeable(older_than_s, finished_codes(statuses))
+
+    @abc.abstractmethod
+    def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
+        """Engine half of purge (``statuses`` checked, as sorted codes)."""
+
+    @abc.abstractmethod
+    def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
+        """Engine half of count_purgeable."""
 
     # ------------------------------------------------------------ recovery
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:

@@ -86,10 +86,14 @@ class Dialect(abc.ABC):
         return self.p.write_engine
 
     @abc.abstractmethod
-    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+    def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert job rows (``SqlStore._row_for``) with their events and
-        counters, atomically, in order. Raises IntegrityError when an
-        idempotency key is taken (nothing written)."""
+        counters in ``conn``'s transaction, in order. Raises IntegrityError
+        when an idempotency key is taken."""
+
+    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+        """``insert_in`` as one atomic unit of its own (nothing written on error)."""
+        return self.p.tx(lambda conn: self.insert_in(conn, rows))
 
     @abc.abstractmethod
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:

@@ -55,16 +55,24 @@ class PostgresDialect(Dialect):
     def single_engine(self) -> Engine:
         return self._auto_engine
 
-    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+    def _params(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         for row in rows:
             for column in pg.JSON_COLUMNS:
                 if row[column] is not None:
                     row[column] = orjson.dumps(row[column]).decode()
         params: dict[str, Any] = {p: [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
         params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
-        result = self.p.tx(lambda c: c.execute(self._q_enqueue, params).mappings().all(), single=True)
-        created = {r["id"]: job_from_row(r) for r in result}
+        return params
+
+    def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
+        created = {
+            r["id"]: job_from_row(r) for r in conn.execute(self._q_enqueue, self._params(rows)).mappings()
+        }
         return [created[r["id"]] for r in rows]
+
+    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+        """One autocommit statement (events, counters and notices as CTEs)."""
+        return self.p.tx(lambda conn: self.insert_in(conn, rows), single=True)
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
         if queues not in self._q_claim:

@@ -1,13 +1,25 @@
-"""Named statements of the SQL store's registry: locks, worker processes and
-the recovery-run history. Same conventions as ``statements.py``; none of
-these touch jobs.
+"""Named statements of the SQL store's registry: locks, worker processes,
+run histories (recovery, maintenance), paused queues and schedules. Same
+conventions as ``statements.py``; none of these touch jobs.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, Delete, Double, Insert, Select, bindparam, delete, insert, select
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Double,
+    Insert,
+    Select,
+    Update,
+    bindparam,
+    delete,
+    insert,
+    select,
+    update,
+)
 
-from store.sql.schema import locks, recovery_runs, workers
+from store.sql.schema import locks, maintenance_runs, queues, recovery_runs, schedules, workers
 
 
 def acquire_lock(ins: Insert, now: ColumnElement[float]) -> Insert:
@@ -83,3 +95,97 @@ def trim_recovery_runs() -> Delete:
 def recent_recovery_runs() -> Select:
     """Recovery history, newest first. Params: limit."""
     return select(recovery_runs).order_by(recovery_runs.c.started_at.desc()).limit(bindparam("limit"))
+
+
+def set_queue_paused(ins: Insert, now: ColumnElement[float]) -> Insert:
+    """Pause or resume a queue (upsert); ``ins`` is the dialect's INSERT of
+    ``queues``. Params: name, paused (0/1), actor. Returns the row."""
+    ins = ins.values(
+        name=bindparam("name"), paused=bindparam("paused"), changed_by=bindparam("actor"), changed_at=now
+    )
+    return ins.on_conflict_do_update(
+        index_elements=[queues.c.name],
+        set_={"paused": ins.excluded.paused, "changed_by": ins.excluded.changed_by, "changed_at": now},
+    ).returning(*queues.c)
+
+
+def all_queue_states() -> Select:
+    """Queues ever paused or resumed, by name. No params."""
+    return select(queues).order_by(queues.c.name)
+
+
+def stale_workers(now: ColumnElement[float]) -> Delete:
+    """Remove workers not seen for ``age`` seconds. Params: age. Returns ids."""
+    return (
+        delete(workers)
+        .where(workers.c.last_seen_at < now - bindparam("age", type_=Double()))
+        .returning(workers.c.id)
+    )
+
+
+def insert_maintenance_run() -> Insert:
+    """Record a maintenance run. Params: the maintenance_runs columns."""
+    return insert(maintenance_runs)
+
+
+def trim_maintenance_runs() -> Delete:
+    """Drop runs of a task older than its newest ``kept``. Params: task, kept."""
+    newest = (
+        select(maintenance_runs.c.id)
+        .where(maintenance_runs.c.task == bindparam("task"))
+        .order_by(maintenance_runs.c.started_at.desc(), maintenance_runs.c.id.desc())
+        .limit(bindparam("kept"))
+    )
+    return delete(maintenance_runs).where(
+        maintenance_runs.c.task == bindparam("task"), maintenance_runs.c.id.not_in(newest.scalar_subquery())
+    )
+
+
+def recent_maintenance_runs() -> Select:
+    """Runs of a task, newest first. Params: task, limit."""
+    return (
+        select(maintenance_runs)
+        .where(maintenance_runs.c.task == bindparam("task"))
+        .order_by(maintenance_runs.c.started_at.desc())
+        .limit(bindparam("limit"))
+    )
+
+
+def save_schedule(ins: Insert, now: ColumnElement[float]) -> Insert:
+    """Upsert a schedule's definition, keeping enabled and the last tick;
+    ``ins`` is the dialect's INSERT of ``schedules``. Params: name, handler,
+    cron, timezone, queue, payload, catch_up."""
+    ins = ins.values(updated_at=now)
+    kept = ("handler", "cron", "timezone", "queue", "payload", "catch_up")
+    return ins.on_conflict_do_update(
+        index_elements=[schedules.c.name],
+        set_={**{c: ins.excluded[c] for c in kept}, "updated_at": now},
+    )
+
+
+def all_schedules() -> Select:
+    """Every schedule, by name. No params."""
+    return select(schedules).order_by(schedules.c.name)
+
+
+def set_schedule_enabled(now: ColumnElement[float]) -> Update:
+    """Turn a schedule on or off. Params: s_name, s_enabled (0/1). Returns the row."""
+    return (
+        update(schedules)
+        .where(schedules.c.name == bindparam("s_name"))
+        .values(enabled=bindparam("s_enabled"), updated_at=now)
+        .returning(*schedules.c)
+    )
+
+
+def record_tick() -> Update:
+    """A tick enqueued; last_tick_at only moves forward. Params: s_name, s_tick, s_job."""
+    tick = bindparam("s_tick", type_=Double())
+    return (
+        update(schedules)
+        .where(
+            schedules.c.name == bindparam("s_name"),
+            schedules.c.last_tick_at.is_(None) | (schedules.c.last_tick_at <= tick),
+        )
+        .values(last_tick_at=tick, last_job_id=bindparam("s_job"))
+    )

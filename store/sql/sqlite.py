@@ -40,18 +40,15 @@ class SqliteDialect(Dialect):
     def upsert(self, table: Table) -> Insert:
         return sqlite.insert(table)
 
-    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
-        def body(conn: Connection) -> list[Job]:
-            created = [job_from_row(r) for r in conn.execute(self._q_insert, rows).mappings()]
-            deltas: Counter[str] = Counter()
-            events = []
-            for job in created:
-                deltas.update(counters.moved(job.queue, None, job.status))
-                events.append(event_row(job.id, EventKind.ENQUEUED, None, int(job.status), None, 0))
-            self.p.book(conn, events, deltas)
-            return created
-
-        return self.p.tx(body)
+    def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
+        created = [job_from_row(r) for r in conn.execute(self._q_insert, rows).mappings()]
+        deltas: Counter[str] = Counter()
+        events = []
+        for job in created:
+            deltas.update(counters.moved(job.queue, None, job.status))
+            events.append(event_row(job.id, EventKind.ENQUEUED, None, int(job.status), None, 0))
+        self.p.book(conn, events, deltas)
+        return created
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
         def body(conn: Connection) -> list[Any]:  # inside BEGIN IMMEDIATE

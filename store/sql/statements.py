@@ -31,16 +31,16 @@ from sqlalchemy import (
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
-from store.lifecycle import TERMINAL, JobStatus, Operation, source_codes
+from store.lifecycle import JobStatus, Operation, source_codes
 from store.sql.changes import guarded_update
-from store.sql.schema import counters, job_events, jobs
+from store.sql.schema import counters, job_events, jobs, unique_keys
+from store.sql.schema import queues as queue_states
 
 IN_PROGRESS = int(JobStatus.InProgress)
 
 
 #: Actor prefix of operator actions (the audit log).
 OPERATOR_PREFIX = "operator:"
-FINISHED = tuple(sorted(int(s) for s in TERMINAL))
 
 
 class store_now(FunctionElement):  # noqa: N801 - named like the SQL function it renders
@@ -112,14 +112,16 @@ def lock_job_for_update() -> Select:
 def due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
     """Due jobs of the named queues in claim order, written so the planner walks
     ix_jobs_ready in order and stops at LIMIT: the status codes are literals
-    (implying the partial index's predicate) and one queue is an equality."""
+    (implying the partial index's predicate) and one queue is an equality.
+    Jobs of a paused queue are never due (``queues.paused``)."""
     waiting = jobs.c.status.in_([literal_column(str(code)) for code in source_codes(Operation.CLAIM)])
     if queues == 1:
         in_queue = jobs.c.queue == bindparam("q0")
     else:
         in_queue = jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)])
+    paused = select(queue_states.c.name).where(queue_states.c.paused == 1)
     return (
-        stmt.where(waiting, in_queue, jobs.c.due_at <= now)
+        stmt.where(waiting, in_queue, jobs.c.due_at <= now, jobs.c.queue.not_in(paused.scalar_subquery()))
         .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
         .limit(bindparam("limit"))
     )
@@ -329,13 +331,61 @@ def sum_counters() -> Select:
     return select(counters.c.key, func.sum(counters.c.n)).group_by(counters.c.key)
 
 
+def _purgeable(now: ColumnElement[float]) -> list[ColumnElement[bool]]:
+    age = bindparam("age", type_=Double())
+    return [jobs.c.status.in_(bindparam("statuses", expanding=True)), jobs.c.last_updated_at < now - age]
+
+
 def purge_candidates(now: ColumnElement[float]) -> Select:
-    """Finished jobs last updated before ``now - age``. Params: age, limit."""
+    """Finished jobs of some statuses last updated before ``now - age``
+    (ix_jobs_status_updated). Params: statuses (expanding), age, limit."""
     return (
         select(jobs.c.id, jobs.c.status, jobs.c.queue)
-        .where(jobs.c.status.in_(FINISHED), jobs.c.last_updated_at < now - bindparam("age", type_=Double()))
+        .where(*_purgeable(now))
         .order_by(jobs.c.status, jobs.c.last_updated_at)
         .limit(bindparam("limit"))
+    )
+
+
+def count_purgeable(now: ColumnElement[float]) -> Select:
+    """How many jobs purge_candidates would find with no limit. Params: statuses, age."""
+    return select(func.count()).select_from(jobs).where(*_purgeable(now))
+
+
+def delete_unique_keys_of() -> Delete:
+    """Release the unique keys jobs hold. Params: ids (expanding)."""
+    return delete(unique_keys).where(unique_keys.c.job_id.in_(bindparam("ids", expanding=True)))
+
+
+def unique_holder() -> Select:
+    """The job holding a unique key (locked on PostgreSQL), with its status
+    and the key's expiry. Params: key. Returns key row + ``status`` (NULL
+    when the job is gone)."""
+    return (
+        select(unique_keys.c.job_id, unique_keys.c.expires_at, jobs.c.status)
+        .select_from(unique_keys.outerjoin(jobs, jobs.c.id == unique_keys.c.job_id))
+        .where(unique_keys.c.key == bindparam("key"))
+        .with_for_update(of=unique_keys)
+    )
+
+
+def insert_unique_key(now: ColumnElement[float]) -> Insert:
+    """A new unique key for a new job, until ``now + unique_for``. A plain
+    INSERT: two enqueues racing for a free key collide on its primary key
+    (IntegrityError), and the loser retries and finds the winner's job.
+    Params: u_key, u_job, unique_for."""
+    until = now + bindparam("unique_for", type_=Double())
+    return insert(unique_keys).values(key=bindparam("u_key"), job_id=bindparam("u_job"), expires_at=until)
+
+
+def move_unique_key(now: ColumnElement[float]) -> Update:
+    """Hand a released key (its job finished and its time passed) to a new
+    job; the row is locked by ``unique_holder``. Params: u_key, u_job, unique_for."""
+    until = now + bindparam("unique_for", type_=Double())
+    return (
+        update(unique_keys)
+        .where(unique_keys.c.key == bindparam("u_key"))
+        .values(job_id=bindparam("u_job"), expires_at=until)
     )
 
 

@@ -10,7 +10,6 @@ status change is built from the lifecycle table (``changes.py``).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,10 +21,12 @@ from store import counters, lifecycle
 from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
-from store.lifecycle import JobStatus, Operation, rule
+from store.lifecycle import TERMINAL, JobStatus, Operation, rule
 from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import EncodedAck, SharedStore
+from store.spec import unique_key_of
 from store.sql import statements as sql
+from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Refused, event_row
 from store.sql.recovery import SqlRecoveryMixin
 from store.sql.registry import SqlRegistryMixin
@@ -35,7 +36,7 @@ from store.sql.schema import jobs
 S = JobStatus
 
 
-class SqlStore(SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
+class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
 
     def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
@@ -53,6 +54,8 @@ class SqlStore(SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
             Operation.RETRY_NOW: sql.operator_change(now, Operation.RETRY_NOW),
         }
         self._q_release = sql.release_job(now)
+        self._q_insert_key = sql.insert_unique_key(now)
+        self._q_move_key = sql.move_unique_key(now)
 
     # ------------------------------------------------------------- enqueue
     def _row_for(self, spec: JobSpec) -> dict[str, Any]:
@@ -86,20 +89,43 @@ class SqlStore(SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
             return None
 
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
+        key = unique_key_of(spec)
+
         def attempt() -> tuple[Job, bool]:
             if spec.idempotency_key is not None:
                 found = self.read(sql.job_by_idempotency_key(), {"key": spec.idempotency_key})
                 if found:
                     return job_from_row(found[0]), False
-            return self.dialect.insert([self._row_for(spec)])[0], True
+            if key is None:
+                return self.dialect.insert([self._row_for(spec)])[0], True
+            return self.tx(lambda conn: self._enqueue_unique(conn, spec, key))
 
         try:
             return attempt()
         except IntegrityError:
-            # A concurrent enqueue with the same key won the race: return its job.
-            if spec.idempotency_key is None:
+            # A concurrent enqueue with the same idempotency or unique key won
+            # the race (its insert committed first): return its job.
+            if spec.idempotency_key is None and key is None:
                 raise
             return attempt()
+
+    def _enqueue_unique(self, conn: Connection, spec: JobSpec, key: str) -> tuple[Job, bool]:
+        """In one transaction: the key's holder if it still holds it (an
+        active job, or one younger than its unique_for), else a new job that
+        takes the key (a free key is INSERTed, so racing takers collide)."""
+        holder = conn.execute(sql.unique_holder(), {"key": key}).mappings().first()
+        if holder is not None and holder["status"] is not None:
+            held = (
+                S(holder["status"]) not in TERMINAL
+                or holder["expires_at"] > conn.execute(self._q_now).scalar_one()
+            )
+            if held:
+                row = conn.execute(sql.job_by_id(), {"j_id": holder["job_id"]}).mappings().one()
+                return job_from_row(row), False
+        [job] = self.dialect.insert_in(conn, [self._row_for(spec)])
+        params = {"u_key": key, "u_job": job.id, "unique_for": spec.unique_for or 0.0}
+        conn.execute(self._q_move_key if holder is not None else self._q_insert_key, params)
+        return job, True
 
     # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:
@@ -272,26 +298,21 @@ class SqlStore(SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
         return self._operator(job_id, Operation.RETRY_NOW, actor, {})
 
-    # ----------------------------------------------------------- retention
-    def purge(self, older_than_s: float, limit: int = 1000) -> int:
-        """See JobStore.purge: a job's own events go with it; operator
-        events stay in the audit log (their job id then names no job)."""
+    def delete(self, job_id: str, *, actor: str = "operator") -> None:
+        kind = rule(Operation.DELETE).event
+        assert kind is not None
 
-        def body(conn: Connection) -> int:
-            stmt = sql.purge_candidates(self._now)
-            rows = conn.execute(stmt, {"age": older_than_s, "limit": min(limit, MAX_BATCH)}).all()
-            if not rows:
-                return 0
-            ids = [r[0] for r in rows]
-            conn.execute(sql.delete_events_of(), {"ids": ids})
-            conn.execute(sql.delete_jobs(), {"ids": ids})
-            deltas: Counter[str] = Counter()
-            for _, status, queue in rows:
-                deltas[counters.status_key(status, queue)] -= 1
-            self.book(conn, [], deltas)
-            return len(ids)
+        def body(conn: Connection) -> None:
+            row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
+            if row is None:
+                raise JobNotFound(job_id)
+            old = S(row["status"])
+            lifecycle.check_operation(job_id, Operation.DELETE, old)
+            self.remove_jobs(conn, [(job_id, int(old), row["queue"])])
+            event = event_row(job_id, kind, int(old), None, actor, row["lease_token"])
+            self.book(conn, [event])
 
-        return self.tx(body)
+        self.tx(body)
 
     def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
         """PostgreSQL: LISTEN for enqueue notices; SQLite: None, workers poll."""

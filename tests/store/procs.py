@@ -71,3 +71,18 @@ def run_children(target: Any, args_for: list[tuple[Any, ...]], timeout_s: float 
     errors = [r for r in results if r[2]]
     assert not errors, errors
     return results
+
+
+def enqueue_unique(url: str, name: str, times: int, barrier: Any, out: mp.Queue) -> None:
+    """Enqueue the same unique job ``times`` times; send back the ids answered."""
+    store = open_store(url, StoreSettings())
+    ids: set[str] = set()
+    try:
+        barrier.wait(timeout=60)
+        for _ in range(times):
+            ids.add(store.enqueue(name, {"same": True}, unique_for=3600).id)
+        out.put((name, sorted(ids), None))
+    except Exception as exc:
+        out.put((name, sorted(ids), repr(exc)))
+    finally:
+        store.close()

@@ -36,7 +36,7 @@ DRIVE: dict[Operation, Callable[[JobStore], Job]] = {
 }
 
 
-@pytest.mark.parametrize("op", list(Operation))
+@pytest.mark.parametrize("op", list(DRIVE))
 def test_operation_does_what_the_table_says(store: JobStore, op: Operation) -> None:
     row = rule(op)
     after = DRIVE[op](store)
@@ -55,7 +55,8 @@ def test_operation_does_what_the_table_says(store: JobStore, op: Operation) -> N
 
 
 def test_every_operation_is_driven() -> None:
-    assert set(DRIVE) == set(OPERATIONS)
+    """DELETE leaves no job to look at: test_contract_operating covers it."""
+    assert set(DRIVE) | {Operation.DELETE} == set(OPERATIONS)
 
 
 def test_refusals_use_the_table_kinds(store: JobStore) -> None:
