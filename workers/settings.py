@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store import DEFAULT_STORE_URL, StoreSettings
-from store.lifecycle import RetryPolicy
+from store.lifecycle import JobStatus, RetryPolicy
 
 #: Environment prefix of every setting: ``LEASEHOLD_LEASE_TTL`` is key ``LEASE_TTL``.
 PREFIX = "LEASEHOLD_"
@@ -40,6 +40,11 @@ DEFAULTS: dict[str, Any] = {
     "RECOVERY_BATCH": 500,  # expired leases per recovery batch
     "RECOVERY_LOCK_TTL": 300.0,  # seconds
     "CONCURRENCY": 0,  # job slots per worker process; 0 = CPU count
+    "RETENTION_COMPLETED": 604800.0,  # seconds a Completed job is kept; 0 keeps forever
+    "RETENTION_FAILED": 2592000.0,  # seconds a Failed job is kept; 0 keeps forever
+    "RETENTION_CANCELED": 604800.0,  # seconds a Canceled job is kept; 0 keeps forever
+    "WORKER_FORGET_AFTER": 0.0,  # seconds without a heartbeat; 0 = max(300, 10 x lease TTL)
+    "MAINTENANCE_INTERVAL": 60.0,  # seconds between retention and worker-pruning runs
 }
 
 
@@ -95,6 +100,10 @@ class Settings:
     max_retries: int
     retry: RetryPolicy
     concurrency: int
+    #: Seconds each finished status is kept before retention prunes it (0: forever).
+    retention_s: Mapping[JobStatus, float]
+    worker_forget_after_s: float
+    maintenance_interval_s: float
 
     def store_settings(self) -> StoreSettings:
         """The store's defaults from these settings."""
@@ -148,6 +157,16 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         raise ConfigError("LEASEHOLD_RECOVERY_LOCK_TTL must be >= LEASEHOLD_RECOVERY_INTERVAL")
     concurrency = int(_number(config, "CONCURRENCY", 0, integer=True)) or (os.cpu_count() or 1)
     heartbeat = lease_ttl / 3
+    retention = {
+        JobStatus.Completed: _number(config, "RETENTION_COMPLETED", 0.0),
+        JobStatus.Failed: _number(config, "RETENTION_FAILED", 0.0),
+        JobStatus.Canceled: _number(config, "RETENTION_CANCELED", 0.0),
+    }
+    forget = _number(config, "WORKER_FORGET_AFTER", 0.0) or max(300.0, 10 * lease_ttl)
+    if forget < 3 * lease_ttl:
+        raise ConfigError(
+            "LEASEHOLD_WORKER_FORGET_AFTER must be >= 3 x LEASEHOLD_LEASE_TTL (or 0 for the default)"
+        )
     return Settings(
         store_url=store_url,
         handlers=handlers,
@@ -161,6 +180,9 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         max_retries=int(_number(config, "MAX_RETRIES", 0, integer=True)),
         retry=RetryPolicy(base_s=base, max_delay_s=max_delay, jitter=jitter),
         concurrency=concurrency,
+        retention_s=retention,
+        worker_forget_after_s=forget,
+        maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05),
     )
 
 
