@@ -5,7 +5,9 @@ table of sharded rows): ``s:<status code>:<queue>`` is the number of jobs of
 a queue in a status, ``e:<event kind>`` the number of events of a kind ever
 appended. The Lua twin is ``status_counter``/``event_counter`` in
 ``store/redis/lua/lib/job.lua``; the SQL statements build the same text with
-``status_key_sql``. ``tests/store/test_counters.py`` checks the three agree.
+``pg_statements.status_key_sql``. ``tests/store/test_redis_lua_static.py`` checks
+that the Lua and Python keys agree; the SQL statements are exercised by the
+contract suite, whose counts must match on every store.
 """
 
 from __future__ import annotations
