@@ -34,6 +34,7 @@ from store.errors import (
 )
 from store.lifecycle import JobStatus, RetryPolicy
 from store.models import (
+    Attempt,
     Counts,
     HeartbeatResult,
     Job,
@@ -264,6 +265,28 @@ class JobStore(abc.ABC):
         Raises ValidationError (a result not JSON; nothing written)."""
 
     @abc.abstractmethod
+    def report_progress(
+        self,
+        job_id: str,
+        token: int,
+        fraction: float,
+        message: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        """Record a running job's progress (``fraction`` in [0, 1], a short
+        ``message``, stamped with the store's clock), fenced by the lease
+        token like a heartbeat: a stale holder's progress changes nothing.
+        Raises LeaseLost, JobNotFound, ValidationError (fraction, message
+        over 500 characters)."""
+
+    @abc.abstractmethod
+    def attempts(self, job_id: str) -> list[Attempt]:
+        """Every failed attempt of a job, oldest first: handler errors,
+        timeouts and expired leases, each with its own error (traceback cut
+        to MAX_TRACEBACK_CHARS), token, worker and times; written with the
+        failure in the same atomic unit. Empty for a job that never failed."""
+
+    @abc.abstractmethod
     def fail(
         self,
         job_id: str,
@@ -340,9 +363,17 @@ class JobStore(abc.ABC):
 
     # --------------------------------------------------------------- workers
     @abc.abstractmethod
-    def worker_heartbeat(self, info: WorkerInfo) -> None:
+    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
         """Register or refresh a worker process; ``last_seen_at`` is set from
-        the store's clock."""
+        the store's clock. Returns the operator's command waiting for it
+        (``quiet`` or ``stop``, see ``command_worker``), or None."""
+
+    @abc.abstractmethod
+    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
+        """Leave ``command`` (one of WORKER_COMMANDS) for a registered worker,
+        which acts on it at its next registry heartbeat: ``quiet`` stops
+        claiming and finishes what it holds, ``stop`` shuts down gracefully.
+        Raises WorkerNotFound, ValidationError (unknown command)."""
 
     @abc.abstractmethod
     def remove_worker(self, worker_id: str) -> None:

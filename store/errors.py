@@ -67,3 +67,11 @@ class ScheduleNotFound(StoreError):
     def __init__(self, name: str) -> None:
         super().__init__(f"no periodic job named {name!r}")
         self.name = name
+
+
+class WorkerNotFound(StoreError):
+    """No registered worker of that id."""
+
+    def __init__(self, worker_id: str) -> None:
+        super().__init__(f"no worker {worker_id!r} is registered")
+        self.worker_id = worker_id

@@ -94,6 +94,7 @@ class EventKind(enum.StrEnum):
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"
     RELEASE_REFUSED = "release_refused"
+    PROGRESS_REFUSED = "progress_refused"
 
 
 #: Refusal kinds: a stale write (wrong token, job no longer InProgress) that
@@ -104,6 +105,7 @@ REFUSALS: Final[frozenset[EventKind]] = frozenset(
         EventKind.FAILURE_REFUSED,
         EventKind.HEARTBEAT_REFUSED,
         EventKind.RELEASE_REFUSED,
+        EventKind.PROGRESS_REFUSED,
     }
 )
 

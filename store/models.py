@@ -7,13 +7,43 @@ here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from store.counters import parse_status_key
+from store.errors import ValidationError
 from store.lifecycle import EventKind, FailureDecision, JobStatus, failure_event_kind
+from store.records import (
+    WORKER_COMMANDS as WORKER_COMMANDS,
+)
+
+# Re-exported: registry, run-history and operating records live in store/records.py.
+from store.records import (
+    LockInfo as LockInfo,
+)
+from store.records import (
+    MaintenanceRun as MaintenanceRun,
+)
+from store.records import (
+    QueueState as QueueState,
+)
+from store.records import (
+    RecoveredJob as RecoveredJob,
+)
+from store.records import (
+    RecoveryReport as RecoveryReport,
+)
+from store.records import (
+    RecoveryRun as RecoveryRun,
+)
+from store.records import (
+    Schedule as Schedule,
+)
+from store.records import (
+    WorkerInfo as WorkerInfo,
+)
 
 # Re-exported: the enqueue input and its limits live in store/spec.py.
 from store.spec import (
@@ -49,18 +79,8 @@ from store.spec import (
 from store.spec import (
     validate_spec as validate_spec,
 )
-
-
-def ts(value: float | None) -> datetime | None:
-    """Epoch seconds (store form) to an aware UTC datetime."""
-    return None if value is None else datetime.fromtimestamp(value, UTC)
-
-
-def iso(value: datetime | None) -> str | None:
-    """ISO 8601 UTC with a ``Z``, millisecond precision (API form)."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from store.times import iso as iso
+from store.times import ts as ts
 
 
 @dataclass(slots=True)
@@ -93,6 +113,8 @@ class Job:
     completed_at: datetime | None = None
     last_updated_at: datetime | None = None
     idempotency_key: str | None = None
+    #: ``{"fraction": 0..1, "message": str | None, "at": epoch seconds}``, or None.
+    progress: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The API's job JSON: DESIGN field names, ``status`` as its name and
@@ -124,6 +146,7 @@ class Job:
             "started_at": iso(self.started_at),
             "completed_at": iso(self.completed_at),
             "last_updated_at": iso(self.last_updated_at),
+            "progress": progress_json(self.progress),
         }
 
 
@@ -210,133 +233,65 @@ class Page:
     next_cursor: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class RecoveredJob:
-    """One expired lease and what recovery does (or would do) with it."""
+#: Longest traceback kept with an attempt's error, characters (the end is kept).
+MAX_TRACEBACK_CHARS = 16_000
 
-    job_id: str
-    name: str
-    queue: str
-    worker_id: str | None
+
+def progress_json(progress: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored progress as the API shows it (``at`` as ISO 8601)."""
+    if progress is None:
+        return None
+    return {
+        "fraction": progress["fraction"],
+        "message": progress.get("message"),
+        "at": iso(ts(progress["at"])),
+    }
+
+
+#: Longest progress message, characters.
+MAX_PROGRESS_MESSAGE = 500
+
+
+def progress_value(fraction: float, message: str | None) -> dict[str, Any]:
+    """A progress report checked: ``{"fraction", "message"}`` (the store adds
+    ``at``). Raises ValidationError naming ``fraction`` or ``message``."""
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 <= fraction <= 1.0:
+        raise ValidationError("fraction", "must be a number within [0, 1]")
+    if message is not None and (not isinstance(message, str) or len(message) > MAX_PROGRESS_MESSAGE):
+        raise ValidationError("message", f"must be text of at most {MAX_PROGRESS_MESSAGE} characters")
+    return {"fraction": float(fraction), "message": message}
+
+
+def trimmed_error(error: dict[str, Any]) -> dict[str, Any]:
+    """``error`` with its traceback cut to its last MAX_TRACEBACK_CHARS."""
+    tb = error.get("traceback")
+    if isinstance(tb, str) and len(tb) > MAX_TRACEBACK_CHARS:
+        return {**error, "traceback": "…" + tb[-MAX_TRACEBACK_CHARS:]}
+    return error
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One failed attempt of a job: which (``attempt`` = 1 for the first run),
+    under which lease token and worker, its error (type, message, traceback)
+    and when it ran. A later failure never hides this one."""
+
+    attempt: int
     token: int
-    outcome: JobStatus  # Scheduled (retried) or Failed (retries spent)
-    retry_count: int
-    delay_s: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryReport:
-    """What one recovery batch did (or, with ``dry_run``, would do).
-
-    ``recovered``: jobs rescheduled for a retry; ``failed``: jobs whose retries
-    were spent. ``more`` is True when the batch was full, so expired leases may
-    remain."""
-
-    recovered: list[RecoveredJob]
-    failed: list[RecoveredJob]
-    dry_run: bool
-    more: bool
-    owner: str | None = None
-    duration_ms: float = 0.0
-
-    @classmethod
-    def from_outcomes(
-        cls, done: list[RecoveredJob], *, dry_run: bool, more: bool, owner: str | None, duration_ms: float
-    ) -> RecoveryReport:
-        """Split recovered jobs by outcome (Scheduled: retried; Failed: spent)."""
-        return cls(
-            recovered=[r for r in done if r.outcome is JobStatus.Scheduled],
-            failed=[r for r in done if r.outcome is JobStatus.Failed],
-            dry_run=dry_run,
-            more=more,
-            owner=owner,
-            duration_ms=duration_ms,
-        )
+    worker_id: str | None
+    error: dict[str, Any] | None
+    started_at: datetime | None
+    finished_at: datetime | None
 
     def to_json(self) -> dict[str, Any]:
-        def one(r: RecoveredJob) -> dict[str, Any]:
-            return {
-                "id": r.job_id,
-                "name": r.name,
-                "queue": r.queue,
-                "worker_id": r.worker_id,
-                "lease_token": r.token,
-                "retry_count": r.retry_count,
-                "delay_s": r.delay_s,
-            }
-
         return {
-            "recovered": [one(r) for r in self.recovered],
-            "failed": [one(r) for r in self.failed],
-            "dry_run": self.dry_run,
-            "more": self.more,
-            "owner": self.owner,
-            "duration_ms": round(self.duration_ms, 3),
+            "attempt": self.attempt,
+            "token": self.token,
+            "worker_id": self.worker_id,
+            "error": self.error,
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryRun:
-    """A recorded recovery run (history shown by the console)."""
-
-    id: str
-    started_at: datetime
-    finished_at: datetime
-    owner: str
-    trigger: str
-    recovered: int
-    failed: int
-    duration_ms: float
-
-    def to_record(self) -> dict[str, Any]:
-        """The run as every store keeps it: times in epoch seconds."""
-        return {
-            "id": self.id,
-            "started_at": self.started_at.timestamp(),
-            "finished_at": self.finished_at.timestamp(),
-            "owner": self.owner,
-            "trigger": self.trigger,
-            "recovered": self.recovered,
-            "failed": self.failed,
-            "duration_ms": self.duration_ms,
-        }
-
-    @classmethod
-    def from_record(cls, r: Mapping[str, Any]) -> RecoveryRun:
-        """Inverse of ``to_record`` (a mapping with the same keys)."""
-        return cls(
-            id=r["id"],
-            started_at=ts(r["started_at"]),  # type: ignore[arg-type]
-            finished_at=ts(r["finished_at"]),  # type: ignore[arg-type]
-            owner=r["owner"],
-            trigger=r["trigger"],
-            recovered=r["recovered"],
-            failed=r["failed"],
-            duration_ms=r["duration_ms"],
-        )
-
-
-@dataclass(slots=True)
-class WorkerInfo:
-    """A worker process's registry entry, refreshed by its heartbeat."""
-
-    id: str
-    host: str
-    pid: int
-    queues: list[str]
-    concurrency: int
-    jobs_in_hand: list[str] = field(default_factory=list)
-    started_at: datetime | None = None
-    last_seen_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LockInfo:
-    """Holder of a named distributed lock, or None fields when free."""
-
-    name: str
-    owner: str | None
-    expires_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,85 +319,3 @@ class Counts:
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": dict(self.by_status), "queues": {q: dict(c) for q, c in self.by_queue.items()}}
-
-
-@dataclass(frozen=True, slots=True)
-class QueueState:
-    """A queue's pause state. ``changed_by`` is the operator who last paused
-    or resumed it; a queue never paused is running with None fields."""
-
-    name: str
-    paused: bool
-    changed_by: str | None = None
-    changed_at: datetime | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "paused": self.paused,
-            "changed_by": self.changed_by,
-            "changed_at": iso(self.changed_at),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class MaintenanceRun:
-    """One run of a maintenance task (``retention``: jobs pruned;
-    ``workers``: dead workers pruned): ``count`` things removed, the run's
-    duration and its longest single batch (ms), the lock holder as owner."""
-
-    id: str
-    task: str
-    started_at: datetime
-    finished_at: datetime
-    owner: str
-    count: int
-    duration_ms: float
-    longest_batch_ms: float
-
-    def to_record(self) -> dict[str, Any]:
-        """The run as every store keeps it: times in epoch seconds."""
-        return {
-            "id": self.id,
-            "task": self.task,
-            "started_at": self.started_at.timestamp(),
-            "finished_at": self.finished_at.timestamp(),
-            "owner": self.owner,
-            "count": self.count,
-            "duration_ms": self.duration_ms,
-            "longest_batch_ms": self.longest_batch_ms,
-        }
-
-    @classmethod
-    def from_record(cls, r: Mapping[str, Any]) -> MaintenanceRun:
-        """Inverse of ``to_record``."""
-        return cls(
-            id=r["id"],
-            task=r["task"],
-            started_at=ts(r["started_at"]),  # type: ignore[arg-type]
-            finished_at=ts(r["finished_at"]),  # type: ignore[arg-type]
-            owner=r["owner"],
-            count=int(r["count"]),
-            duration_ms=float(r["duration_ms"]),
-            longest_batch_ms=float(r["longest_batch_ms"]),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """A periodic job: enqueue ``handler`` on ``queue`` with ``payload`` at
-    every tick of ``cron`` (5 fields) in ``timezone`` (IANA name).
-    ``catch_up``: after downtime, enqueue the latest missed tick (else skip
-    it). ``enabled`` is the operators' switch (kept across restarts);
-    ``last_tick_at``/``last_job_id`` are the scheduler's last enqueue."""
-
-    name: str
-    handler: str
-    cron: str
-    timezone: str = "UTC"
-    queue: str = "default"
-    payload: Any = None
-    catch_up: bool = True
-    enabled: bool = True
-    last_tick_at: datetime | None = None
-    last_job_id: str | None = None

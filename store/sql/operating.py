@@ -29,6 +29,7 @@ class SqlOperatingMixin(SqlPlumbing):
         ids = [r[0] for r in rows]
         conn.execute(sql.delete_events_of(), {"ids": ids})
         conn.execute(sql.delete_unique_keys_of(), {"ids": ids})
+        conn.execute(sql.delete_attempts_of(), {"ids": ids})
         conn.execute(sql.delete_jobs(), {"ids": ids})
         deltas: Counter[str] = Counter()
         for _, status, queue in rows:

@@ -32,6 +32,7 @@ from sqlalchemy.dialects import postgresql
 from store.counters import STATUS_PREFIX, event_key
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.sql.changes import guarded_update
+from store.sql.schema import attempts as attempts_table
 from store.sql.schema import counters, job_events, jobs
 from store.sql.statements import IN_PROGRESS, due, failure_values, lease
 
@@ -143,6 +144,7 @@ def with_bookkeeping(
     *,
     by_actor: bool = False,
     ids_only: bool = False,
+    attempts: bool = False,
 ) -> Select:
     """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
     the jobs columns and ``old_status``), appends one ``kind`` event per
@@ -152,7 +154,9 @@ def with_bookkeeping(
     ``actor`` and its message the column ``message`` that ``change`` returns.
     Params: ``shard`` plus those of ``change``. Returns the changed rows, or
     with ``ids_only`` just their (id, lease_token): nothing to decode when the
-    caller needs no job back (a worker's acks, recovery)."""
+    caller needs no job back (a worker's acks, recovery). With ``attempts``
+    each changed job's failed attempt is recorded too (``change`` returns
+    ``attempt_no``: recovery)."""
     upd = change.cte("upd")
     actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
     message = upd.c.message if by_actor else null()
@@ -175,7 +179,22 @@ def with_bookkeeping(
         select(literal(event_key(kind)), literal(1)).select_from(upd),
     )
     out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
-    return out.add_cte(events.cte("ev"), bump.cte("cnt"))
+    ctes = [events.cte("ev"), bump.cte("cnt")]
+    if attempts:
+        failed = insert(attempts_table).from_select(
+            ["job_id", "attempt", "token", "worker_id", "error", "started_at", "finished_at"],
+            select(
+                upd.c.id,
+                upd.c.attempt_no,
+                upd.c.lease_token,
+                upd.c.worker_id,
+                upd.c.error,
+                upd.c.started_at,
+                now,
+            ),
+        )
+        ctes.append(failed.cte("att"))
+    return out.add_cte(*ctes)
 
 
 def complete_jobs_pg(now: ColumnElement[float]) -> Update:
@@ -204,8 +223,9 @@ def recover_jobs_pg(now: ColumnElement[float]) -> Update:
     still expired (so a lease renewed or a job recovered meanwhile is left
     alone). Params: ids, tokens, new_statuses, new_retry_counts, delays
     (seconds, None when Failed), errors (JSON texts), messages (event
-    messages). Returns the changed rows with ``old_status`` and ``message``;
-    wrap it in ``with_bookkeeping(..., by_actor=True)``."""
+    messages), attempt_nos (retry_count + 1 each). Returns the changed rows
+    with ``old_status``, ``message`` and ``attempt_no``; wrap it in
+    ``with_bookkeeping(..., by_actor=True, attempts=True)``."""
     f = (
         func.unnest(
             bindparam("ids", type_=postgresql.ARRAY(String())),
@@ -215,8 +235,11 @@ def recover_jobs_pg(now: ColumnElement[float]) -> Update:
             bindparam("delays", type_=postgresql.ARRAY(Double())),
             bindparam("errors", type_=postgresql.ARRAY(Text())),
             bindparam("messages", type_=postgresql.ARRAY(Text())),
+            bindparam("attempt_nos", type_=postgresql.ARRAY(BigInteger())),
         )
-        .table_valued("f_id", "f_token", "f_status", "f_retries", "f_delay", "f_error", "f_message")
+        .table_valued(
+            "f_id", "f_token", "f_status", "f_retries", "f_delay", "f_error", "f_message", "f_attempt"
+        )
         .render_derived(name="f")
     )
     error = cast(f.c.f_error, postgresql.JSONB)
@@ -226,7 +249,10 @@ def recover_jobs_pg(now: ColumnElement[float]) -> Update:
         where=[jobs.c.id == f.c.f_id, jobs.c.lease_token == f.c.f_token, jobs.c.lease_expires_at < now],
         values=failure_values(now, f.c.f_status, f.c.f_retries, f.c.f_delay, error, 1),
     ).returning(
-        *jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"), f.c.f_message.label("message")
+        *jobs.c,
+        literal(IN_PROGRESS, SmallInteger()).label("old_status"),
+        f.c.f_message.label("message"),
+        f.c.f_attempt.label("attempt_no"),
     )
 
 

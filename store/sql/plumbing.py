@@ -24,7 +24,7 @@ from store.base import StoreSettings, Wakeups
 from store.counters import event_key
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import EventKind, FailureDecision, JobStatus
-from store.models import Job, JobSpec, Lease, failure_event, refusal_message
+from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
 from store.sql import statements as sql
 from store.sql.engine import make_engines
 from store.sql.rows import job_from_row
@@ -137,6 +137,7 @@ class SqlPlumbing:
         self.dialect: Dialect = _dialect(dialect, self)
         self._q_now = sql.select_now(self._now)
         self._q_events = sql.insert_events(self._now)
+        self._q_attempt = sql.insert_attempt(self._now)
         self._q_counters = sql.upsert_counters(self.dialect.upsert(sql.counters))
 
     def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
@@ -239,6 +240,7 @@ class SqlPlumbing:
         """Write one retry decision with ``stmt`` (``statements.apply_failure``,
         guarded by status, token[, expiry]) and its event and counters; None
         when the guard matched nothing."""
+        error = trimmed_error(error)
         params = {
             "j_id": row["id"],
             "token": row["lease_token"],
@@ -252,6 +254,15 @@ class SqlPlumbing:
         if found is None:
             return None
         job = job_from_row(found)
+        attempt = {
+            "job_id": job.id,
+            "attempt": row["retry_count"] + 1,
+            "token": row["lease_token"],
+            "worker_id": row["worker_id"],
+            "error": error,
+            "started_at": row["started_at"],
+        }
+        conn.execute(self._q_attempt, attempt)
         kind, message = failure_event(decision, error, expired)
         event = event_row(
             job.id, kind, int(JobStatus.InProgress), int(job.status), actor, row["lease_token"], message

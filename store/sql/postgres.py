@@ -42,7 +42,7 @@ class PostgresDialect(Dialect):
         self._q_complete = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done)
         self._q_ack = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done, ids_only=True)
         self._q_recover = pg.with_bookkeeping(
-            pg.recover_jobs_pg(now), now, EventKind.LEASE_EXPIRED, by_actor=True, ids_only=True
+            pg.recover_jobs_pg(now), now, EventKind.LEASE_EXPIRED, by_actor=True, ids_only=True, attempts=True
         )
         self._q_expired = sql.expired_leases(now, lock=True)
         self._q_walk_indexes = pg.walk_indexes_pg()
@@ -123,6 +123,7 @@ class PostgresDialect(Dialect):
             "new_retry_counts": [d.retry_count for _, d, _ in plan],
             "delays": [d.delay_s for _, d, _ in plan],
             "errors": [orjson.dumps(error).decode() for _, _, error in plan],
+            "attempt_nos": [row["retry_count"] + 1 for row, _, _ in plan],
             "messages": [message for _, message in events],
             "actor": owner,
             "shard": self.shard,

@@ -8,7 +8,8 @@ import time
 
 from sqlalchemy import Connection
 
-from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
+from store.errors import ValidationError, WorkerNotFound
+from store.models import WORKER_COMMANDS, LockInfo, RecoveryRun, WorkerInfo, ts
 from store.sql import registry_statements as reg
 from store.sql.plumbing import SqlPlumbing
 from store.sql.rows import worker_from_row
@@ -33,7 +34,7 @@ class SqlRegistryMixin(SqlPlumbing):
         return LockInfo(name, row[0], ts(row[1])) if row else LockInfo(name, None, None)
 
     # --------------------------------------------------------------- workers
-    def worker_heartbeat(self, info: WorkerInfo) -> None:
+    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
         row = {
             "id": info.id,
             "host": info.host,
@@ -44,7 +45,16 @@ class SqlRegistryMixin(SqlPlumbing):
             "started_at": info.started_at.timestamp() if info.started_at else time.time(),
         }
         stmt = reg.upsert_worker(self.dialect.upsert(reg.workers), self._now)
-        self.tx(lambda c: c.execute(stmt, row))
+        return self.tx(lambda c: c.execute(stmt, row).scalar_one())
+
+    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
+        if command not in WORKER_COMMANDS:
+            raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
+        params = {"w_id": worker_id, "w_command": command, "w_by": actor}
+        rows = self.tx(lambda c: c.execute(reg.command_worker(), params).mappings().all())
+        if not rows:
+            raise WorkerNotFound(worker_id)
+        return worker_from_row(rows[0])
 
     def remove_worker(self, worker_id: str) -> None:
         self.tx(lambda c: c.execute(reg.delete_worker(), {"id": worker_id}))

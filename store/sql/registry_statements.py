@@ -50,8 +50,9 @@ def lock_holder(now: ColumnElement[float]) -> Select:
 
 
 def upsert_worker(ins: Insert, now: ColumnElement[float]) -> Insert:
-    """Register or refresh a worker. Params: id, host, pid, queues, concurrency,
-    jobs_in_hand, started_at."""
+    """Register or refresh a worker (a command left for it is kept). Params:
+    id, host, pid, queues, concurrency, jobs_in_hand, started_at. Returns
+    the worker's pending command."""
     ins = ins.values(last_seen_at=now)
     return ins.on_conflict_do_update(
         index_elements=[workers.c.id],
@@ -64,6 +65,16 @@ def upsert_worker(ins: Insert, now: ColumnElement[float]) -> Insert:
             "jobs_in_hand": ins.excluded.jobs_in_hand,
             "last_seen_at": ins.excluded.last_seen_at,
         },
+    ).returning(workers.c.command)
+
+
+def command_worker() -> Update:
+    """Leave a command for a worker. Params: w_id, w_command, w_by. Returns the row."""
+    return (
+        update(workers)
+        .where(workers.c.id == bindparam("w_id"))
+        .values(command=bindparam("w_command"), command_by=bindparam("w_by"))
+        .returning(*workers.c)
     )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from store.lifecycle import JobStatus
-from store.models import Job, JobEvent, WorkerInfo, ts
+from store.models import Attempt, Job, JobEvent, WorkerInfo, ts
 
 
 def job_from_row(row: Mapping[str, Any]) -> Job:
@@ -38,6 +38,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         completed_at=ts(row["completed_at"]),
         last_updated_at=ts(row["last_updated_at"]),
         idempotency_key=row["idempotency_key"],
+        progress=row["progress"],
     )
 
 
@@ -66,4 +67,18 @@ def worker_from_row(row: Mapping[str, Any]) -> WorkerInfo:
         jobs_in_hand=list(row["jobs_in_hand"]),
         started_at=ts(row["started_at"]),
         last_seen_at=ts(row["last_seen_at"]),
+        command=row["command"],
+        command_by=row["command_by"],
+    )
+
+
+def attempt_from_row(row: Mapping[str, Any]) -> Attempt:
+    """An ``attempts`` row as an Attempt."""
+    return Attempt(
+        attempt=row["attempt"],
+        token=row["token"],
+        worker_id=row["worker_id"],
+        error=row["error"],
+        started_at=ts(row["started_at"]),
+        finished_at=ts(row["finished_at"]),
     )

@@ -68,6 +68,8 @@ jobs = Table(
     Column("completed_at", Double),
     Column("last_updated_at", Double, nullable=False),
     Column("idempotency_key", String(200)),
+    # {"fraction", "message", "at"} as the handler last reported it.
+    Column("progress", Json),
     # Claim: due jobs of a queue, highest priority first, oldest due first.
     Index(
         "leasehold_ix_jobs_ready",
@@ -138,6 +140,9 @@ workers = Table(
     Column("jobs_in_hand", Json, nullable=False),
     Column("started_at", Double, nullable=False),
     Column("last_seen_at", Double, nullable=False),
+    # An operator's command the worker picks up at its next heartbeat: quiet, stop.
+    Column("command", String(20)),
+    Column("command_by", String(200)),
 )
 
 locks = Table(
@@ -214,4 +219,35 @@ schedules = Table(
     Column("last_tick_at", Double),
     Column("last_job_id", String(36)),
     Column("updated_at", Double, nullable=False),
+)
+
+# Every failed attempt of a job (handler error, timeout, expired lease), with
+# its own error: a later failure never hides an earlier cause.
+attempts = Table(
+    "leasehold_attempts",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("token", BigInteger, nullable=False),
+    Column("worker_id", String(200)),
+    Column("error", Json),
+    Column("started_at", Double),
+    Column("finished_at", Double, nullable=False),
+    Index("leasehold_ix_attempts_job", "job_id", "id"),
+)
+
+# Time-bucketed counters per queue and event kind, for the history graphs:
+# ``width`` 60 (per minute, kept 48 h) or 3600 (per hour, kept 30 days),
+# ``bucket`` its start (epoch seconds), sharded like the counters.
+history = Table(
+    "leasehold_history",
+    metadata,
+    Column("width", Integer, nullable=False),
+    Column("bucket", Double, nullable=False),
+    Column("queue", String(100), nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("shard", SmallInteger, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    PrimaryKeyConstraint("width", "bucket", "queue", "kind", "shard", name="leasehold_pk_history"),
 )

@@ -33,7 +33,7 @@ from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
 from store.sql.changes import guarded_update
-from store.sql.schema import counters, job_events, jobs, unique_keys
+from store.sql.schema import attempts, counters, job_events, jobs, unique_keys
 from store.sql.schema import queues as queue_states
 
 IN_PROGRESS = int(JobStatus.InProgress)
@@ -271,6 +271,7 @@ def expired_leases(now: ColumnElement[float], lock: bool) -> Select:
             jobs.c.retry_count,
             jobs.c.max_retries,
             jobs.c.lease_expires_at,
+            jobs.c.started_at,
         )
         .where(jobs.c.status == IN_PROGRESS, jobs.c.lease_expires_at < now)
         .order_by(jobs.c.lease_expires_at)
@@ -400,4 +401,35 @@ def delete_events_of() -> Delete:
     return delete(job_events).where(
         job_events.c.job_id.in_(bindparam("ids", expanding=True)),
         job_events.c.actor.is_(None) | job_events.c.actor.not_like(f"{OPERATOR_PREFIX}%"),
+    )
+
+
+def insert_attempt(now: ColumnElement[float]) -> Insert:
+    """Record a failed attempt, finished now. Params: job_id, attempt,
+    token, worker_id, error, started_at."""
+    return insert(attempts).values(finished_at=now)
+
+
+def attempts_of() -> Select:
+    """A job's failed attempts, oldest first. Params: job_id."""
+    return select(attempts).where(attempts.c.job_id == bindparam("job_id")).order_by(attempts.c.id)
+
+
+def delete_attempts_of() -> Delete:
+    """Delete the attempts of jobs. Params: ids (expanding)."""
+    return delete(attempts).where(attempts.c.job_id.in_(bindparam("ids", expanding=True)))
+
+
+def set_progress() -> Update:
+    """A running job's progress, fenced by its token. Params: j_id, token,
+    p_value (JSON). Returns the id when written."""
+    return (
+        update(jobs)
+        .where(
+            jobs.c.id == bindparam("j_id"),
+            jobs.c.lease_token == bindparam("token"),
+            jobs.c.status == IN_PROGRESS,
+        )
+        .values(progress=bindparam("p_value"))
+        .returning(jobs.c.id)
     )

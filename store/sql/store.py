@@ -21,8 +21,8 @@ from store import counters, lifecycle
 from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
-from store.lifecycle import TERMINAL, JobStatus, Operation, rule
-from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
+from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, progress_value, ts
 from store.shared import EncodedAck, SharedStore
 from store.spec import unique_key_of
 from store.sql import statements as sql
@@ -30,7 +30,7 @@ from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Refused, event_row
 from store.sql.recovery import SqlRecoveryMixin
 from store.sql.registry import SqlRegistryMixin
-from store.sql.rows import event_from_row, job_from_row
+from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
 
 S = JobStatus
@@ -217,6 +217,27 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SharedStor
         assert kind is not None
         lost = self.tx(lambda c: self.refuse(c, refused, kind, worker_id)) if refused else {}
         return [done[key] if (key := (a[0], a[1])) in done else lost[key] for a in acks]
+
+    def report_progress(
+        self,
+        job_id: str,
+        token: int,
+        fraction: float,
+        message: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        value = progress_value(fraction, message)
+
+        def body(conn: Connection) -> bool:
+            value["at"] = conn.execute(self._q_now).scalar_one()
+            params = {"j_id": job_id, "token": token, "p_value": value}
+            return conn.execute(sql.set_progress(), params).first() is not None
+
+        if not self.tx(body):
+            raise self.refusal(Refused(job_id, token, EventKind.PROGRESS_REFUSED, worker_id))
+
+    def attempts(self, job_id: str) -> list[Attempt]:
+        return [attempt_from_row(r) for r in self.read(sql.attempts_of(), {"job_id": job_id})]
 
     def fail(
         self,

@@ -1,0 +1,100 @@
+"""Contract: what the console needs at scale — every failed attempt kept with
+its own error, a running job's progress fenced by its lease token, and
+operator commands left for workers — on every store."""
+
+from __future__ import annotations
+
+import pytest
+
+from store.base import JobStore
+from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerNotFound
+from store.lifecycle import EventKind, JobStatus
+from store.models import MAX_TRACEBACK_CHARS, WorkerInfo
+from tests.store.helpers import expire_leases
+
+S = JobStatus
+
+
+def _error(kind: str, traceback: str | None = None) -> dict[str, object]:
+    return {"type": kind, "message": f"{kind} happened", "traceback": traceback}
+
+
+def test_every_failed_attempt_keeps_its_own_error(store: JobStore) -> None:
+    job = store.enqueue("t", max_retries=3)
+    [a1] = store.claim("w-1", ["default"], 1)
+    store.fail(job.id, a1.lease_token, _error("ValueError", "tb-1"), worker_id="w-1")
+    store.clock_offset_s += 3600
+    [a2] = store.claim("w-2", ["default"], 1)
+    store.fail(job.id, a2.lease_token, _error("KeyError", "x" * (MAX_TRACEBACK_CHARS + 50)), worker_id="w-2")
+    store.clock_offset_s += 3600
+    [a3] = store.claim("w-3", ["default"], 1)
+    expire_leases(store)
+    store.recover_expired()
+    attempts = store.attempts(job.id)
+    assert [(a.attempt, a.token, a.worker_id) for a in attempts] == [
+        (1, a1.lease_token, "w-1"),
+        (2, a2.lease_token, "w-2"),
+        (3, a3.lease_token, "w-3"),
+    ]
+    assert [a.error["type"] for a in attempts] == ["ValueError", "KeyError", "LeaseExpired"]
+    assert attempts[0].error["traceback"] == "tb-1"
+    assert len(attempts[1].error["traceback"]) <= MAX_TRACEBACK_CHARS + 1
+    assert all(a.started_at and a.finished_at and a.started_at <= a.finished_at for a in attempts)
+    assert store.get(job.id).error["type"] == "LeaseExpired"  # the job keeps the last one, as before
+
+
+def test_a_job_that_never_failed_has_no_attempts(store: JobStore) -> None:
+    job = store.enqueue("t")
+    [c] = store.claim("w", ["default"], 1)
+    store.complete(job.id, c.lease_token, None)
+    assert store.attempts(job.id) == []
+
+
+def test_attempts_go_with_a_deleted_job(store: JobStore) -> None:
+    job = store.enqueue("t", max_retries=0)
+    [c] = store.claim("w", ["default"], 1)
+    store.fail(job.id, c.lease_token, _error("ValueError"))
+    store.delete(job.id, actor="operator:ann")
+    assert store.attempts(job.id) == []
+
+
+def test_progress_is_fenced_by_the_lease_token(store: JobStore) -> None:
+    job = store.enqueue("t")
+    [c] = store.claim("w-1", ["default"], 1)
+    assert store.get(job.id).progress is None
+    store.report_progress(job.id, c.lease_token, 0.25, "a quarter", worker_id="w-1")
+    got = store.get(job.id)
+    assert (got.progress["fraction"], got.progress["message"]) == (0.25, "a quarter")
+    assert got.progress["at"] > 0
+    assert got.to_json()["progress"]["fraction"] == 0.25
+    store.cancel(job.id, actor="operator:ann")
+    with pytest.raises(LeaseLost):
+        store.report_progress(job.id, c.lease_token, 0.5, worker_id="w-1")
+    assert store.get(job.id).progress["fraction"] == 0.25
+    assert store.events(job.id)[-1].kind == EventKind.PROGRESS_REFUSED
+    with pytest.raises(JobNotFound):
+        store.report_progress("00000000-0000-0000-0000-000000000000", 1, 0.5)
+
+
+@pytest.mark.parametrize(("fraction", "message"), [(1.5, None), (-0.1, None), (0.5, "m" * 501)])
+def test_bad_progress_is_refused(store: JobStore, fraction: float, message: str | None) -> None:
+    job = store.enqueue("t")
+    [c] = store.claim("w-1", ["default"], 1)
+    with pytest.raises(ValidationError):
+        store.report_progress(job.id, c.lease_token, fraction, message)
+
+
+def test_a_command_waits_for_the_workers_next_heartbeat(store: JobStore) -> None:
+    info = WorkerInfo("w-1", "host", 1, ["default"], 2, [], None, None)
+    assert store.worker_heartbeat(info) is None
+    after = store.command_worker("w-1", "quiet", actor="operator:ann")
+    assert (after.command, after.command_by) == ("quiet", "operator:ann")
+    assert store.worker_heartbeat(info) == "quiet"
+    assert store.worker_heartbeat(info) == "quiet"  # it stays: the page shows the worker quiet
+    store.command_worker("w-1", "stop", actor="operator:bob")
+    assert store.worker_heartbeat(info) == "stop"
+    assert [(w.id, w.command) for w in store.workers()] == [("w-1", "stop")]
+    with pytest.raises(WorkerNotFound):
+        store.command_worker("nope", "quiet")
+    with pytest.raises(ValidationError):
+        store.command_worker("w-1", "explode")
