@@ -12,7 +12,12 @@ Claim is two steps: ``claim_candidates.lua`` moves due scheduled jobs to the
 ready zsets and returns the head of each; ``claim.lua`` leases those still
 there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
 the same (job, token). Candidates lost to other workers are replaced in at
-most CLAIM_ROUNDS rounds.
+most CLAIM_ROUNDS rounds. Both scripts read the paused set (``pause_queue``),
+so a queue paused between the two steps is not claimed from either.
+
+Unique jobs are decided inside ``enqueue.lua``: the key's holder is looked up
+and the new job written in one script, so concurrent enqueues of one unique
+job make one job.
 
 The front halves every store shares (validation, chunking, the JSON check of
 results, recovery limits and timing, counters as totals) are SharedStore's;
