@@ -14,7 +14,18 @@ import orjson
 
 from store.base import StoreSettings
 from store.lifecycle import JobStatus
-from store.models import Job, JobEvent, JobSpec, RecoveryRun, WorkerInfo, ts
+from store.models import (
+    Job,
+    JobEvent,
+    JobSpec,
+    MaintenanceRun,
+    QueueState,
+    RecoveryRun,
+    Schedule,
+    WorkerInfo,
+    ts,
+)
+from store.spec import unique_key_of
 
 _JSON_FIELDS = ("payload", "headers", "route_params", "query_params")
 
@@ -46,12 +57,14 @@ ENQUEUE_FIELDS = (
     "lease_ttl_seconds",
     "idempotency_key",
     *_JSON_FIELDS,
+    "unique_key",
 )
 
 
 def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str, str]:
     """The ENQUEUE_FIELDS of a new job (those that are null left out); the
-    script adds status, times, rank and zero counters."""
+    script adds status, times, rank and zero counters. ``unique_key`` is
+    ``unique_key_of(spec)``: kept in the hash so a removal frees the key."""
     out = {
         "id": job_id,
         "name": spec.name,
@@ -68,6 +81,9 @@ def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str
         value = getattr(spec, name)
         if value is not None:
             out[name] = dumps(value)
+    unique = unique_key_of(spec)
+    if unique is not None:
+        out["unique_key"] = unique
     return out
 
 
@@ -156,3 +172,31 @@ def run_to_json(run: RecoveryRun) -> str:
 def run_from_json(text: str) -> RecoveryRun:
     """Inverse of run_to_json."""
     return RecoveryRun.from_record(orjson.loads(text))
+
+
+def maintenance_run_from_json(text: str) -> MaintenanceRun:
+    """A member of a maintenance-runs zset (MaintenanceRun.to_record as JSON)."""
+    return MaintenanceRun.from_record(orjson.loads(text))
+
+
+def queue_state_from_json(name: str, text: str) -> QueueState:
+    """A field of the queues hash (lua/queue_state.lua) as a QueueState."""
+    s = orjson.loads(text)
+    return QueueState(name, bool(s["paused"]), s.get("changed_by"), ts(float(s["changed_at"])))
+
+
+def schedule_from_hash(h: Mapping[str, str]) -> Schedule:
+    """A schedule hash (lua/schedule_save.lua, schedule_enable.lua,
+    schedule_tick.lua) as a Schedule."""
+    return Schedule(
+        name=h["name"],
+        handler=h["handler"],
+        cron=h["cron"],
+        timezone=h["timezone"],
+        queue=h["queue"],
+        payload=orjson.loads(h["payload"]),
+        catch_up=h["catch_up"] == "1",
+        enabled=h.get("enabled", "1") == "1",
+        last_tick_at=ts(_float(h, "last_tick_at")),
+        last_job_id=h.get("last_job_id"),
+    )

@@ -16,11 +16,20 @@ Key schema (``P`` = prefix):
 ``{P}:updated:<status>``  zset: the jobs of one status, score last_updated_at
 ``{P}:counters``          hash: ``s:<status>:<queue>`` counts, ``e:<kind>`` totals
 ``{P}:idempotency``       hash: idempotency key -> job id
+``{P}:unique``            hash: unique key -> id of the job holding it (the job
+                          hash keeps its ``unique_key`` too)
+``{P}:unique_until``      hash: unique key -> epoch seconds (created_at +
+                          unique_for) it stays held after its job finished
 ``{P}:audit``             list: operators' events as JSON (with the job id), newest first, capped
 ``{P}:worker:<id>``       hash: a worker's registry entry
 ``{P}:workers``           zset: worker ids, score last_seen_at
 ``{P}:lock:<name>``       hash: owner, expires_at
 ``{P}:recovery_runs``     zset: runs as JSON, score started_at
+``{P}:maintenance_runs:<task>`` zset: a maintenance task's runs as JSON, score started_at
+``{P}:queues``            hash: queue name -> pause state JSON (paused, changed_by, changed_at)
+``{P}:paused``            set: names of the paused queues (read by the claim scripts)
+``{P}:schedules``         zset: schedule names, every score 0 (byte order = by name)
+``{P}:schedule:<name>``   hash: a periodic job's definition, ``enabled``, last tick
 
 ``rank`` is ``%07d`` of ``MAX_PRIORITY - priority``, ``%017d`` of the due time
 in microseconds, ``:`` and the id (built in ``lua/lib/job.lua``): byte order is
@@ -100,6 +109,19 @@ class Keys:
         return self._key("idempotency")
 
     @property
+    def unique(self) -> str:
+        return self._key("unique")
+
+    @property
+    def unique_until(self) -> str:
+        return self._key("unique_until")
+
+    def removal(self) -> list[str]:
+        """KEYS[11..13] of the scripts that remove jobs (lib/job.lua
+        ``remove_job``): idempotency, unique and unique-until hashes."""
+        return [self.idempotency, self.unique, self.unique_until]
+
+    @property
     def audit(self) -> str:
         return self._key("audit")
 
@@ -116,6 +138,24 @@ class Keys:
     @property
     def recovery_runs(self) -> str:
         return self._key("recovery_runs")
+
+    def maintenance_runs(self, task: str) -> str:
+        return self._key("maintenance_runs", task)
+
+    @property
+    def queues(self) -> str:
+        return self._key("queues")
+
+    @property
+    def paused(self) -> str:
+        return self._key("paused")
+
+    @property
+    def schedules(self) -> str:
+        return self._key("schedules")
+
+    def schedule(self, name: str) -> str:
+        return self._key("schedule", name)
 
     @property
     def wakeup(self) -> str:

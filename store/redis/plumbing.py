@@ -31,6 +31,9 @@ AUDIT_KEPT = 10_000
 #: bounds how long a batch blocks every other client (heartbeats included): a
 #: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
 SCRIPT_BATCH = 100
+#: Read-then-guarded-write attempts (fail, operator actions, delete) when the
+#: job changed between the read and the script.
+GUARD_ATTEMPTS = 4
 
 
 def chunks(items: Sequence[T], size: int = SCRIPT_BATCH) -> Iterator[Sequence[T]]:

@@ -54,7 +54,7 @@ class RegistryMixin(RedisPlumbing):
     def record_recovery_run(self, run: RecoveryRun) -> None:
         """Append a run; the history keeps the newest settings.recovery_runs_kept."""
         args = [run.started_at.timestamp(), codec.run_to_json(run), self.settings.recovery_runs_kept]
-        self._eval(self._lua.recovery_run, [self.keys.recovery_runs], args)
+        self._eval(self._lua.record_run, [self.keys.recovery_runs], args)
 
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
         """Recovery history, newest first."""

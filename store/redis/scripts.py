@@ -45,12 +45,19 @@ class Scripts:
     expired_leases: Script
     purge_candidates: Script
     purge: Script
+    purge_count: Script
+    delete: Script
+    queue_state: Script
     lock_acquire: Script
     lock_release: Script
     lock_info: Script
     worker_heartbeat: Script
     worker_remove: Script
-    recovery_run: Script
+    prune_workers: Script
+    record_run: Script
+    schedule_save: Script
+    schedule_enable: Script
+    schedule_tick: Script
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

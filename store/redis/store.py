@@ -12,7 +12,12 @@ Claim is two steps: ``claim_candidates.lua`` moves due scheduled jobs to the
 ready zsets and returns the head of each; ``claim.lua`` leases those still
 there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
 the same (job, token). Candidates lost to other workers are replaced in at
-most CLAIM_ROUNDS rounds.
+most CLAIM_ROUNDS rounds. Both scripts read the paused set (``pause_queue``),
+so a queue paused between the two steps is not claimed from either.
+
+Unique jobs are decided inside ``enqueue.lua``: the key's holder is looked up
+and the new job written in one script, so concurrent enqueues of one unique
+job make one job.
 
 The front halves every store shares (validation, chunking, the JSON check of
 results, recovery limits and timing, counters as totals) are SharedStore's;
@@ -43,21 +48,19 @@ from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.keys import rank_job_id
 from store.redis.listing import ListingMixin
-from store.redis.plumbing import SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
+from store.redis.operating import OperatingMixin
+from store.redis.plumbing import GUARD_ATTEMPTS, SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.wakeups import RedisWakeups
 from store.shared import EncodedAck, SharedStore
 
 S = JobStatus
-#: Read-then-guarded-write attempts (fail, operator actions) when the job
-#: changed between the read and the script.
-GUARD_ATTEMPTS = 4
 #: Most claim rounds per call when candidates were taken by other workers.
 CLAIM_ROUNDS = 8
 
 
-class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
+class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
     """JobStore on Redis or Redis Cluster.
 
     ``url``: ``redis://host:port/db``, ``rediss://…``, ``redis+cluster://host:port``,
@@ -72,11 +75,12 @@ class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
     # ------------------------------------------------------------- enqueue
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
         """Write one chunk (all or nothing). Returns ``(jobs, None)``, or
-        ``([], id)`` when an idempotency key is taken by job ``id`` (``''``
-        when the key is repeated inside the chunk)."""
+        ``([], id)`` when an idempotency key or a unique key is taken by job
+        ``id`` (``''`` when the key is repeated inside the chunk). The unique
+        check and the insert are one script (lua/enqueue.lua)."""
         k = self.keys
-        keys, rows = [*k.common(), k.idempotency], []
-        args = self._args(k.wakeup, EventKind.ENQUEUED.value)
+        keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until], []
+        args = self._args(k.wakeup, EventKind.ENQUEUED.value, codes(sorted(set(S) - lifecycle.TERMINAL)))
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
@@ -86,11 +90,12 @@ class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
             args += [
                 int(status),
                 repr(float(spec.delay_s)),
+                "" if spec.unique_for is None else repr(float(spec.unique_for)),
                 *(fields.get(f, "") for f in codec.ENQUEUE_FIELDS),
             ]
             rows.append((fields, status, float(spec.delay_s)))
         reply = self._eval(self._lua.enqueue, keys, args)
-        if reply[0] == "duplicate":
+        if reply[0] in ("duplicate", "unique"):
             return [], reply[2]
         now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
         jobs = []
@@ -103,10 +108,17 @@ class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
         return jobs, None
 
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
-        jobs, taken_by = self._insert([spec])
-        if jobs:
-            return jobs[0], True
-        assert taken_by, "a single spec cannot repeat its own key"
+        """One job, or the job holding its idempotency or unique key; tried
+        again when that job is removed between the script and the read."""
+        for _ in range(GUARD_ATTEMPTS):
+            jobs, taken_by = self._insert([spec])
+            if jobs:
+                return jobs[0], True
+            assert taken_by, "a single spec cannot repeat its own key"
+            try:
+                return self.get(taken_by), False
+            except JobNotFound:
+                continue
         return self.get(taken_by), False
 
     def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
@@ -153,18 +165,21 @@ class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
         limit, k = min(limit, MAX_BATCH), self.keys
         ttl = lease_ttl_s or self.settings.lease_ttl_s
         names = list(dict.fromkeys(queues))
-        heads = [key for q in names for key in (k.ready(q), k.scheduled(q))]
+        heads = [k.paused, *(key for q in names for key in (k.ready(q), k.scheduled(q)))]
         claimed: list[Job] = []
         contended = 0
         while len(claimed) < limit:
             want = min(limit - len(claimed), SCRIPT_BATCH)
             window = 2 * want + 16  # spare candidates replace those other workers take first
-            lists = self._eval(self._lua.claim_candidates, heads, [self._offset(), window, SCRIPT_BATCH])
+            lists = self._eval(
+                self._lua.claim_candidates, heads, [self._offset(), window, SCRIPT_BATCH, *names]
+            )
             pairs = ((member, q) for q, members in zip(names, lists, strict=True) for member in members)
             candidates = heapq.nsmallest(window, pairs)  # byte order of rank = claim order
             if not candidates:
                 break
-            keys, args = k.common(), self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
+            keys = [*k.common(), k.paused]
+            args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
             for member, queue in candidates:
                 job_id = rank_job_id(member)
                 keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
@@ -296,16 +311,3 @@ class RedisStore(RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
 
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
         return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
-
-    # ----------------------------------------------------------- retention
-    def purge(self, older_than_s: float, limit: int = 1000) -> int:
-        """See JobStore.purge: a read of candidates, then guarded deletes
-        (SCRIPT_BATCH jobs a script call)."""
-        k, age, terminal = self.keys, repr(float(older_than_s)), sorted(lifecycle.TERMINAL)
-        finished = [k.updated(s) for s in terminal]  # by status, as the SQL store orders them
-        ids = self._eval(self._lua.purge_candidates, finished, [self._offset(), age, min(limit, MAX_BATCH)])
-        deleted = 0
-        for chunk in chunks(ids):
-            keys = [*k.common(), k.idempotency, *(key for i in chunk for key in (k.job(i), k.events(i)))]
-            deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(terminal), *chunk)))
-        return deleted

@@ -17,17 +17,18 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from redis.cluster import RedisCluster
 
 from store import StoreSettings, open_store
-from store.errors import LeaseLost
+from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, JobStatus
-from store.models import Lease, WorkerInfo
+from store.models import Lease, MaintenanceRun, Schedule, WorkerInfo
 from store.redis.store import RedisStore
-from tests.store.helpers import ERROR, expire_leases
+from tests.store.helpers import ERROR, expire_leases, job_in
 
 pytestmark = pytest.mark.cluster
 S = JobStatus
@@ -258,3 +259,33 @@ def test_locks_workers_clock_and_script_reload(store: RedisStore, cluster_ports:
         assert _cli(port, "script", "flush").strip() == "OK"
     job = store.enqueue("t")
     assert [j.id for j in store.claim("w", ["default"], 1)] == [job.id]
+
+
+def test_operating_scripts_on_the_cluster(store: RedisStore) -> None:
+    """Unique jobs, pause/resume, delete, purge, worker pruning, maintenance
+    runs and schedules: every new script runs on the cluster (no cross-slot)."""
+    first = store.enqueue("u", {"a": 1}, unique_for=60)
+    assert store.enqueue("u", {"a": 1}, unique_for=60).id == first.id
+    store.pause_queue("default", actor="operator:ann")
+    assert store.claim("w", ["default"], 5) == []
+    store.resume_queue("default", actor="operator:ann")
+    assert [q.paused for q in store.queue_states()] == [False]
+    store.delete(first.id, actor="operator:ann")
+    with pytest.raises(JobNotFound):
+        store.get(first.id)
+    done = job_in(store, S.Completed)
+    expire_leases(store, 120)
+    assert store.count_purgeable(60) == 1 and store.purge(60) == 1
+    with pytest.raises(JobNotFound):
+        store.get(done.id)
+    store.worker_heartbeat(WorkerInfo("w-old", "host", 1, ["default"], 1))
+    store.clock_offset_s += 600
+    assert store.prune_workers(300) == ["w-old"]
+    at = store.now()
+    when = datetime.fromtimestamp(at, UTC)
+    store.record_maintenance_run(MaintenanceRun("r", "retention", when, when, "me", 1, 1.0, 1.0))
+    assert [r.id for r in store.maintenance_runs("retention")] == ["r"]
+    store.save_schedules([Schedule("nightly", "report", "0 3 * * *")])
+    assert store.set_schedule_enabled("nightly", False).enabled is False
+    store.record_tick("nightly", at, "job-1")
+    assert [(s.name, s.last_job_id) for s in store.schedules()] == [("nightly", "job-1")]

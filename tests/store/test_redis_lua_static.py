@@ -45,7 +45,8 @@ KEY_POSITIONS: dict[str, int | str] = {
     "EXISTS": "all",
     "DEL": "all",
     **dict.fromkeys(["HGET", "HMGET", "HGETALL", "HSET", "HSETNX", "HDEL", "HINCRBY"], 1),
-    **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZREMRANGEBYRANK"], 1),
+    **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZSCORE", "ZREMRANGEBYRANK"], 1),
+    **dict.fromkeys(["SADD", "SREM", "SISMEMBER"], 1),
     **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "PEXPIRE"], 1),
     "PUBLISH": 0,  # a Pub/Sub channel, not a key (ARGV); cluster-wide on Redis Cluster
 }
@@ -196,6 +197,7 @@ OPERATION_SCRIPTS: dict[str, tuple[Operation, ...]] = {
     "cancel": (Operation.CANCEL,),
     "requeue": (Operation.REQUEUE, Operation.RETRY_NOW),
     "apply_failures": (Operation.FAIL,),
+    "delete": (Operation.DELETE,),
 }
 LITERAL = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
 
@@ -269,6 +271,6 @@ return {sources, op.target or '', op.event or '', op.stamps, op.clears}"""
     sources, target, event, stamps, clears = lua(snippet, *op_args(op))
     row = lifecycle.rule(op)
     assert sources == sorted(int(s) for s in row.sources)
-    assert target == ("" if len(row.targets) > 1 else int(lifecycle.target(op)))
+    assert target == ("" if len(row.targets) != 1 else int(lifecycle.target(op)))
     assert event == ("" if row.event is None else row.event.value)
     assert (tuple(stamps), tuple(clears)) == (row.stamps, row.clears)

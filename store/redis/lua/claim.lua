@@ -1,7 +1,8 @@
 -- claim: lease candidate jobs in the order given (claim step 2).
 --
 -- KEYS[1..10]  common block (lib/job.lua)
--- for candidate i = 1..n, KEYS[10 + 3i - 2], KEYS[10 + 3i - 1], KEYS[10 + 3i]:
+-- KEYS[11]     paused set: names of the paused queues
+-- for candidate i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
 --              job hash, event list, ready zset holding the candidate's member
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   CLAIM's row (lib/job.lua `operation`): sources ("100 200"), target
@@ -12,7 +13,8 @@
 -- ARGV[10 + 2i], ARGV[11 + 2i]: candidate i's job id and ready member
 -- A candidate is ours only when ZREM of its member returns 1, so two callers
 -- never both lease it; lease_token goes up by one at every claim, and the
--- lease (worker_id, lease_token, lease_expires_at) is written here.
+-- lease (worker_id, lease_token, lease_expires_at) is written here. A
+-- candidate whose queue is paused (now, in this script) is left where it is.
 -- Returns:     {lost, job_1, job_2, ...}: lost = candidates already taken by
 --              others, then each leased job as a flat HGETALL array
 --
@@ -21,16 +23,27 @@
 
 local op = operation(4)
 local worker, ttl, want = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
-local out = {0}
-for i = 1, (#KEYS - 10) / 3 do
+local out, paused = {0}, {}
+
+-- Whether `queue` is paused (read once per queue and call).
+local function is_paused(queue)
+  if paused[queue] == nil then
+    paused[queue] = redis.call('SISMEMBER', KEYS[11], queue) == 1
+  end
+  return paused[queue]
+end
+
+for i = 1, (#KEYS - 11) / 3 do
   if #out > want then
     break
   end
-  local k, id = 10 + 3 * (i - 1), ARGV[10 + 2 * i]
-  if redis.call('ZREM', KEYS[k + 3], ARGV[11 + 2 * i]) == 0 then
+  local k, id = 11 + 3 * (i - 1), ARGV[10 + 2 * i]
+  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'lease_ttl_seconds', 'lease_token')
+  if f[2] and is_paused(f[2]) then
+    -- left in its ready zset: claimed once the queue is resumed
+  elseif redis.call('ZREM', KEYS[k + 3], ARGV[11 + 2 * i]) == 0 then
     out[1] = out[1] + 1
   else
-    local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'lease_ttl_seconds', 'lease_token')
     local old = tonumber(f[1])
     if old and op.sources[old] then
       local token = tonumber(f[4]) + 1

@@ -2,47 +2,75 @@
 --
 -- KEYS[1..10]  common block (lib/job.lua)
 -- KEYS[11]     idempotency hash: idempotency key -> job id
--- for job i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
+-- KEYS[12]     unique hash: unique key -> id of the job holding it
+-- KEYS[13]     unique-until hash: unique key -> epoch seconds (created_at +
+--              unique_for) until which it stays held after its job finished
+-- for job i = 1..n, KEYS[13 + 3i - 2], KEYS[13 + 3i - 1], KEYS[13 + 3i]:
 --              job hash, event list, index zset (ready when delay is 0, else scheduled)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      Pub/Sub channel: each queue that got a ready (undelayed) job is
 --              published on it once (wakes idle workers; a channel, not a key)
 -- ARGV[5]      event kind of each new job's first event (EventKind.ENQUEUED)
--- then 14 values per job, ARGV[6 + 14(i-1)] ...: status code, delay (s), and the
---              hash fields of FIELDS below in that order (store/redis/codec.py,
---              ENQUEUE_FIELDS); '' leaves an optional field out (null)
+-- ARGV[6]      statuses that hold a unique key whatever its age ("100 200 300")
+-- then 16 values per job, ARGV[7 + 16(i-1)] ...: status code, delay (s),
+--              unique_for (s, '' for none), and the hash fields of FIELDS below
+--              in that order (store/redis/codec.py, ENQUEUE_FIELDS); '' leaves
+--              an optional field out (null)
 -- Writes each job hash with status, due_at = now + delay, created_at,
--- last_updated_at, retry_delay_until (delayed jobs), rank and zero counters.
+-- last_updated_at, retry_delay_until (delayed jobs), rank and zero counters; a
+-- job with a unique_key takes that key (KEYS[12], KEYS[13]).
+-- A unique key is held while its job exists with a status of ARGV[6] (read
+-- from the updated:<status> zsets) or now < its unique-until time.
 -- Returns:     {'ok', now}              written; now is created_at of every job
 --              {'replay', created_at}   the first job already exists: a retried call
 --                                       whose reply was lost; nothing written again
 --              {'duplicate', key, id}   an idempotency key is taken (id '' when it is
 --                                       repeated inside the chunk); nothing written
+--              {'unique', key, id}      a unique key is held by job id (id '' when it
+--                                       is repeated inside the chunk); nothing written
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
 local FIELDS = {
   'id', 'name', 'queue', 'priority', 'max_retries', 'timeout_seconds', 'lease_ttl_seconds',
-  'idempotency_key', 'payload', 'headers', 'route_params', 'query_params',
+  'idempotency_key', 'payload', 'headers', 'route_params', 'query_params', 'unique_key',
 }
-local PER_JOB = 2 + #FIELDS
-local AT = {status = 0, delay = 1}  -- offset of each value within a job's ARGV
+local PER_JOB = 3 + #FIELDS
+local AT = {status = 0, delay = 1, unique_for = 2}  -- offset of each value within a job's ARGV
 for j, field in ipairs(FIELDS) do
-  AT[field] = 1 + j
+  AT[field] = 2 + j
 end
-local n = (#KEYS - 11) / 3
+local n = (#KEYS - 13) / 3
+local holding = status_set(ARGV[6])
 
 -- The value of `name` in job i's ARGV.
 local function arg(i, name)
-  return ARGV[6 + PER_JOB * (i - 1) + AT[name]]
+  return ARGV[7 + PER_JOB * (i - 1) + AT[name]]
 end
 
-if n > 0 and redis.call('EXISTS', KEYS[12]) == 1 then
-  return {'replay', redis.call('HGET', KEYS[12], 'created_at')}
+-- The id of the job still holding unique key `key`, or nil when it is free.
+local function holder(key)
+  local id = redis.call('HGET', KEYS[12], key)
+  if not id or not redis.call('ZSCORE', KEYS[2], id) then
+    return nil  -- never taken, or its job was removed
+  end
+  for code in pairs(holding) do
+    if redis.call('ZSCORE', KEYS[2 + code / 100], id) then
+      return id
+    end
+  end
+  if now < tonumber(redis.call('HGET', KEYS[13], key) or '0') then
+    return id
+  end
+  return nil
 end
 
-local seen, ready = {}, {}
+if n > 0 and redis.call('EXISTS', KEYS[14]) == 1 then
+  return {'replay', redis.call('HGET', KEYS[14], 'created_at')}
+end
+
+local seen, seen_unique, ready = {}, {}, {}
 for i = 1, n do
   local key = none(arg(i, 'idempotency_key'))
   if key then
@@ -56,9 +84,22 @@ for i = 1, n do
     end
   end
 end
+for i = 1, n do
+  local key = none(arg(i, 'unique_key'))
+  if key then
+    if seen_unique[key] then
+      return {'unique', key, ''}
+    end
+    seen_unique[key] = true
+    local id = holder(key)
+    if id then
+      return {'unique', key, id}
+    end
+  end
+end
 
 for i = 1, n do
-  local k = 11 + 3 * (i - 1)
+  local k = 13 + 3 * (i - 1)
   local id, queue, key = arg(i, 'id'), arg(i, 'queue'), none(arg(i, 'idempotency_key'))
   local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
   local due = now + delay
@@ -85,6 +126,11 @@ for i = 1, n do
   redis.call('HSET', KEYS[k + 1], unpack(hash))
   if key then
     redis.call('HSET', KEYS[11], key, id)
+  end
+  local unique = none(arg(i, 'unique_key'))
+  if unique then
+    redis.call('HSET', KEYS[12], unique, id)
+    redis.call('HSET', KEYS[13], unique, fmt(now + (tonumber(arg(i, 'unique_for')) or 0)))
   end
   move(id, queue, nil, status)
   append_event(k + 2, id, ARGV[5], nil, status, nil, 0, nil)

@@ -1,12 +1,14 @@
 -- purge: delete finished jobs and their events (purge step 2), each only if it
--- is still finished and last updated before now - age.
+-- still has one of the given statuses and was last updated before now - age.
 --
 -- KEYS[1..10]  common block (lib/job.lua)
 -- KEYS[11]     idempotency hash: a deleted job's key is freed
--- for job i = 1..n, KEYS[11 + 2i - 1], KEYS[11 + 2i]: job hash, event list
+-- KEYS[12]     unique hash: a deleted job's unique key is freed
+-- KEYS[13]     unique-until hash
+-- for job i = 1..n, KEYS[13 + 2i - 1], KEYS[13 + 2i]: job hash, event list
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      age, seconds
--- ARGV[5]      finished statuses ("400 500 600")
+-- ARGV[5]      statuses purged, finished ones only (e.g. "400 500 600")
 -- ARGV[5 + i]  job i's id
 -- Status counts go down; event totals and the audit list stay (they are history).
 -- Returns:     number of jobs deleted
@@ -16,19 +18,12 @@
 
 local before, finished = now - tonumber(ARGV[4]), status_set(ARGV[5])
 local deleted = 0
-for i = 1, (#KEYS - 11) / 2 do
-  local k, id = 11 + 2 * (i - 1), ARGV[5 + i]
-  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'last_updated_at', 'idempotency_key')
+for i = 1, (#KEYS - 13) / 2 do
+  local k, id = 13 + 2 * (i - 1), ARGV[5 + i]
+  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'last_updated_at', 'idempotency_key', 'unique_key')
   local status = tonumber(f[1])
   if status and finished[status] and tonumber(f[3]) < before then
-    redis.call('DEL', KEYS[k + 1])
-    redis.call('DEL', KEYS[k + 2])
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('ZREM', KEYS[2 + status / 100], id)
-    count(status_counter(status, f[2]), -1)
-    if f[4] and redis.call('HGET', KEYS[11], f[4]) == id then
-      redis.call('HDEL', KEYS[11], f[4])
-    end
+    remove_job(k + 1, k + 2, id, status, f[2], f[4], f[5])
     deleted = deleted + 1
   end
 end

@@ -17,10 +17,14 @@
 -- ARGV[i + 2]  event kind ('' for FAIL: the retry decision's, per job)
 -- ARGV[i + 3]  fields stamped with now, space-separated (e.g. "completed_at")
 -- ARGV[i + 4]  fields cleared (HDEL), space-separated
+-- Scripts that remove jobs (purge, delete) also pass, for `remove_job`:
+-- KEYS[11]     idempotency hash: idempotency key -> job id
+-- KEYS[12]     unique hash: unique key -> id of the job holding it
+-- KEYS[13]     unique-until hash: unique key -> epoch seconds it is held to
 -- Returns: nothing. Defines status_set, none, words, operation, rank,
 -- status_counter, event_counter, count, flush_counts, move, change,
--- operator_guard, unqueue, append_event. A script that counts calls
--- flush_counts() once, before it returns.
+-- operator_guard, unqueue, append_event, audit_event, remove_job. A script
+-- that counts calls flush_counts() once, before it returns.
 
 local EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
 
@@ -149,21 +153,58 @@ local function unqueue(member, ready, scheduled)
   end
 end
 
--- Append an event of job `id` to its list KEYS[list] (kept to EVENTS_KEPT),
--- count its kind, and copy an operator's event to the audit list.
-local function append_event(list, id, kind, from, to, actor, token, message)
-  local event = {
+-- A new event (a table; cjson.encode leaves nil fields out).
+local function new_event(kind, from, to, actor, token, message)
+  return {
     at = fmt(now), kind = kind, from = from, to = to,
     actor = actor, token = token, message = message,
   }
-  if redis.call('RPUSH', KEYS[list], cjson.encode(event)) > EVENTS_KEPT then
-    redis.call('LTRIM', KEYS[list], -EVENTS_KEPT, -1)
-  end
-  count(event_counter(kind), 1)
-  if actor and string.sub(actor, 1, 9) == 'operator:' then
+end
+
+-- Count `event`'s kind and, when its actor is an operator, copy it with job
+-- id `id` ('' when no job: a queue paused) to the audit list KEYS[10].
+local function record(event, id)
+  count(event_counter(event.kind), 1)
+  if event.actor and string.sub(event.actor, 1, 9) == 'operator:' then
     event.job = id
     if redis.call('LPUSH', KEYS[10], cjson.encode(event)) > AUDIT_KEPT then
       redis.call('LTRIM', KEYS[10], 0, AUDIT_KEPT - 1)
     end
+  end
+end
+
+-- Append an event of job `id` to its list KEYS[list] (kept to EVENTS_KEPT),
+-- count its kind, and copy an operator's event to the audit list.
+local function append_event(list, id, kind, from, to, actor, token, message)
+  local event = new_event(kind, from, to, actor, token, message)
+  if redis.call('RPUSH', KEYS[list], cjson.encode(event)) > EVENTS_KEPT then
+    redis.call('LTRIM', KEYS[list], -EVENTS_KEPT, -1)
+  end
+  record(event, id)
+end
+
+-- An event with no job list to go to (the job is deleted, or there is no
+-- job: a queue paused): counted, and kept in the audit list for an operator.
+local function audit_event(id, kind, from, to, actor, token, message)
+  record(new_event(kind, from, to, actor, token, message), id)
+end
+
+-- Remove job `id` (`status`, `queue`): its hash KEYS[hash], its event list
+-- KEYS[list], its entries in the updated, updated:<status> and leases zsets,
+-- its idempotency key `idem` and unique key `unique` when they still name it
+-- (KEYS[11..13], see the header), and its status count. The caller takes its
+-- rank out of the ready/scheduled zsets (`unqueue`); audit entries stay.
+local function remove_job(hash, list, id, status, queue, idem, unique)
+  redis.call('DEL', KEYS[hash], KEYS[list])
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[2 + status / 100], id)
+  redis.call('ZREM', KEYS[9], id)
+  count(status_counter(status, queue), -1)
+  if idem and redis.call('HGET', KEYS[11], idem) == id then
+    redis.call('HDEL', KEYS[11], idem)
+  end
+  if unique and redis.call('HGET', KEYS[12], unique) == id then
+    redis.call('HDEL', KEYS[12], unique)
+    redis.call('HDEL', KEYS[13], unique)
   end
 end

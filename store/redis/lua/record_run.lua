@@ -1,6 +1,7 @@
--- recovery_run: append a recovery run to the capped history.
+-- record_run: append a run to a capped history (recovery runs, and the runs
+-- of each maintenance task).
 --
--- KEYS[1]      recovery runs zset: score started_at, member the run as JSON
+-- KEYS[1]      runs zset: score started_at, member the run as JSON (to_record)
 -- ARGV[1]      started_at, epoch seconds
 -- ARGV[2]      the run, JSON
 -- ARGV[3]      runs kept (the oldest beyond this are dropped)

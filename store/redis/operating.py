@@ -1,0 +1,152 @@
+"""What the Redis store needs to be operated for months (a mixin of
+``RedisStore``): removing jobs (delete, purge by status and age), paused
+queues, pruning dead workers, the maintenance-run history and the periodic-job
+schedules. Key schema in keys.py; one script per change in ``lua/``.
+
+Round trips: delete 2 (read, guarded script); purge 1 + 1 per SCRIPT_BATCH
+jobs; count_purgeable, pause and resume 1; prune_workers 2 + 1 per
+SCRIPT_BATCH dead workers; schedules 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from store import lifecycle
+from store.errors import InvalidTransition, JobNotFound, ScheduleNotFound
+from store.lifecycle import EventKind, JobStatus, Operation
+from store.models import MaintenanceRun, QueueState, Schedule
+from store.redis import codec
+from store.redis.plumbing import GUARD_ATTEMPTS, RedisPlumbing, chunks, codes, op_args
+
+S = JobStatus
+
+
+class OperatingMixin(RedisPlumbing):
+    """Delete, retention, queues, worker pruning, maintenance runs, schedules."""
+
+    # ------------------------------------------------------------- removal
+    def delete(self, job_id: str, *, actor: str = "operator") -> None:
+        """See JobStore.delete: read the status, check DELETE's sources with
+        the lifecycle, remove the job in one script guarded by that status
+        (lua/delete.lua); re-read when it changed meanwhile."""
+        k, code = self.keys, None
+        for _ in range(GUARD_ATTEMPTS):
+            code, queue = self._fields(job_id, "status", "queue")
+            if code is None:
+                raise JobNotFound(job_id)
+            lifecycle.check_operation(job_id, Operation.DELETE, S(int(code)))
+            keys = [
+                *k.common(),
+                *k.removal(),
+                k.job(job_id),
+                k.events(job_id),
+                k.ready(queue),
+                k.scheduled(queue),
+            ]
+            reply = self._eval(
+                self._lua.delete, keys, self._args(*op_args(Operation.DELETE), job_id, code, actor)
+            )
+            if reply[0] == 1:
+                return
+            if reply[0] == -1:
+                raise JobNotFound(job_id)
+        status = S(int(code or 0)).name
+        raise InvalidTransition(job_id, status, "deleted", operation=Operation.DELETE.value)
+
+    def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
+        """Engine half of purge: a read of candidates (lua/purge_candidates.lua,
+        by status then oldest first), then guarded deletes (lua/purge.lua,
+        SCRIPT_BATCH jobs a script call)."""
+        k, age = self.keys, repr(float(older_than_s))
+        indexes = [k.updated(S(code)) for code in statuses]
+        ids = self._eval(self._lua.purge_candidates, indexes, [self._offset(), age, limit])
+        deleted = 0
+        for chunk in chunks(ids):
+            keys = [*k.common(), *k.removal(), *(key for i in chunk for key in (k.job(i), k.events(i)))]
+            deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(statuses), *chunk)))
+        return deleted
+
+    def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
+        """ZCOUNT of the updated:<status> zsets below now - age (lua/purge_count.lua)."""
+        indexes = [self.keys.updated(S(code)) for code in statuses]
+        return int(self._eval(self._lua.purge_count, indexes, [self._offset(), repr(float(older_than_s))]))
+
+    # -------------------------------------------------------------- queues
+    def _set_paused(self, queue: str, paused: bool, actor: str) -> QueueState:
+        """Pause or resume in one script (lua/queue_state.lua): the paused set
+        the claim scripts read, the state, the audit entry and its count."""
+        kind = EventKind.QUEUE_PAUSED if paused else EventKind.QUEUE_RESUMED
+        keys = [*self.keys.common(), self.keys.queues, self.keys.paused]
+        args = self._args(queue, 1 if paused else 0, actor, kind.value, f"queue {queue}")
+        return codec.queue_state_from_json(queue, self._eval(self._lua.queue_state, keys, args))
+
+    def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
+        return self._set_paused(queue, True, actor)
+
+    def resume_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
+        return self._set_paused(queue, False, actor)
+
+    def queue_states(self) -> list[QueueState]:
+        [states] = self._pipe(lambda p: p.hgetall(self.keys.queues))
+        return [codec.queue_state_from_json(name, states[name]) for name in sorted(states)]
+
+    # ------------------------------------------------------------- workers
+    def prune_workers(self, older_than_s: float) -> list[str]:
+        """Ids not seen since the store's clock minus ``older_than_s`` are read
+        from the workers zset, then removed by lua/prune_workers.lua, which
+        keeps any that beat meanwhile."""
+        age = float(older_than_s)
+        before = self.now() - age
+        [ids] = self._pipe(lambda p: p.zrangebyscore(self.keys.workers, "-inf", f"({before!r}"))
+        pruned: list[str] = []
+        for chunk in chunks(ids):
+            keys = [self.keys.workers, *(self.keys.worker(w) for w in chunk)]
+            pruned += self._eval(self._lua.prune_workers, keys, [self._offset(), repr(age), *chunk])
+        return pruned
+
+    # ---------------------------------------------------- maintenance runs
+    def record_maintenance_run(self, run: MaintenanceRun) -> None:
+        """Append a run to its task's history (lua/record_run.lua), which keeps
+        the newest settings.recovery_runs_kept."""
+        args = [run.started_at.timestamp(), codec.dumps(run.to_record()), self.settings.recovery_runs_kept]
+        self._eval(self._lua.record_run, [self.keys.maintenance_runs(run.task)], args)
+
+    def maintenance_runs(self, task: str, limit: int = 20) -> list[MaintenanceRun]:
+        if limit <= 0:
+            return []
+        key = self.keys.maintenance_runs(task)
+        [texts] = self._pipe(lambda p: p.zrange(key, 0, limit - 1, desc=True))
+        return [codec.maintenance_run_from_json(text) for text in texts]
+
+    # ----------------------------------------------------------- schedules
+    def save_schedules(self, schedules: Sequence[Schedule]) -> None:
+        """Upsert the definitions, SCRIPT_BATCH a script call (lua/schedule_save.lua)."""
+        for chunk in chunks(schedules):
+            keys, args = [self.keys.schedules], []
+            for s in chunk:
+                keys.append(self.keys.schedule(s.name))
+                args += [
+                    s.name,
+                    s.handler,
+                    s.cron,
+                    s.timezone,
+                    s.queue,
+                    codec.dumps(s.payload),
+                    int(s.catch_up),
+                ]
+            self._eval(self._lua.schedule_save, keys, args)
+
+    def schedules(self) -> list[Schedule]:
+        [names] = self._pipe(lambda p: p.zrange(self.keys.schedules, 0, -1))
+        hashes = self._pipe(lambda p: [p.hgetall(self.keys.schedule(name)) for name in names])
+        return [codec.schedule_from_hash(h) for h in hashes if h]
+
+    def set_schedule_enabled(self, name: str, enabled: bool) -> Schedule:
+        flat = self._eval(self._lua.schedule_enable, [self.keys.schedule(name)], [1 if enabled else 0])
+        if not flat:
+            raise ScheduleNotFound(name)
+        return codec.schedule_from_hash(codec.flat_to_dict(flat))
+
+    def record_tick(self, name: str, tick_at: float, job_id: str) -> None:
+        self._eval(self._lua.schedule_tick, [self.keys.schedule(name)], [repr(float(tick_at)), job_id])
