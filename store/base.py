@@ -199,6 +199,20 @@ class JobStore(abc.ABC):
         store so metrics agree across processes."""
 
     @abc.abstractmethod
+    def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
+        """Time-bucketed event counts for the history graphs: ``{kind:
+        {bucket start (epoch s): n}}`` for the kinds of
+        ``counters.HISTORY_KINDS``, buckets of ``width_s`` seconds (60 or
+        3600: ``counters.HISTORY_WIDTHS``) from ``since`` on, of one queue or
+        all. Written in the same atomic unit as the events they count.
+        Raises ValidationError for another width."""
+
+    @abc.abstractmethod
+    def trim_history(self) -> int:
+        """Drop history buckets older than their width's retention (48 h of
+        minutes, 30 days of hours); how many rows or fields went."""
+
+    @abc.abstractmethod
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         """A job's timeline, oldest first (the last ``limit`` events)."""
 

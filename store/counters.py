@@ -17,6 +17,20 @@ from collections.abc import Iterable
 
 from store.lifecycle import EventKind, JobStatus
 
+#: Event kinds the history graphs count per queue and time bucket.
+HISTORY_KINDS: frozenset[EventKind] = frozenset(
+    {
+        EventKind.ENQUEUED,
+        EventKind.COMPLETED,
+        EventKind.FAILED,
+        EventKind.RETRY_SCHEDULED,
+        EventKind.LEASE_EXPIRED,
+    }
+)
+#: History bucket widths, seconds, each with how long its buckets are kept
+#: (seconds): per minute for 48 h, per hour for 30 days.
+HISTORY_WIDTHS: dict[int, float] = {60: 48 * 3600.0, 3600: 30 * 86400.0}
+
 STATUS_PREFIX = "s:"
 EVENT_PREFIX = "e:"
 

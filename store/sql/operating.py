@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection
 
 from store import counters
-from store.errors import ScheduleNotFound
+from store.counters import HISTORY_WIDTHS
+from store.errors import ScheduleNotFound, ValidationError
 from store.lifecycle import EventKind
 from store.models import MaintenanceRun, QueueState, Schedule, ts
 from store.sql import registry_statements as reg
@@ -70,6 +72,27 @@ class SqlOperatingMixin(SqlPlumbing):
 
     def queue_states(self) -> list[QueueState]:
         return [_queue_state(r) for r in self.read(reg.all_queue_states())]
+
+    # ------------------------------------------------------------- history
+    def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
+        if width_s not in HISTORY_WIDTHS:
+            raise ValidationError("width", f"must be one of {sorted(HISTORY_WIDTHS)}")
+        params: dict[str, Any] = {"h_width": width_s, "since": since, "h_queue": queue}
+        rows = self.tx(lambda c: c.execute(sql.history_since(queue is not None), params).all(), write=False)
+        out: dict[str, dict[float, int]] = {}
+        for bucket, kind, n in rows:
+            out.setdefault(kind, {})[float(bucket)] = int(n)
+        return out
+
+    def trim_history(self) -> int:
+        def body(conn: Connection) -> int:
+            stmt = sql.trim_history(self._now)
+            return sum(
+                conn.execute(stmt, {"h_width": w, "keep": keep}).rowcount
+                for w, keep in HISTORY_WIDTHS.items()
+            )
+
+        return self.tx(body)
 
     # ------------------------------------------------------------- workers
     def prune_workers(self, older_than_s: float) -> list[str]:

@@ -20,21 +20,24 @@ from sqlalchemy import (
     Update,
     bindparam,
     cast,
+    column,
     func,
     insert,
     literal,
     null,
     select,
+    true,
     union_all,
+    values,
 )
 from sqlalchemy.dialects import postgresql
 
-from store.counters import STATUS_PREFIX, event_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, STATUS_PREFIX, event_key
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.sql.changes import guarded_update
 from store.sql.schema import attempts as attempts_table
-from store.sql.schema import counters, job_events, jobs
-from store.sql.statements import IN_PROGRESS, due, failure_values, lease
+from store.sql.schema import counters, history, job_events, jobs
+from store.sql.statements import IN_PROGRESS, bucket_start, due, failure_values, lease
 
 #: Columns enqueue_jobs_pg takes as arrays: (bind parameter, column, array element type).
 ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
@@ -100,8 +103,9 @@ def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
     )
     ready = select(ins.c.queue).where(ins.c.status == int(JobStatus.Queued)).distinct().subquery("ready")
     notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
+    counted = select(ins.c.queue, literal(EventKind.ENQUEUED.value).label("kind"), literal(1).label("d"))
     return select(ins, notified.scalar_subquery().label("notified")).add_cte(
-        events.cte("ev"), bump.cte("cnt")
+        events.cte("ev"), bump.cte("cnt"), _add_to_history(now, counted).cte("hist")
     )
 
 
@@ -130,6 +134,26 @@ def _add_to_counters(*deltas: Select) -> Insert:
     return bump.on_conflict_do_update(
         index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
     )
+
+
+def _add_to_history(now: ColumnElement[float], rows: Select) -> Insert:
+    """PostgreSQL: an upsert adding ``(queue, kind, d)`` rows, summed, to this
+    process's shard of the history counters of the current bucket of every
+    width in HISTORY_WIDTHS (bind parameter ``shard``), in key order."""
+    r = rows.subquery("h")
+    widths = values(column("w", BigInteger()), name="widths").data([(w,) for w in HISTORY_WIDTHS])
+    bucket = bucket_start(now, widths.c.w)
+    totals = (
+        select(
+            widths.c.w, bucket, r.c.queue, r.c.kind, bindparam("shard", type_=SmallInteger()), func.sum(r.c.d)
+        )
+        .select_from(r.join(widths, true()))
+        .group_by(widths.c.w, bucket, r.c.queue, r.c.kind)
+        .order_by(widths.c.w, r.c.queue, r.c.kind)
+    )
+    ins = postgresql.insert(history).from_select(["width", "bucket", "queue", "kind", "shard", "n"], totals)
+    key = [history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard]
+    return ins.on_conflict_do_update(index_elements=key, set_={"n": history.c.n + ins.excluded.n})
 
 
 def status_key_sql(status: ColumnElement[Any], queue: ColumnElement[str]) -> ColumnElement[str]:
@@ -180,6 +204,9 @@ def with_bookkeeping(
     )
     out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
     ctes = [events.cte("ev"), bump.cte("cnt")]
+    if kind in HISTORY_KINDS:
+        counted = select(upd.c.queue, literal(kind.value).label("kind"), literal(1).label("d"))
+        ctes.append(_add_to_history(now, counted).cte("hist"))
     if attempts:
         failed = insert(attempts_table).from_select(
             ["job_id", "attempt", "token", "worker_id", "error", "started_at", "finished_at"],

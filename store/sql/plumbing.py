@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from store import counters
 from store.base import StoreSettings, Wakeups
-from store.counters import event_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import EventKind, FailureDecision, JobStatus
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
@@ -54,9 +54,12 @@ def event_row(
     actor: str | None,
     token: int | None,
     message: str | None = None,
+    queue: str | None = None,
 ) -> dict[str, Any]:
-    """Parameters of ``statements.insert_events`` for one job event."""
+    """Parameters of ``statements.insert_events`` for one job event; with
+    ``queue``, ``SqlPlumbing.book`` also counts it in the history buckets."""
     return {
+        "queue": queue,
         "job_id": job_id,
         "kind": kind.value,
         "from_status": source,
@@ -139,6 +142,7 @@ class SqlPlumbing:
         self._q_events = sql.insert_events(self._now)
         self._q_attempt = sql.insert_attempt(self._now)
         self._q_counters = sql.upsert_counters(self.dialect.upsert(sql.counters))
+        self._q_history = sql.add_history(self.dialect.upsert(sql.history), self._now)
 
     def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
         """Run ``fn`` in one transaction; retry deadlocks, map outages to
@@ -180,17 +184,30 @@ class SqlPlumbing:
     def book(
         self, conn: Connection, events: list[dict[str, Any]], deltas: Counter[str] | None = None
     ) -> None:
-        """Append ``events`` and add their kinds and ``deltas`` to the
-        counters, in ``conn``'s transaction; counters in key order (a fixed
-        lock order avoids deadlocks)."""
+        """Append ``events`` (``event_row``) and add their kinds and
+        ``deltas`` to the counters, and the events of HISTORY_KINDS that name
+        their queue to the history buckets, in ``conn``'s transaction;
+        counters in key order (a fixed lock order avoids deadlocks)."""
         deltas = Counter(deltas or {})
+        history: Counter[tuple[str, str]] = Counter()
+        for row in events:
+            queue = row.pop("queue", None)
+            deltas[event_key(row["kind"])] += 1
+            if queue is not None and row["kind"] in HISTORY_KINDS:
+                history[(queue, row["kind"])] += 1
         if events:
             conn.execute(self._q_events, events)
-            for row in events:
-                deltas[event_key(row["kind"])] += 1
-        rows = [{"key": k, "shard": self.dialect.shard, "n": n} for k, n in sorted(deltas.items()) if n]
+        shard = self.dialect.shard
+        rows = [{"key": k, "shard": shard, "n": n} for k, n in sorted(deltas.items()) if n]
         if rows:
             conn.execute(self._q_counters, rows)
+        if history:
+            buckets = [
+                {"h_width": width, "h_queue": queue, "h_kind": kind, "shard": shard, "n": n}
+                for (queue, kind), n in sorted(history.items())
+                for width in HISTORY_WIDTHS
+            ]
+            conn.execute(self._q_history, buckets)
 
     def refuse(
         self, conn: Connection, refused: Sequence[Lease], kind: EventKind, actor: str | None
@@ -265,7 +282,14 @@ class SqlPlumbing:
         conn.execute(self._q_attempt, attempt)
         kind, message = failure_event(decision, error, expired)
         event = event_row(
-            job.id, kind, int(JobStatus.InProgress), int(job.status), actor, row["lease_token"], message
+            job.id,
+            kind,
+            int(JobStatus.InProgress),
+            int(job.status),
+            actor,
+            row["lease_token"],
+            message,
+            job.queue,
         )
         self.book(conn, [event], counters.moved(job.queue, JobStatus.InProgress, job.status))
         return job

@@ -46,7 +46,9 @@ class SqliteDialect(Dialect):
         events = []
         for job in created:
             deltas.update(counters.moved(job.queue, None, job.status))
-            events.append(event_row(job.id, EventKind.ENQUEUED, None, int(job.status), None, 0))
+            events.append(
+                event_row(job.id, EventKind.ENQUEUED, None, int(job.status), None, 0, queue=job.queue)
+            )
         self.p.book(conn, events, deltas)
         return created
 
@@ -89,7 +91,15 @@ class SqliteDialect(Dialect):
                     done[(job.id, job.lease_token)] = job if return_jobs else None
                     deltas.update(counters.moved(job.queue, S.InProgress, op.target))
                     events.append(
-                        event_row(job.id, op.event, int(S.InProgress), int(op.target), worker_id, token)
+                        event_row(
+                            job.id,
+                            op.event,
+                            int(S.InProgress),
+                            int(op.target),
+                            worker_id,
+                            token,
+                            queue=job.queue,
+                        )
                     )
             self.p.book(conn, events, deltas)
             return done

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Delete,
     Double,
@@ -33,7 +34,7 @@ from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
 from store.sql.changes import guarded_update
-from store.sql.schema import attempts, counters, job_events, jobs, unique_keys
+from store.sql.schema import attempts, counters, history, job_events, jobs, unique_keys
 from store.sql.schema import queues as queue_states
 
 IN_PROGRESS = int(JobStatus.InProgress)
@@ -60,6 +61,30 @@ def _now_pg(element: store_now, compiler: object, **kw: object) -> str:
 def _now_sqlite(element: store_now, compiler: object, **kw: object) -> str:
     # julianday('now') has millisecond precision; 2440587.5 is the Julian day of 1970-01-01.
     return "((julianday('now') - 2440587.5) * 86400.0)"
+
+
+class bucket_start(FunctionElement):  # noqa: N801 - named like the SQL it renders
+    """Start of the ``width``-second bucket holding epoch time ``t``:
+    ``floor(t / width) * width``."""
+
+    type = Double()
+    inherit_cache = True
+
+
+@compiles(bucket_start, "postgresql")
+def _bucket_pg(element: bucket_start, compiler: Any, **kw: Any) -> str:
+    t, width = list(element.clauses)
+    divided = f"floor(({compiler.process(t, **kw)}) / ({compiler.process(width, **kw)}))"
+    return f"({divided} * ({compiler.process(width, **kw)}))"
+
+
+@compiles(bucket_start, "sqlite")
+def _bucket_sqlite(element: bucket_start, compiler: Any, **kw: Any) -> str:
+    # CAST truncates toward zero, which is floor for times after 1970. Each
+    # operand is processed where it appears: SQLite's parameters are positional.
+    t, width = list(element.clauses)
+    divided = f"CAST(({compiler.process(t, **kw)}) / ({compiler.process(width, **kw)}) AS INTEGER)"
+    return f"({divided} * ({compiler.process(width, **kw)}))"
 
 
 def clock(offset_s: object) -> ColumnElement[float]:
@@ -432,4 +457,45 @@ def set_progress() -> Update:
         )
         .values(progress=bindparam("p_value"))
         .returning(jobs.c.id)
+    )
+
+
+def add_history(ins: Insert, now: ColumnElement[float]) -> Insert:
+    """Add to the history counters of the current bucket of each width
+    (executemany); ``ins`` is the dialect's INSERT of ``history``. Params:
+    h_width, h_queue, h_kind, shard, n."""
+    width = bindparam("h_width", type_=BigInteger())
+    ins = ins.values(
+        width=width,
+        bucket=bucket_start(now, width),
+        queue=bindparam("h_queue"),
+        kind=bindparam("h_kind"),
+        shard=bindparam("shard"),
+        n=bindparam("n"),
+    )
+    return ins.on_conflict_do_update(
+        index_elements=[history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard],
+        set_={"n": history.c.n + ins.excluded.n},
+    )
+
+
+def history_since(with_queue: bool) -> Select:
+    """History counters of one width from a bucket on, summed over shards
+    (and queues unless ``with_queue``). Params: h_width, since[, h_queue]."""
+    where = [history.c.width == bindparam("h_width"), history.c.bucket >= bindparam("since", type_=Double())]
+    if with_queue:
+        where.append(history.c.queue == bindparam("h_queue"))
+    return (
+        select(history.c.bucket, history.c.kind, func.sum(history.c.n))
+        .where(*where)
+        .group_by(history.c.bucket, history.c.kind)
+        .order_by(history.c.bucket)
+    )
+
+
+def trim_history(now: ColumnElement[float]) -> Delete:
+    """Drop buckets of one width older than its retention. Params: h_width, keep."""
+    return delete(history).where(
+        history.c.width == bindparam("h_width"),
+        history.c.bucket < now - bindparam("keep", type_=Double()),
     )

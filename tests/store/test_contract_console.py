@@ -98,3 +98,40 @@ def test_a_command_waits_for_the_workers_next_heartbeat(store: JobStore) -> None
         store.command_worker("nope", "quiet")
     with pytest.raises(ValidationError):
         store.command_worker("w-1", "explode")
+
+
+def test_history_counts_a_known_workload_per_queue_and_bucket(store: JobStore) -> None:
+    now = store.now()
+    for _ in range(3):
+        store.enqueue("t", None, queue="mail", max_retries=1)
+    store.enqueue("t", None, queue="other")
+    jobs = store.claim("w", ["mail"], 3)
+    store.complete(jobs[0].id, jobs[0].lease_token, None)
+    store.complete(jobs[1].id, jobs[1].lease_token, None)
+    store.fail(jobs[2].id, jobs[2].lease_token, _error("ValueError"))  # retry scheduled
+    store.clock_offset_s += 3600
+    assert len(store.claim("w", ["mail"], 1)) == 1
+    expire_leases(store)
+    store.recover_expired()  # lease expired, retries spent: Failed
+    for width in (60, 3600):
+        mail = store.history(width, now - width, queue="mail")
+        totals = {kind: sum(b.values()) for kind, b in mail.items()}
+        assert totals == {"enqueued": 3, "completed": 2, "retry_scheduled": 1, "lease_expired": 1}
+        every = store.history(width, now - width)
+        assert sum(every["enqueued"].values()) == 4
+        buckets = {bucket for b in every.values() for bucket in b}
+        assert all(bucket % width == 0 and now - width < bucket <= store.now() for bucket in buckets)
+    with pytest.raises(ValidationError):
+        store.history(15, now)
+
+
+def test_history_keeps_minutes_48_hours_and_hours_30_days(store: JobStore) -> None:
+    now = store.now()
+    store.enqueue("t")
+    store.clock_offset_s += 3 * 86400
+    store.trim_history()
+    assert store.history(60, now - 60) == {}
+    assert sum(store.history(3600, now - 3600)["enqueued"].values()) == 1
+    store.clock_offset_s += 31 * 86400
+    store.trim_history()
+    assert store.history(3600, now - 3600) == {}
