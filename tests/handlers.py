@@ -78,3 +78,14 @@ def permanent(ctx: JobContext) -> None:
 @handler("defaults", queue="special", max_retries=7, timeout=42)
 def defaults(ctx: JobContext) -> dict[str, object]:
     return _who(ctx)
+
+
+@handler("stepwise")
+def stepwise(ctx: JobContext) -> dict[str, object]:
+    """Report progress ``payload["steps"]`` times, one step every
+    ``payload["step_s"]`` seconds, then return."""
+    steps = int(ctx.payload["steps"])
+    for i in range(1, steps + 1):
+        time.sleep(float(ctx.payload["step_s"]))
+        ctx.progress(i / steps, f"step {i} of {steps}")
+    return _who(ctx)

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from workers.handlers import HandlerSpec, JobContext, PermanentError, get_handler
+from workers.progress import child_reporter
 
 #: Longest error message and traceback kept on a job, characters.
 MAX_MESSAGE_CHARS = 2_000
@@ -90,4 +91,4 @@ def run_in_child(name: str, fields: dict[str, Any]) -> Outcome:
     spec = get_handler(name)
     if spec is None:
         return unknown_handler(name, fields.get("worker_id", "?"))
-    return run_handler(spec, JobContext(**fields))
+    return run_handler(spec, JobContext(**fields, _reporter=child_reporter()))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from store.models import Job, JobSpec
+from store.models import Job, JobSpec, progress_value
 
 __all__ = [
     "HandlerError",
@@ -63,6 +63,7 @@ class JobContext:
     worker_id: str
     lease_token: int
     _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
+    _reporter: Any = field(default=None, repr=False, compare=False)
 
     @property
     def cancelled(self) -> threading.Event:
@@ -76,8 +77,20 @@ class JobContext:
                 event = self._cancelled
         return event
 
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        """Report how far the job got: ``fraction`` in [0, 1] and an optional
+        short ``message`` (at most 500 characters), shown live in the
+        console and in the job JSON. Written at most about once a second
+        per job, fenced by this run's lease token (a run that lost its lease
+        writes nothing). Raises ValidationError for a bad fraction or message;
+        never for the store (a report is a hint). Outside a worker (a context
+        built by hand) it only checks its input."""
+        progress_value(fraction, message)
+        if self._reporter is not None:
+            self._reporter.report(self.job_id, self.lease_token, self.worker_id, fraction, message)
+
     @classmethod
-    def for_job(cls, job: Job, worker_id: str) -> JobContext:
+    def for_job(cls, job: Job, worker_id: str, reporter: Any = None) -> JobContext:
         """The context of one claimed job."""
         return cls(
             job_id=job.id,
@@ -89,6 +102,7 @@ class JobContext:
             attempt=job.retry_count,
             worker_id=worker_id,
             lease_token=job.lease_token,
+            _reporter=reporter,
         )
 
     def fields(self) -> dict[str, Any]:

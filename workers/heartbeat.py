@@ -7,8 +7,9 @@ lease for: running, waiting for a slot, or finished with its ack still queued
 already expired) is dropped: its ``ctx.cancelled`` is set and its slot is
 told to stop. A deferred one (its row held by another transaction) is simply
 renewed at the next beat. The same tick refreshes the worker's
-registry entry (``store.worker_heartbeat``). A store error skips one beat and
-retries sooner; the thread never dies on it.
+registry entry (``store.worker_heartbeat``) and hands the worker an
+operator's command found there (quiet, stop) once. A store error skips one
+beat and retries sooner; the thread never dies on it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Heartbeat(threading.Thread):
         inflight: InFlight,
         lease_ttl_s: float,
         on_refused: Callable[[Running], None],
+        on_command: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="leasehold-heartbeat", daemon=True)
         self.store = store
@@ -42,6 +44,9 @@ class Heartbeat(threading.Thread):
         self.inflight = inflight
         self.lease_ttl_s = lease_ttl_s
         self.on_refused = on_refused
+        self.on_command = on_command
+        #: The operator's command last handed to ``on_command`` (each is handed once).
+        self.command: str | None = None
         self._stop_event = threading.Event()
         self._kick = threading.Event()
 
@@ -74,7 +79,11 @@ class Heartbeat(threading.Thread):
         try:
             self.renew()
             self.info.jobs_in_hand = [r.job.id for r in self.inflight.leased()]
-            self.store.worker_heartbeat(self.info)
+            command = self.store.worker_heartbeat(self.info)
+            if command and command != self.command:
+                self.command = command
+                if self.on_command is not None:
+                    self.on_command(command)
             return True
         except Exception as exc:  # keep beating: the next beat may reach the store
             log.warning("heartbeat of worker %s failed: %s", self.info.id, exc)

@@ -32,8 +32,9 @@ from functools import partial
 from typing import Protocol
 
 from workers.execute import Outcome, failure, run_handler, run_in_child, timed_out
-from workers.handlers import HandlerSpec, load_handlers
+from workers.handlers import HandlerSpec
 from workers.inflight import Running
+from workers.progress import init_child
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,14 @@ class ProcessRunner:
     claims_ahead = False
     mean_run_s: float | None = None
 
-    def __init__(self, size: int, handlers: Sequence[str], done: Done, on_free: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        size: int,
+        handlers: Sequence[str],
+        done: Done,
+        on_free: Callable[[], None],
+        store_url: str | None = None,
+    ) -> None:
         from pebble import ProcessPool
 
         self.size = size
@@ -190,8 +198,8 @@ class ProcessRunner:
         self._lock = threading.Lock()
         self._pool = ProcessPool(
             max_workers=size,
-            initializer=load_handlers,
-            initargs=(list(handlers),),
+            initializer=init_child,
+            initargs=(list(handlers), store_url),
             context=multiprocessing.get_context("spawn"),
         )
 

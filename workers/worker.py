@@ -62,6 +62,7 @@ from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.outcomes import Outcomes
 from workers.pool import ProcessRunner, Runner, ThreadRunner
+from workers.progress import ProgressReporter
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -119,10 +120,13 @@ class Worker:
         self.runner: Runner
         if config.pool == "process":
             self.runner = ProcessRunner(
-                config.concurrency, config.handlers, self.outcomes.done, self._slot_freed
+                config.concurrency, config.handlers, self.outcomes.done, self._slot_freed, config.store_url
             )
         else:
             self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
+        self.progress = ProgressReporter(store)
+        #: Set by an operator's "quiet": claim nothing more, finish what is held.
+        self._quiet = threading.Event()
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
         self.listener: WakeupListener | None = None
@@ -131,6 +135,17 @@ class Worker:
     def stop(self) -> None:
         """Ask for a graceful stop (thread-safe)."""
         self._stopping.set()
+        self._wakeup.set()
+
+    def on_command(self, command: str) -> None:
+        """An operator's command, picked up by the heartbeat from the
+        registry: ``quiet`` stops claiming (what is held finishes), ``stop``
+        is the graceful path of SIGTERM. Called from the heartbeat thread."""
+        log.info("worker %s: operator command %r", self.id, command)
+        if command == "quiet":
+            self._quiet.set()
+        elif command == "stop":
+            self.stop()
         self._wakeup.set()
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -189,7 +204,7 @@ class Worker:
             self.config.lease_ttl_s,
         )
         self.heartbeat = Heartbeat(
-            self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel
+            self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel, self.on_command
         )
         self.heartbeat.start()
         self.acker.start()
@@ -213,6 +228,11 @@ class Worker:
                 )
                 self.exit_code = EXIT_SLOTS_LOST
                 return
+            if self._quiet.is_set():
+                if self.config.burst and self.runner.busy() == 0:
+                    return
+                self._wakeup.wait(self._until_deadline(self._idle.next()))
+                continue
             free, wait_s = self._want()
             if free <= 0:
                 self._wakeup.wait(self._until_deadline(wait_s))
@@ -276,7 +296,7 @@ class Worker:
 
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
-        run = Running(job, JobContext.for_job(job, self.id))
+        run = Running(job, JobContext.for_job(job, self.id, self.progress))
         if spec is None:
             self.outcomes.fail(run, unknown_handler(job.name, self.id))
             return
