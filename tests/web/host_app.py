@@ -27,7 +27,8 @@ TEMPLATES = {
     "base.html": "<!doctype html><title>Host</title><h1>Host app</h1>{% block body %}{% endblock %}",
     "login.html": '{% extends "base.html" %}{% block body %}<form method="post">'
     '<input name="name"><input name="password" type="password"><button>Sign in</button></form>{% endblock %}',
-    "home.html": '{% extends "base.html" %}{% block body %}<p id="who">{{ session.get("name", "anonymous") }}</p>'
+    "home.html": '{% extends "base.html" %}{% block body %}'
+    '<p id="who">{{ session.get("name", "anonymous") }}</p>'
     '<p id="filter">{{ 5|seconds }}</p>{% endblock %}',
 }
 
