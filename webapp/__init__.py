@@ -1,49 +1,46 @@
 """The Leasehold web app: JSON API, ops console, metrics, and the CLI.
 
-``create_app(overrides=None)``: defaults, then ``LEASEHOLD_*`` from the
-environment, then ``overrides``; the settings are validated; the store is
-opened once per process into ``app.extensions["leasehold"]``.
+Two ways to serve them:
+
+* ``create_app(overrides=None)``: the standalone app (``wsgi.py``,
+  ``leasehold web``): defaults, then ``LEASEHOLD_*`` from the environment (as
+  strings, never guessed as JSON), then ``overrides``; the settings are
+  validated; then it is one user of the ``Leasehold`` extension, at prefix
+  ``""`` with the console's own logins, behind ``LEASEHOLD_TRUSTED_PROXIES``.
+* ``Leasehold(app, url_prefix="/ops", authorize=...)``: the console and the
+  API mounted in a host Flask app (see ``webapp.extension``).
+
+Either way the store is opened once per process into ``app.extensions["leasehold"]``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from flask import Flask
 
-from store import open_store
-from webapp.config import DEFAULTS, load_settings
-
-
-def _resources(name: str) -> str:
-    """Where ``templates`` or ``static`` is: inside this package when installed
-    (the wheel maps them into ``webapp/``), else the checkout's top-level folder."""
-    here = Path(__file__).resolve().parent
-    inside = here / name
-    return str(inside if inside.is_dir() else here.parent / name)
+from webapp.config import DEFAULTS, load_web_settings
+from webapp.extension import Leasehold, apply_proxy_fix
 
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
-    """Build the app. Raises webapp.config.ConfigError for a bad setting."""
-    app = Flask(
-        __name__,
-        instance_relative_config=False,
-        template_folder=_resources("templates"),
-        static_folder=_resources("static"),
-    )
+    """Build the standalone app. Raises webapp.config.ConfigError for a bad setting."""
+    app = Flask(__name__, instance_relative_config=False, static_folder=None, template_folder=None)
     app.config.update(DEFAULTS)
-    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024  # bytes; larger bodies get 413
-    app.config.from_prefixed_env("LEASEHOLD")
+    app.config.from_prefixed_env("LEASEHOLD", loads=str)
     if overrides:
         app.config.update(overrides)
-    settings = load_settings(app.config)
-    app.extensions["leasehold.settings"] = settings
-    app.extensions["leasehold"] = open_store(settings.store_url, settings.store_settings())
+    web = load_web_settings(app.config)
+    app.config["MAX_CONTENT_LENGTH"] = web.max_content_length  # bytes; larger bodies get 413
 
-    from webapp import api, cli, console
+    from webapp import cli
+    from webapp.console import security
 
+    security.init_standalone(app, web)
+    Leasehold(app, url_prefix="", config=app.config)
+    apply_proxy_fix(app, web)
     cli.init_app(app)
-    api.init_app(app)
-    console.init_app(app)
     return app
+
+
+__all__ = ["Leasehold", "create_app"]

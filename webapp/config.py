@@ -1,25 +1,99 @@
 """Configuration of the web app: the shared settings plus the web's own keys.
 
-Every setting is read with ``app.config.from_prefixed_env("LEASEHOLD")``, so
-``LEASEHOLD_LEASE_TTL=10`` becomes ``app.config["LEASE_TTL"] == 10``. The
-settings every process shares (store, handlers, worker, recovery) and their
-validation live in ``workers.settings``, which the ``leasehold`` command reads
-without building this app; the web adds the console's and the API's keys.
-A bad value raises ConfigError naming its variable.
+The settings every process shares (store, handlers, worker, recovery) and
+their validation live in ``workers.settings``, which the ``leasehold`` command
+reads without building this app. The web adds the console's and the API's
+keys, validated here the same strict way: every value is read as the string
+the environment holds (never guessed as JSON: an all-digit secret stays a
+string), typed, bounded, and a bad one raises ConfigError naming its variable.
+Tests and embedding apps may pass typed values instead of strings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from store.base import MAX_PAGE_SIZE
 from workers.settings import DEFAULTS as SHARED_DEFAULTS
-from workers.settings import ConfigError, Settings, load_settings
+from workers.settings import (
+    ConfigError,
+    Settings,
+    load_settings,
+    parse_choice,
+    parse_flag,
+    parse_number,
+)
 
-#: Defaults, each with its unit. Keys are the names after ``LEASEHOLD_``.
-DEFAULTS: dict[str, Any] = {
-    **SHARED_DEFAULTS,
-    "API_TOKENS": "",  # token:role,token:role (roles viewer, operator)
+#: Defaults of the web's own keys, each with its unit. Keys are the names after ``LEASEHOLD_``.
+WEB_DEFAULTS: dict[str, Any] = {
+    "SECRET_KEY": "",  # signs the standalone console's sessions and CSRF tokens; required there
+    "API_TOKENS": "",  # token:role[:name],... (roles viewer, operator)
     "USERS": "",  # name:password-hash:role,... (console logins)
+    "MAX_CONTENT_LENGTH": 1048576,  # bytes; larger request bodies get 413
+    "SECURE_COOKIES": False,  # Secure session cookie even on plain-http requests
+    "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait histograms
+    "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto/-Host are applied
+    "LOG_FORMAT": "text",  # text or json
 }
 
-__all__ = ["DEFAULTS", "ConfigError", "Settings", "load_settings"]
+#: Every key the web app reads: the shared ones, then its own.
+DEFAULTS: dict[str, Any] = {**SHARED_DEFAULTS, **WEB_DEFAULTS}
+
+#: Bounds of the web's numeric keys (inclusive).
+MAX_BODY_BYTES = 1024**3
+MAX_PROXY_HOPS = 10
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """The web's own validated settings."""
+
+    secret_key: str
+    api_tokens: str
+    users: str
+    max_content_length: int  # bytes
+    secure_cookies: bool
+    metrics_sample_jobs: int
+    trusted_proxies: int  # hops
+    log_format: str
+
+
+def load_web_settings(config: Mapping[str, Any]) -> WebSettings:
+    """Validate the web's keys of ``config`` (strings or typed values; missing
+    keys take WEB_DEFAULTS). Raises ConfigError naming the first bad variable."""
+
+    def text(key: str) -> str:
+        raw = config.get(key, WEB_DEFAULTS[key])
+        if raw is None:
+            return ""
+        if not isinstance(raw, str | bytes):
+            raise ConfigError(f"LEASEHOLD_{key} must be text, got {type(raw).__name__}")
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    def integer(key: str, low: int, high: int) -> int:
+        return int(parse_number(key, config.get(key, WEB_DEFAULTS[key]), low, integer=True, high=high))
+
+    return WebSettings(
+        secret_key=text("SECRET_KEY"),
+        api_tokens=text("API_TOKENS"),
+        users=text("USERS"),
+        max_content_length=integer("MAX_CONTENT_LENGTH", 1, MAX_BODY_BYTES),
+        secure_cookies=parse_flag("SECURE_COOKIES", config.get("SECURE_COOKIES", False)),
+        metrics_sample_jobs=integer("METRICS_SAMPLE_JOBS", 0, MAX_PAGE_SIZE),
+        trusted_proxies=integer("TRUSTED_PROXIES", 0, MAX_PROXY_HOPS),
+        log_format=parse_choice("LOG_FORMAT", config.get("LOG_FORMAT", "text"), LOG_FORMATS),
+    )
+
+
+__all__ = [
+    "DEFAULTS",
+    "WEB_DEFAULTS",
+    "ConfigError",
+    "Settings",
+    "WebSettings",
+    "load_settings",
+    "load_web_settings",
+]

@@ -12,6 +12,13 @@ LEASEHOLD_FORWARDED_ALLOW_IPS  the TLS proxy's addresses, trusted for X-Forwarde
 LEASEHOLD_WEB_ACCESSLOG        "-" for stdout (default), a file path, or "off"
 LEASEHOLD_WEB_LOGLEVEL         gunicorn's error log level (default info)
 
+Loading this file also validates every LEASEHOLD_* setting of the app (the
+same model the app, the worker and the CLI read: ``workers.settings`` and
+``webapp.config``), so a bad one stops gunicorn's master with one line naming
+the variable before any worker starts. The client address the app sees behind
+the proxy is set by LEASEHOLD_TRUSTED_PROXIES (werkzeug's ProxyFix in the app);
+LEASEHOLD_FORWARDED_ALLOW_IPS only tells gunicorn whom to trust for the scheme.
+
 Each worker process opens its own store connection pool (``preload_app`` is
 off so no connection is shared across fork). The access log never records
 request headers, so bearer tokens and session cookies stay out of it.
@@ -21,18 +28,31 @@ from __future__ import annotations
 
 import os
 
+from webapp.config import ConfigError, load_web_settings
+from workers.settings import PREFIX, env_config, load_settings, parse_number
+
 
 def _int(name: str, default: int, low: int, high: int) -> int:
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
     try:
-        value = int(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise SystemExit(f"{name} must be within [{low}, {high}], got {value}")
-    return value
+        return int(parse_number(name.removeprefix(PREFIX), raw, low, integer=True, high=high))
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def _check_app_settings() -> None:
+    """Stop with one line naming the variable if any LEASEHOLD_* setting is bad."""
+    config = env_config()
+    try:
+        load_settings(config)
+        load_web_settings(config)
+    except ConfigError as exc:
+        raise SystemExit(f"Error: {exc}") from None
+
+
+_check_app_settings()
 
 
 def default_workers() -> int:

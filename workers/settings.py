@@ -11,8 +11,6 @@ ConfigError naming its variable; the timers are checked together.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -45,7 +43,13 @@ DEFAULTS: dict[str, Any] = {
     "RETENTION_CANCELED": 604800.0,  # seconds a Canceled job is kept; 0 keeps forever
     "WORKER_FORGET_AFTER": 0.0,  # seconds without a heartbeat; 0 = max(300, 10 x lease TTL)
     "MAINTENANCE_INTERVAL": 60.0,  # seconds between retention and worker-pruning runs
+    "PG_SCHEMA": "",  # PostgreSQL schema of the tables; "" = the server's search_path
+    "PG_CONNECT_TIMEOUT": 5,  # seconds to wait for a PostgreSQL connection
 }
+
+#: Upper bounds (inclusive): a value past them is a typo, not a setting.
+DAY_S = 86400.0
+MAX_RETENTION_S = 3650 * DAY_S
 
 
 class ConfigError(ValueError):
@@ -56,24 +60,27 @@ def _var(key: str) -> str:
     return f"{PREFIX}{key}"
 
 
-def _number(config: Mapping[str, Any], key: str, low: float, integer: bool = False) -> float:
-    raw = config.get(key, DEFAULTS[key])
+def parse_number(key: str, raw: Any, low: float, integer: bool = False, high: float = math.inf) -> float:
+    """``raw`` (a string from the environment, or a number) as a finite number
+    within [low, high]. Raises ConfigError naming ``LEASEHOLD_<key>``."""
+    kind = "an integer" if integer else "a number"
     try:
         if isinstance(raw, bool):
             raise TypeError
-        value = int(raw) if integer else float(raw)
+        value = float(raw.strip() if isinstance(raw, str) else raw)
     except (TypeError, ValueError):
-        kind = "an integer" if integer else "a number"
         raise ConfigError(f"{_var(key)} must be {kind}, got {raw!r}") from None
-    if integer and float(raw) != value:
+    if integer and not value.is_integer():
         raise ConfigError(f"{_var(key)} must be an integer, got {raw!r}")
-    if not math.isfinite(value) or value < low:
-        raise ConfigError(f"{_var(key)} must be >= {low:g}, got {raw!r}")
-    return value
+    if not math.isfinite(value) or not low <= value <= high:
+        bound = f">= {low:g}" if high == math.inf else f"within [{low:g}, {high:g}]"
+        raise ConfigError(f"{_var(key)} must be {bound}, got {raw!r}")
+    return float(int(value)) if integer else value
 
 
-def _flag(config: Mapping[str, Any], key: str) -> bool:
-    raw = config.get(key, DEFAULTS[key])
+def parse_flag(key: str, raw: Any) -> bool:
+    """``true/false``, ``1/0``, ``yes/no``, ``on/off`` (any case) or a bool;
+    anything else (``ture``) raises ConfigError naming ``LEASEHOLD_<key>``."""
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip().lower()
@@ -82,6 +89,24 @@ def _flag(config: Mapping[str, Any], key: str) -> bool:
     if text in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{_var(key)} must be true or false, got {raw!r}")
+
+
+def parse_choice(key: str, raw: Any, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (case-insensitive). Raises ConfigError naming ``LEASEHOLD_<key>``."""
+    text = str(raw).strip().lower()
+    if text not in choices:
+        raise ConfigError(f"{_var(key)} must be one of {', '.join(choices)}, got {raw!r}")
+    return text
+
+
+def _number(
+    config: Mapping[str, Any], key: str, low: float, integer: bool = False, high: float = math.inf
+) -> float:
+    return parse_number(key, config.get(key, DEFAULTS[key]), low, integer, high)
+
+
+def _flag(config: Mapping[str, Any], key: str) -> bool:
+    return parse_flag(key, config.get(key, DEFAULTS[key]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,18 +143,27 @@ class Settings:
 
 def env_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The ``LEASEHOLD_*`` variables as config keys (prefix dropped), each value
-    parsed as JSON when it is JSON, else kept as a string: the same mapping
-    Flask's ``from_prefixed_env("LEASEHOLD")`` builds for these keys."""
+    the string the environment holds: never guessed as JSON, so an all-digit
+    secret stays text and ``1MB`` is refused by its parser, not passed on.
+    The web app reads the same way (``from_prefixed_env(..., loads=str)``)."""
     environ = os.environ if environ is None else environ
-    config: dict[str, Any] = {}
-    for name in sorted(environ):
-        if not name.startswith(PREFIX):
-            continue
-        value: Any = environ[name]
-        with contextlib.suppress(ValueError):  # not JSON: kept as the string
-            value = json.loads(value)
-        config[name.removeprefix(PREFIX)] = value
-    return config
+    return {name.removeprefix(PREFIX): environ[name] for name in sorted(environ) if name.startswith(PREFIX)}
+
+
+def _check_store_environment(config: Mapping[str, Any]) -> None:
+    """The store's own variables, which the SQL store reads itself when it
+    connects: checked here too so a bad one stops the process at start."""
+    parse_number(
+        "PG_CONNECT_TIMEOUT", config.get("PG_CONNECT_TIMEOUT", DEFAULTS["PG_CONNECT_TIMEOUT"]), 1, True, 300
+    )
+    schema = str(config.get("PG_SCHEMA") or "")
+    if schema:
+        from store.sql.engine import resolve_pg_schema  # the one rule for schema names
+
+        try:
+            resolve_pg_schema(schema)
+        except ValueError as exc:
+            raise ConfigError(f"{_var('PG_SCHEMA')} {getattr(exc, 'message', exc)}") from None
 
 
 def load_settings(config: Mapping[str, Any]) -> Settings:
@@ -143,26 +177,25 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
     if not scheme.startswith(("sqlite", "postgresql", "redis", "rediss")):
         raise ConfigError(f"LEASEHOLD_STORE_URL has an unknown scheme {scheme!r}")
     handlers = tuple(h.strip() for h in str(config.get("HANDLERS") or "").split(",") if h.strip())
-    lease_ttl = _number(config, "LEASE_TTL", 0.3)
-    recovery_interval = _number(config, "RECOVERY_INTERVAL", 0.05)
-    lock_ttl = _number(config, "RECOVERY_LOCK_TTL", 0.1)
-    base = _number(config, "RETRY_BASE", 0.0)
-    max_delay = _number(config, "RETRY_MAX_DELAY", 0.0)
-    jitter = _number(config, "RETRY_JITTER", 0.0)
-    if jitter > 1:
-        raise ConfigError(f"LEASEHOLD_RETRY_JITTER must be within [0, 1], got {jitter:g}")
+    lease_ttl = _number(config, "LEASE_TTL", 0.3, high=DAY_S)
+    recovery_interval = _number(config, "RECOVERY_INTERVAL", 0.05, high=DAY_S)
+    lock_ttl = _number(config, "RECOVERY_LOCK_TTL", 0.1, high=DAY_S)
+    base = _number(config, "RETRY_BASE", 0.0, high=DAY_S)
+    max_delay = _number(config, "RETRY_MAX_DELAY", 0.0, high=30 * DAY_S)
+    jitter = _number(config, "RETRY_JITTER", 0.0, high=1.0)
     if max_delay < base:
         raise ConfigError("LEASEHOLD_RETRY_MAX_DELAY must be >= LEASEHOLD_RETRY_BASE")
     if lock_ttl < recovery_interval:
         raise ConfigError("LEASEHOLD_RECOVERY_LOCK_TTL must be >= LEASEHOLD_RECOVERY_INTERVAL")
-    concurrency = int(_number(config, "CONCURRENCY", 0, integer=True)) or (os.cpu_count() or 1)
+    concurrency = int(_number(config, "CONCURRENCY", 0, integer=True, high=1024)) or (os.cpu_count() or 1)
     heartbeat = lease_ttl / 3
     retention = {
-        JobStatus.Completed: _number(config, "RETENTION_COMPLETED", 0.0),
-        JobStatus.Failed: _number(config, "RETENTION_FAILED", 0.0),
-        JobStatus.Canceled: _number(config, "RETENTION_CANCELED", 0.0),
+        JobStatus.Completed: _number(config, "RETENTION_COMPLETED", 0.0, high=MAX_RETENTION_S),
+        JobStatus.Failed: _number(config, "RETENTION_FAILED", 0.0, high=MAX_RETENTION_S),
+        JobStatus.Canceled: _number(config, "RETENTION_CANCELED", 0.0, high=MAX_RETENTION_S),
     }
-    forget = _number(config, "WORKER_FORGET_AFTER", 0.0) or max(300.0, 10 * lease_ttl)
+    _check_store_environment(config)
+    forget = _number(config, "WORKER_FORGET_AFTER", 0.0, high=MAX_RETENTION_S) or max(300.0, 10 * lease_ttl)
     if forget < 3 * lease_ttl:
         raise ConfigError(
             "LEASEHOLD_WORKER_FORGET_AFTER must be >= 3 x LEASEHOLD_LEASE_TTL (or 0 for the default)"
@@ -174,15 +207,15 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         heartbeat_interval_s=heartbeat,
         recovery_interval_s=recovery_interval,
         recovery_enabled=_flag(config, "RECOVERY_ENABLED"),
-        recovery_batch=int(_number(config, "RECOVERY_BATCH", 1, integer=True)),
+        recovery_batch=int(_number(config, "RECOVERY_BATCH", 1, integer=True, high=100_000)),
         recovery_lock_ttl_s=lock_ttl,
-        job_timeout_s=_number(config, "JOB_TIMEOUT", 0.001),
-        max_retries=int(_number(config, "MAX_RETRIES", 0, integer=True)),
+        job_timeout_s=_number(config, "JOB_TIMEOUT", 0.001, high=30 * DAY_S),
+        max_retries=int(_number(config, "MAX_RETRIES", 0, integer=True, high=1000)),
         retry=RetryPolicy(base_s=base, max_delay_s=max_delay, jitter=jitter),
         concurrency=concurrency,
         retention_s=retention,
         worker_forget_after_s=forget,
-        maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05),
+        maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05, high=DAY_S),
     )
 
 

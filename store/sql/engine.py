@@ -30,6 +30,9 @@ from store.errors import ValidationError
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 #: The environment variable naming the PostgreSQL schema of the tables (optional).
 PG_SCHEMA_ENV = "LEASEHOLD_PG_SCHEMA"
+#: The environment variable of psycopg's connect timeout (whole seconds, 1-300; default 5).
+PG_CONNECT_TIMEOUT_ENV = "LEASEHOLD_PG_CONNECT_TIMEOUT"
+PG_CONNECT_TIMEOUT_S = 5
 #: A schema name we accept: a lowercase unquoted PostgreSQL identifier (at most 63 bytes).
 _PG_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -51,6 +54,22 @@ def resolve_pg_schema(value: str | None = None) -> str | None:
             "at most 63, not starting with a digit or pg_",
         )
     return name
+
+
+def pg_connect_timeout_s(raw: str | None = None) -> int:
+    """Seconds psycopg waits for a connection: ``raw``, else
+    ``LEASEHOLD_PG_CONNECT_TIMEOUT``, else 5. Raises ValidationError naming
+    the variable unless it is a whole number within [1, 300]."""
+    raw = os.environ.get(PG_CONNECT_TIMEOUT_ENV, "") if raw is None else raw
+    if not raw.strip():
+        return PG_CONNECT_TIMEOUT_S
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 300:
+        raise ValidationError(PG_CONNECT_TIMEOUT_ENV, f"must be whole seconds within [1, 300], got {raw!r}")
+    return value
 
 
 def _json_dumps(value: Any) -> str:
@@ -90,7 +109,7 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
 
 def _pg_connect_args(url: URL, schema: str | None) -> dict[str, Any]:
     """psycopg's connect arguments: the connect timeout (s) and the schema's search_path."""
-    args: dict[str, Any] = {"connect_timeout": int(os.environ.get("LEASEHOLD_PG_CONNECT_TIMEOUT", "5"))}
+    args: dict[str, Any] = {"connect_timeout": pg_connect_timeout_s()}
     if schema is not None:
         # Keep any startup options of the URL (?options=...): connect_args replace them.
         given = url.query.get("options")

@@ -15,7 +15,6 @@ from spectree import SecurityScheme, SpecTree
 from spectree.models import SecuritySchemeData
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from store.base import MAX_PAGE_SIZE
 from webapp.api import errors, routes
 from webapp.api.async_endpoints import DEFAULT_STORED_HEADERS, async_endpoint
 from webapp.api.auth import READ_METHODS, authorize, parse_api_tokens
@@ -27,8 +26,8 @@ from webapp.api.status_responses import (
     set_job_status_response,
     summary_status_response,
 )
-from webapp.config import ConfigError
-from webapp.metrics import DEFAULT_SAMPLE_JOBS, make_registry
+from webapp.config import WebSettings
+from webapp.metrics import make_registry
 
 __all__ = [
     "DEFAULT_STORED_HEADERS",
@@ -58,15 +57,6 @@ def _response_mismatch(_req: Any, _resp: Any, error: Exception | None, *_: Any) 
             "response of %s %s does not match its schema: %s", request.method, request.path, error
         )
         raise errors.APIError(500, "internal error")
-
-
-def _sample_jobs(config: dict[str, Any]) -> int:
-    raw = config.get("METRICS_SAMPLE_JOBS", DEFAULT_SAMPLE_JOBS)
-    if isinstance(raw, bool) or not str(raw).strip().isdigit() or not 0 <= int(raw) <= MAX_PAGE_SIZE:
-        raise ConfigError(
-            f"LEASEHOLD_METRICS_SAMPLE_JOBS must be an integer within [0, {MAX_PAGE_SIZE}], got {raw!r}"
-        )
-    return int(raw)
 
 
 def _make_spec() -> SpecTree:
@@ -100,7 +90,10 @@ def _protect() -> None:
 
 
 def _read_body() -> None:
-    """Check a mutating request's body (size, media type, JSON, shape) before validation."""
+    """Check a mutating request's body (size, media type, JSON, shape) before validation.
+    The size limit is LEASEHOLD_MAX_CONTENT_LENGTH, set on this request only
+    (a host app's own MAX_CONTENT_LENGTH is left alone)."""
+    request.max_content_length = current_app.extensions["leasehold.web"].max_content_length
     if request.method not in READ_METHODS:
         read_json_body()
 
@@ -120,16 +113,19 @@ def _owns_routing_error(exc: HTTPException) -> bool:
     return False
 
 
-def init_app(app: Flask) -> None:
-    """Register the API on ``app``. Raises ConfigError for bad LEASEHOLD_API_TOKENS
-    or LEASEHOLD_METRICS_SAMPLE_JOBS."""
-    tokens = parse_api_tokens(app.config.get("API_TOKENS"))
-    registry = make_registry(lambda: app.extensions["leasehold"], _sample_jobs(app.config))
+def init_app(app: Flask, web: WebSettings, url_prefix: str = "", owns_app: bool = True) -> None:
+    """Register the API on ``app`` under ``url_prefix`` (called by the
+    ``Leasehold`` extension). Raises ConfigError for bad LEASEHOLD_API_TOKENS.
+    ``owns_app``: the app is Leasehold's own, so routing errors (404, 405) on
+    the API's paths may be answered in its envelope by an app-wide hook; in a
+    host app they stay the host's."""
+    tokens = parse_api_tokens(web.api_tokens)
+    registry = make_registry(lambda: app.extensions["leasehold"], web.metrics_sample_jobs)
     spec = _make_spec()
     app.extensions[EXTENSION] = ApiState(tokens=tokens, spec=spec, metrics=registry)
-    bp = Blueprint("api", __name__)
+    bp = Blueprint("api", __name__, url_prefix=url_prefix or None)
     bp.before_request(_protect)
     bp.before_request(_read_body)
     routes.register(bp, spec)
-    errors.init_app(app, bp, _owns_routing_error)
+    errors.init_app(app, bp, _owns_routing_error if owns_app else None)
     app.register_blueprint(bp)

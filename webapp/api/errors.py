@@ -126,11 +126,14 @@ def handle(exc: BaseException) -> FlaskResponse:
     return respond(error)
 
 
-def init_app(app: Flask, bp: Blueprint, owns: Callable[[HTTPException], bool]) -> None:
+def init_app(app: Flask, bp: Blueprint, owns: Callable[[HTTPException], bool] | None) -> None:
     """Register the envelope for the blueprint, and for routing failures
     (404, 405) that ``owns`` claims for the API, without taking over the app's
-    own 404/405 handlers: the console keeps its HTML error pages."""
+    own 404/405 handlers: the console keeps its HTML error pages. ``owns``
+    None (a host app's): no app-wide hook; routing errors stay the host's."""
     bp.register_error_handler(Exception, handle)
+    if owns is None:
+        return
 
     @app.before_request
     def _api_routing_errors() -> FlaskResponse | None:

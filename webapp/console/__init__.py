@@ -3,20 +3,21 @@
 Pages and fragments are in ``views``, actions in ``actions``, logins in
 ``auth``, protections in ``security``; templates in ``templates/`` (fragments
 in ``templates/partials/``), CSS and JS in ``static/`` (htmx is copied from
-the npm package into ``static/vendor/`` at set-up).
+the npm package into ``static/vendor/`` at set-up), served by the blueprint.
 """
 
 from __future__ import annotations
 
 from flask import Flask
 
+from webapp.config import WebSettings
 
-def init_app(app: Flask) -> None:
-    """Register the console. Raises ConfigError for a missing LEASEHOLD_SECRET_KEY
-    (unless testing) or a malformed LEASEHOLD_USERS."""
-    from webapp.console import actions, auth, security, views  # noqa: F401 - registers the routes
+
+def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: object | None = None) -> None:
+    """Register the console under ``url_prefix`` (called by the ``Leasehold``
+    extension). Raises ConfigError for a malformed LEASEHOLD_USERS."""
+    from webapp.console import actions, auth, views  # noqa: F401 - registers the routes
     from webapp.console.blueprint import bp
 
-    security.init_app(app)
-    auth.init_app(app)
-    app.register_blueprint(bp)
+    auth.init_app(app, web, authorize)
+    app.register_blueprint(bp, url_prefix=url_prefix or None)

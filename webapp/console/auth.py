@@ -10,12 +10,20 @@ their password hash (changing the password ends their sessions) and the login
 time; the user and role are looked up again on every request, so removing a
 user or changing a role takes effect at once.
 
-Login throttling is per process (see LoginThrottle): with N gunicorn workers
-an attacker gets up to N times the allowance.
+In a host app (the ``Leasehold`` extension with ``authorize=``) the host's
+login decides instead: its hook returns ``(role, name)`` or None on every
+request, and the console's own login, logout and session keys are unused.
+
+Login throttling is keyed by (user, client address) and is per process (see
+LoginThrottle): with N gunicorn workers an attacker gets up to N times the
+allowance. Behind a proxy the client address is right only with
+LEASEHOLD_TRUSTED_PROXIES set to the number of proxies (ProxyFix); otherwise
+every client shares the proxy's address and one user's lock-out is everyone's.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import threading
@@ -29,7 +37,7 @@ from typing import Any
 from flask import Flask, abort, current_app, g, request, session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from webapp.config import ConfigError
+from webapp.config import ConfigError, WebSettings
 
 ROLES = ("viewer", "operator")
 #: Failed logins allowed per (username, address) within THROTTLE_WINDOW_S.
@@ -120,8 +128,12 @@ class LoginThrottle:
             self._failures.pop(key, None)
 
 
-#: Checked against when the user does not exist, so both paths cost the same.
-_DUMMY_HASH = generate_password_hash("leasehold-no-such-user", method="pbkdf2:sha256:1000")
+#: Checked against when the user does not exist, so both paths cost the same:
+#: made with werkzeug's default method (what ``hash-password`` uses), so an
+#: unknown name costs one scrypt like a known one. Built once, on first use.
+@functools.cache
+def dummy_hash() -> str:
+    return generate_password_hash("leasehold-no-such-user")
 
 
 def users() -> dict[str, User]:
@@ -135,25 +147,58 @@ def throttle() -> LoginThrottle:
 def authenticate(name: str, password: str) -> User | None:
     """The user if ``password`` is theirs; constant work when the name is unknown."""
     user = users().get(name)
-    ok = check_password_hash(user.password_hash if user else _DUMMY_HASH, password)
+    ok = check_password_hash(user.password_hash if user else dummy_hash(), password)
     return user if user and ok else None
 
 
+#: The session keys of the console's own login (a host's other keys are left alone).
+SESSION_KEYS = ("user", "fp", "at")
+
+
 def log_in(user: User) -> None:
-    session.clear()
+    log_out()
+    session.pop("csrf_token", None)  # a new CSRF token for the new login
     session.permanent = True
     session["user"] = user.name
     session["fp"] = user.fingerprint
     session["at"] = int(time.time())
 
 
+def log_out() -> None:
+    for key in SESSION_KEYS:
+        session.pop(key, None)
+
+
+def hook() -> Callable[[], tuple[str, str] | None] | None:
+    """The host's authorization hook, or None for the console's own logins."""
+    return current_app.extensions.get("leasehold.console.authorize")
+
+
+def _from_hook(authorize: Callable[[], tuple[str, str] | None]) -> User | None:
+    answer = authorize()
+    if answer is None:
+        return None
+    role, name = answer
+    if role not in ROLES or not str(name).strip():
+        current_app.logger.warning(
+            "leasehold: authorize hook returned role %r; expected viewer or operator", role
+        )
+        return None
+    return User(str(name).strip()[:200], "", role)
+
+
 def current_user() -> User | None:
-    """The logged-in user of this request (cached on ``g``), or None."""
+    """The logged-in user of this request (cached on ``g``), or None: from the
+    host's hook when there is one, else from the console's session."""
     if "console_user" in g:
         return g.console_user
-    user = users().get(session.get("user", ""))
-    if user is not None and not hmac.compare_digest(session.get("fp", ""), user.fingerprint):
-        user = None
+    authorize = hook()
+    if authorize is not None:
+        user = _from_hook(authorize)
+    else:
+        user = users().get(session.get("user", ""))
+        if user is not None and not hmac.compare_digest(session.get("fp", ""), user.fingerprint):
+            user = None
     g.console_user = user
     return user
 
@@ -171,11 +216,17 @@ def operator_required(view: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def init_app(app: Flask) -> None:
-    app.extensions["leasehold.console.users"] = parse_users(str(app.config.get("USERS") or ""))
+def init_app(app: Flask, web: WebSettings, authorize: Any = None) -> None:
+    """Users, throttle and the host's hook (``authorize``, or None). Raises
+    ConfigError for a malformed LEASEHOLD_USERS."""
+    if authorize is not None and not callable(authorize):
+        raise TypeError("authorize must be a callable returning (role, name) or None")
+    app.extensions["leasehold.console.users"] = parse_users(web.users)
     app.extensions["leasehold.console.throttle"] = LoginThrottle()
+    app.extensions["leasehold.console.authorize"] = authorize
 
 
 def client_key(name: str) -> tuple[str, str]:
-    """The throttle key of a login attempt: (username, remote address)."""
+    """The throttle key of a login attempt: (username, client address; the
+    real client's behind LEASEHOLD_TRUSTED_PROXIES proxies)."""
     return (name[:200], request.remote_addr or "?")

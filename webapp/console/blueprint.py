@@ -3,12 +3,20 @@
 A page and its fragment come from the same endpoint: ``render_view`` returns
 the partial when the request carries ``HX-Request`` (and is not a history
 restore), the full page otherwise, and always sends ``Vary: HX-Request``.
+
+Templates are rendered by ``render_template`` here, with an overlay of the
+app's Jinja environment whose loader reads only the console's templates and
+which alone holds the console's filters: mounted in a host app, the host's
+``base.html`` cannot shadow ours and our filters do not land in the host's
+templates. Static files are the blueprint's (``console.static``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import orjson
 from flask import (
@@ -18,11 +26,11 @@ from flask import (
     g,
     make_response,
     redirect,
-    render_template,
     request,
     url_for,
 )
 from flask_wtf.csrf import CSRFError
+from jinja2 import Environment, FileSystemLoader
 from werkzeug.exceptions import HTTPException
 
 from store.base import JobStore
@@ -30,10 +38,24 @@ from store.errors import StoreUnavailable
 from webapp.config import Settings
 from webapp.console import auth, security
 
-bp = Blueprint("console", __name__)
 
-#: Endpoints reachable without logging in.
-PUBLIC = frozenset({"console.login"})
+def _resources(name: str) -> str:
+    """Where ``templates`` or ``static`` is: inside the ``webapp`` package when
+    installed (the wheel maps them there), else the checkout's top-level folder."""
+    webapp = Path(__file__).resolve().parent.parent
+    inside = webapp / name
+    return str(inside if inside.is_dir() else webapp.parent / name)
+
+
+TEMPLATES = _resources("templates")
+bp = Blueprint("console", __name__, static_folder=_resources("static"), static_url_path="/static")
+
+#: Endpoints reachable without logging in (with the console's own logins).
+PUBLIC = frozenset({"console.login", "console.static"})
+#: Endpoints of the console's own login, unused when a host's hook decides.
+OWN_LOGIN = frozenset({"console.login", "console.logout"})
+#: The console's template filters: only in its own Jinja overlay (see render_template).
+FILTERS: dict[str, Callable[..., Any]] = {}
 #: Largest JSON document shown in full (characters); longer ones are cut.
 MAX_JSON_CHARS = 200_000
 
@@ -51,6 +73,23 @@ def is_htmx() -> bool:
     return request.headers.get("HX-Request") == "true" and "HX-History-Restore-Request" not in request.headers
 
 
+def _environment() -> Environment:
+    """The console's overlay of the app's Jinja environment (built once per app)."""
+    env = current_app.extensions.get("leasehold.console.jinja")
+    if env is None:
+        env = current_app.jinja_env.overlay(loader=FileSystemLoader(TEMPLATES))
+        env.filters = {**current_app.jinja_env.filters, **FILTERS}
+        current_app.extensions["leasehold.console.jinja"] = env
+    return env
+
+
+def render_template(name: str, **context: Any) -> str:
+    """Render a console template with the app's context processors (url_for,
+    request, session, g, flashed messages, the blueprint's own) applied."""
+    current_app.update_template_context(context)
+    return _environment().get_or_select_template(name).render(context)
+
+
 def render_view(page: str, partial: str, status: int = 200, **context: Any) -> Response:
     """The page, or its partial for htmx; ``Vary: HX-Request`` either way."""
     response = make_response(render_template(partial if is_htmx() else page, **context), status)
@@ -65,22 +104,42 @@ def safe_next(target: str | None) -> str:
     return url_for("console.overview")
 
 
+def _login_url(back: str | None) -> str | None:
+    """Where to log in, coming back to ``back``: the console's own login page,
+    or the host's ``login_url`` (None: the host gave none)."""
+    if auth.hook() is None:
+        return url_for("console.login", next=back or None)
+    host_login = current_app.extensions["leasehold.mount"].login_url
+    if host_login is None:
+        return None
+    joiner = "&" if "?" in host_login else "?"
+    return host_login + (joiner + urlencode({"next": back}) if back else "")
+
+
 @bp.before_request
 def gate() -> Response | None:
-    """Log-in required everywhere but /login; CSRF on every POST."""
+    """Log-in required everywhere but /login and static files; CSRF on every POST."""
     if request.method == "POST":
-        csrf: Any = current_app.extensions["csrf"]
-        csrf.protect()
+        security.protect()
+    if request.endpoint == "console.static":
+        return None
+    if auth.hook() is not None and request.endpoint in OWN_LOGIN:
+        target = _login_url(safe_next(request.values.get("next")))
+        return redirect(target) if target else _error(404, "Not Found", "Log in through the application.")
     if request.endpoint in PUBLIC or auth.current_user() is not None:
         return None
-    login = url_for("console.login", next=request.full_path.rstrip("?"))
     if request.headers.get("HX-Request") == "true":
         response = make_response("Log in again.", 401)
         current = urlsplit(request.headers.get("HX-Current-URL", ""))
         back = current.path + (f"?{current.query}" if current.query else "")
-        response.headers["HX-Redirect"] = url_for("console.login", next=back or None)
+        target = _login_url(back or None)
+        if target:
+            response.headers["HX-Redirect"] = target
         return response
-    return redirect(login)
+    target = _login_url(request.full_path.rstrip("?"))
+    if target is None:
+        return _error(401, "Unauthorized", "Log in to the application first.")
+    return redirect(target)
 
 
 @bp.after_request
@@ -112,7 +171,15 @@ def http_error(exc: HTTPException) -> Response:
 
 
 # ------------------------------------------------------------- templates
-@bp.app_template_filter("pretty_json")
+def _filter(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(function: Callable[..., Any]) -> Callable[..., Any]:
+        FILTERS[name] = function
+        return function
+
+    return register
+
+
+@_filter("pretty_json")
 def pretty_json(value: Any) -> str:
     """JSON indented for reading (escaped by the template like any text)."""
     try:
@@ -124,7 +191,7 @@ def pretty_json(value: Any) -> str:
     return text
 
 
-@bp.app_template_filter("seconds")
+@_filter("seconds")
 def seconds(value: float | None) -> str:
     """A duration for people: 42 s, 3.5 min, 2.0 h, 4.1 d."""
     if value is None:
@@ -141,7 +208,7 @@ def seconds(value: float | None) -> str:
     return f"{value / 86400:.1f} d"
 
 
-@bp.app_template_filter("left")
+@_filter("left")
 def left(value: float | None) -> str:
     """Seconds left on a countdown: ``12 s``, or ``expired 3 s ago`` when negative."""
     if value is None:
@@ -149,18 +216,23 @@ def left(value: float | None) -> str:
     return seconds(value) if value >= 0 else f"expired {seconds(value)} ago"
 
 
-@bp.app_template_filter("utc")
+@_filter("utc")
 def utc(value: Any) -> str:
     return "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-@bp.app_template_filter("short_id")
+@_filter("short_id")
 def short_id(value: str | None) -> str:
     """The last 8 characters of a job id: the random tail of a UUIDv7 (its
     head is the creation time, shared by jobs created together)."""
     return f"…{value[-8:]}" if value else ""
 
 
-@bp.app_context_processor
+@bp.context_processor
 def console_context() -> dict[str, Any]:
-    return {"user": g.get("console_user")}
+    """What every console template sees (only console requests: blueprint-scoped)."""
+    return {
+        "user": g.get("console_user"),
+        "csrf_token": security.csrf_token,
+        "own_login": auth.hook() is None,
+    }

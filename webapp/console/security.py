@@ -1,12 +1,17 @@
-"""The console's protections: secret key, session cookie, CSRF, response headers.
+"""The console's protections: session cookie, CSRF, response headers.
 
-* LEASEHOLD_SECRET_KEY is required (ConfigError naming it) unless testing.
-* The session cookie is HttpOnly, SameSite=Lax, and Secure when the request
-  came over https or LEASEHOLD_SECURE_COOKIES is set; it lives SESSION_HOURS.
-* Flask-WTF's CSRFProtect checks every console POST (form field ``csrf_token``
-  or the ``X-CSRFToken`` header htmx sends from ``<body hx-headers>``). It does
-  not check other blueprints by default: the JSON API authenticates with bearer
-  tokens, which a browser does not send on its own.
+Everything here is scoped to the console's blueprint, except
+``init_standalone``, which only the standalone app (``create_app``) calls:
+
+* (standalone) LEASEHOLD_SECRET_KEY is required (ConfigError naming it) unless
+  testing; the session cookie is HttpOnly, SameSite=Lax, and Secure when the
+  request came over https or LEASEHOLD_SECURE_COOKIES is set; it lives
+  SESSION_HOURS. In a host app the session and its cookie are the host's.
+* ``protect`` checks every console POST with Flask-WTF's signed token (form
+  field ``csrf_token`` or the ``X-CSRFToken`` header htmx sends from
+  ``<body hx-headers>``), kept in the app's session. No app-wide CSRFProtect:
+  a host's own forms are left to the host, and the JSON API authenticates
+  with bearer tokens, which a browser does not send on its own.
 * Every console response carries a Content-Security-Policy with no inline
   script or style, nosniff, no framing, and ``Cache-Control: no-store``.
 """
@@ -18,9 +23,10 @@ from datetime import timedelta
 
 from flask import Flask, Response, request
 from flask.sessions import SecureCookieSessionInterface
-from flask_wtf.csrf import CSRFProtect
+from flask_wtf.csrf import CSRFError, generate_csrf, same_origin, validate_csrf
+from wtforms import ValidationError
 
-from webapp.config import ConfigError
+from webapp.config import ConfigError, WebSettings
 
 #: Session lifetime; a stolen cookie stops working after this long.
 SESSION_HOURS = 12
@@ -58,13 +64,40 @@ class ConsoleSessionInterface(SecureCookieSessionInterface):
         return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
 
 
-def _flag(value: object) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
+#: Seconds a CSRF token stays valid: as long as a console session.
+CSRF_TIME_LIMIT_S = SESSION_HOURS * 3600
+#: Form field and headers a console POST may carry its CSRF token in.
+CSRF_FIELD = "csrf_token"
+CSRF_HEADERS = ("X-CSRFToken", "X-CSRF-Token")
 
 
-def init_app(app: Flask) -> CSRFProtect:
-    """Check the secret key, configure the cookie and CSRF; returns the CSRFProtect."""
-    if not app.config.get("SECRET_KEY"):
+def csrf_token() -> str:
+    """The signed CSRF token of this session (the raw token is kept in the
+    app's session under ``csrf_token``, Flask-WTF's key)."""
+    return generate_csrf()
+
+
+def protect() -> None:
+    """Refuse a POST without a valid CSRF token: raises CSRFError (400)."""
+    token = request.form.get(CSRF_FIELD) or next(
+        (request.headers[h] for h in CSRF_HEADERS if h in request.headers), None
+    )
+    try:
+        validate_csrf(token, time_limit=CSRF_TIME_LIMIT_S)
+    except ValidationError as exc:
+        raise CSRFError(exc.args[0]) from None
+    if request.is_secure and not (
+        request.referrer and same_origin(request.referrer, f"https://{request.host}/")
+    ):
+        raise CSRFError("The referrer does not match the host.")
+
+
+def init_standalone(app: Flask, web: WebSettings) -> None:
+    """The standalone app's own session: secret key and cookie. Raises
+    ConfigError for a missing LEASEHOLD_SECRET_KEY (unless testing)."""
+    if web.secret_key:
+        app.config["SECRET_KEY"] = web.secret_key
+    elif not app.config.get("SECRET_KEY"):
         if app.testing:
             app.config["SECRET_KEY"] = secrets.token_hex(32)
         else:
@@ -75,14 +108,10 @@ def init_app(app: Flask) -> CSRFProtect:
     app.config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=_flag(app.config.get("SECURE_COOKIES", False)),
+        SESSION_COOKIE_SECURE=web.secure_cookies,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
     )
     app.session_interface = ConsoleSessionInterface()
-    app.config.setdefault("WTF_CSRF_CHECK_DEFAULT", False)  # the console checks its own POSTs
-    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)  # valid for the session's lifetime
-    existing = app.extensions.get("csrf")
-    return existing if isinstance(existing, CSRFProtect) else CSRFProtect(app)
 
 
 def add_headers(response: Response) -> Response:

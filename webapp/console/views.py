@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Response, abort, make_response, redirect, render_template, request, session, url_for
+from flask import Response, abort, make_response, redirect, request, url_for
 
 from store.base import RECOVERY_LOCK
 from store.errors import JobNotFound, ValidationError
 from store.lifecycle import OPERATIONS, TERMINAL, JobStatus, Operation
 from store.models import ts
 from webapp.console import auth, diagnosis, queries
-from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
+from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
 from webapp.console.recovery import operator_name
 
 S = JobStatus
@@ -60,7 +60,7 @@ def _login_form(target: str, error: str | None = None, status: int = 200, name: 
 
 @bp.post("/logout")
 def logout() -> Any:
-    session.clear()
+    auth.log_out()
     return redirect(url_for("console.login"), 303)
 
 
