@@ -448,6 +448,24 @@ class JobStore(abc.ABC):
     def maintenance_runs(self, task: str, limit: int = 20) -> list[MaintenanceRun]:
         """Runs of ``task``, newest first."""
 
+    # ------------------------------------------------------ failure counters
+    @abc.abstractmethod
+    def record_failure(self, key: str, window_s: float) -> int:
+        """Count one failure of ``key`` (e.g. a login's user and address) in
+        a fixed window of ``window_s`` seconds of the store's clock, opened by
+        the key's first failure; returns the count in the open window. Shared
+        by every process on the store (login throttling across gunicorn
+        workers). Keys are kept as digests."""
+
+    @abc.abstractmethod
+    def failure_count(self, key: str) -> tuple[int, float]:
+        """``(failures, seconds until the window closes)`` of ``key``'s open
+        window, or ``(0, 0.0)``."""
+
+    @abc.abstractmethod
+    def clear_failures(self, key: str) -> None:
+        """Forget ``key``'s failures (a success)."""
+
     # --------------------------------------------------------- periodic jobs
     @abc.abstractmethod
     def save_schedules(self, schedules: Sequence[Schedule]) -> None:

@@ -10,6 +10,7 @@ spirit (a store overrides them only to say more in a docstring).
 from __future__ import annotations
 
 import abc
+import hashlib
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -48,6 +49,16 @@ def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
         names = ", ".join(sorted(s.name for s in TERMINAL))
         raise ValidationError("status", f"purge takes finished statuses only: {names}")
     return tuple(sorted(int(s) for s in chosen))
+
+
+#: Longest failure-counting window, seconds (one day).
+MAX_FAILURE_WINDOW_S = 86400.0
+
+
+def failure_digest(key: str) -> str:
+    """What stores keep of a failure key: its SHA-256, 64 hex characters
+    (bounded, and no user-provided text in key names)."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class SharedStore(JobStore):
@@ -156,6 +167,30 @@ class SharedStore(JobStore):
     @abc.abstractmethod
     def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
         """Engine half of count_purgeable."""
+
+    # ------------------------------------------------------ failure counters
+    def record_failure(self, key: str, window_s: float) -> int:
+        if not (isinstance(window_s, int | float) and 0 < window_s <= MAX_FAILURE_WINDOW_S):
+            raise ValidationError("window_s", f"must be within (0, {MAX_FAILURE_WINDOW_S:g}] seconds")
+        return self._record_failure(failure_digest(key), float(window_s))
+
+    def failure_count(self, key: str) -> tuple[int, float]:
+        return self._failure_count(failure_digest(key))
+
+    def clear_failures(self, key: str) -> None:
+        self._clear_failures(failure_digest(key))
+
+    @abc.abstractmethod
+    def _record_failure(self, digest: str, window_s: float) -> int:
+        """Engine half of record_failure (atomic increment, window opened on the first)."""
+
+    @abc.abstractmethod
+    def _failure_count(self, digest: str) -> tuple[int, float]:
+        """Engine half of failure_count."""
+
+    @abc.abstractmethod
+    def _clear_failures(self, digest: str) -> None:
+        """Engine half of clear_failures."""
 
     # ------------------------------------------------------------ recovery
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:

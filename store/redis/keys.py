@@ -24,6 +24,7 @@ Key schema (``P`` = prefix):
 ``{P}:worker:<id>``       hash: a worker's registry entry
 ``{P}:workers``           zset: worker ids, score last_seen_at
 ``{P}:lock:<name>``       hash: owner, expires_at
+``{P}:failure:<sha256>``  hash: n, window_end (a failure count's window; expires with it)
 ``{P}:recovery_runs``     zset: runs as JSON, score started_at
 ``{P}:maintenance_runs:<task>`` zset: a maintenance task's runs as JSON, score started_at
 ``{P}:queues``            hash: queue name -> pause state JSON (paused, changed_by, changed_at)
@@ -134,6 +135,9 @@ class Keys:
 
     def lock(self, name: str) -> str:
         return self._key("lock", name)
+
+    def failure(self, digest: str) -> str:
+        return self._key("failure", digest)
 
     @property
     def recovery_runs(self) -> str:

@@ -51,6 +51,8 @@ class Scripts:
     lock_acquire: Script
     lock_release: Script
     lock_info: Script
+    failure_record: Script
+    failure_count: Script
     worker_heartbeat: Script
     worker_remove: Script
     prune_workers: Script

@@ -76,3 +76,17 @@ class SqlRegistryMixin(SqlPlumbing):
 
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
         return [RecoveryRun.from_record(r) for r in self.read(reg.recent_recovery_runs(), {"limit": limit})]
+
+    # ---------------------------------------------------- failure counters
+    def _record_failure(self, digest: str, window_s: float) -> int:
+        stmt = reg.record_failure(self.dialect.upsert(reg.failures), self._now)
+        return self.tx(lambda c: c.execute(stmt, {"f_key": digest, "window": window_s}).first()[0])
+
+    def _failure_count(self, digest: str) -> tuple[int, float]:
+        row = self.tx(
+            lambda c: c.execute(reg.failure_count(self._now), {"f_key": digest}).first(), write=False
+        )
+        return (int(row[0]), max(float(row[1]), 0.0)) if row else (0, 0.0)
+
+    def _clear_failures(self, digest: str) -> None:
+        self.tx(lambda c: c.execute(reg.clear_failures(), {"f_key": digest}))

@@ -13,13 +13,14 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
+    case,
     delete,
     insert,
     select,
     update,
 )
 
-from store.sql.schema import locks, maintenance_runs, queues, recovery_runs, schedules, workers
+from store.sql.schema import failures, locks, maintenance_runs, queues, recovery_runs, schedules, workers
 
 
 def acquire_lock(ins: Insert, now: ColumnElement[float]) -> Insert:
@@ -200,3 +201,31 @@ def record_tick() -> Update:
         )
         .values(last_tick_at=tick, last_job_id=bindparam("s_job"))
     )
+
+
+def record_failure(ins: Insert, now: ColumnElement[float]) -> Insert:
+    """Count a failure: a new window of ``window`` seconds when none is open.
+    ``ins`` is the dialect's INSERT of ``failures``. Params: f_key, window.
+    Returns n and window_end."""
+    window = bindparam("window", type_=Double())
+    ins = ins.values(key=bindparam("f_key"), n=1, window_end=now + window)
+    expired = failures.c.window_end <= now
+    return ins.on_conflict_do_update(
+        index_elements=[failures.c.key],
+        set_={
+            "n": case((expired, 1), else_=failures.c.n + 1),
+            "window_end": case((expired, now + window), else_=failures.c.window_end),
+        },
+    ).returning(failures.c.n, failures.c.window_end)
+
+
+def failure_count(now: ColumnElement[float]) -> Select:
+    """The open window of a key: n and seconds left. Params: f_key."""
+    return select(failures.c.n, failures.c.window_end - now).where(
+        failures.c.key == bindparam("f_key"), failures.c.window_end > now
+    )
+
+
+def clear_failures() -> Delete:
+    """Forget a key's failures. Params: f_key."""
+    return delete(failures).where(failures.c.key == bindparam("f_key"))

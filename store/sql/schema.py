@@ -251,3 +251,13 @@ history = Table(
     Column("n", BigInteger, nullable=False),
     PrimaryKeyConstraint("width", "bucket", "queue", "kind", "shard", name="leasehold_pk_history"),
 )
+
+# Failure counters in fixed windows (login throttling across web processes):
+# ``key`` is a digest of what is counted, ``window_end`` when the count resets.
+failures = Table(
+    "leasehold_failures",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("n", Integer, nullable=False),
+    Column("window_end", Double, nullable=False),
+)

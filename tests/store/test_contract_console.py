@@ -135,3 +135,21 @@ def test_history_keeps_minutes_48_hours_and_hours_30_days(store: JobStore) -> No
     store.clock_offset_s += 31 * 86400
     store.trim_history()
     assert store.history(3600, now - 3600) == {}
+
+
+def test_failures_count_in_a_fixed_window_shared_by_every_handle(handle) -> None:
+    store, other = handle.store, handle.open()
+    assert store.failure_count("login:ann|1.2.3.4") == (0, 0.0)
+    assert [store.record_failure("login:ann|1.2.3.4", 60) for _ in range(3)] == [1, 2, 3]
+    other.clock_offset_s = store.clock_offset_s
+    assert other.record_failure("login:ann|1.2.3.4", 60) == 4  # another process sees the same count
+    n, left = other.failure_count("login:ann|1.2.3.4")
+    assert n == 4 and 0 < left <= 60
+    assert store.failure_count("login:ann|5.6.7.8") == (0, 0.0)
+    store.clock_offset_s += 61
+    assert store.failure_count("login:ann|1.2.3.4") == (0, 0.0)
+    assert store.record_failure("login:ann|1.2.3.4", 60) == 1  # a new window
+    store.clear_failures("login:ann|1.2.3.4")
+    assert store.failure_count("login:ann|1.2.3.4") == (0, 0.0)
+    with pytest.raises(ValidationError):
+        store.record_failure("k", 0)

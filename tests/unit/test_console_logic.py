@@ -9,7 +9,7 @@ import pytest
 from store.lifecycle import JobStatus
 from store.models import Job, Page, WorkerInfo
 from webapp.config import ConfigError
-from webapp.console.auth import LoginThrottle, parse_users
+from webapp.console.auth import parse_users
 from webapp.console.diagnosis import Context, explain, is_alive, queue_names
 from webapp.console.queries import parse_filters, throughput
 
@@ -97,19 +97,6 @@ def test_lease_of_a_silent_worker_and_an_expired_lease() -> None:
         ctx(worker("w-1", 1)),
     )
     assert "Running on w-1; lease renewed 1 s ago; the lease expires in" in texts(running)
-
-
-def test_login_throttle_window_and_bound() -> None:
-    throttle = LoginThrottle(attempts=3, window_s=60)
-    key = ("ann", "1.2.3.4")
-    for t in (0, 1, 2):
-        assert throttle.retry_after(key, now=t) == 0
-        throttle.failed(key, now=t)
-    assert throttle.retry_after(key, now=3) == pytest.approx(57)
-    assert throttle.retry_after(("ann", "5.6.7.8"), now=3) == 0
-    assert throttle.retry_after(key, now=60.5) == 0  # the first failure left the window
-    throttle.succeeded(key)
-    assert throttle.retry_after(key, now=3) == 0
 
 
 def test_users_split_at_first_and_last_colon() -> None:

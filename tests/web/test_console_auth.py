@@ -86,6 +86,17 @@ def test_login_is_throttled_per_user_and_address(console_client: ConsoleClient) 
     assert console_client.login("vic").status_code == 303  # another user is not locked out
 
 
+def test_login_throttle_holds_across_processes(handle: StoreHandle) -> None:
+    """Two apps on one store (two gunicorn workers) share one allowance."""
+    first = ConsoleClient(console_app_for(handle).test_client())
+    second = ConsoleClient(console_app_for(handle).test_client())
+    for i in range(THROTTLE_ATTEMPTS):
+        client = first if i % 2 else second
+        assert client.login("ann", "nope").status_code == 401
+    assert first.login("ann").status_code == 429
+    assert second.login("ann").status_code == 429
+
+
 def test_login_post_needs_csrf(console_client: ConsoleClient) -> None:
     response = console_client.client.post("/login", data={"username": "ann", "password": "x"})
     assert response.status_code == 400

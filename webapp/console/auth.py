@@ -14,11 +14,11 @@ In a host app (the ``Leasehold`` extension with ``authorize=``) the host's
 login decides instead: its hook returns ``(role, name)`` or None on every
 request, and the console's own login, logout and session keys are unused.
 
-Login throttling is keyed by (user, client address) and is per process (see
-LoginThrottle): with N gunicorn workers an attacker gets up to N times the
-allowance. Behind a proxy the client address is right only with
-LEASEHOLD_TRUSTED_PROXIES set to the number of proxies (ProxyFix); otherwise
-every client shares the proxy's address and one user's lock-out is everyone's.
+Login throttling is keyed by (user, client address) and counted in the store
+(see LoginThrottle), so every gunicorn worker shares one allowance. Behind a
+proxy the client address is right only with LEASEHOLD_TRUSTED_PROXIES set to
+the number of proxies (ProxyFix); otherwise every client shares the proxy's
+address and one user's lock-out is everyone's.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import threading
+import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -37,14 +36,13 @@ from typing import Any
 from flask import Flask, abort, current_app, g, request, session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from store.base import JobStore
 from webapp.config import ConfigError, WebSettings
 
 ROLES = ("viewer", "operator")
 #: Failed logins allowed per (username, address) within THROTTLE_WINDOW_S.
 THROTTLE_ATTEMPTS = 5
 THROTTLE_WINDOW_S = 300.0
-#: Most (username, address) keys the throttle remembers (oldest dropped first).
-THROTTLE_KEYS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,48 +82,36 @@ def parse_users(raw: str) -> dict[str, User]:
 
 
 class LoginThrottle:
-    """Failed-login counter per (username, address), per process, bounded.
+    """Failed logins per (username, address), counted in the store
+    (``JobStore.record_failure``), so every gunicorn worker and every host
+    process shares one count: after THROTTLE_ATTEMPTS failures in a window
+    of THROTTLE_WINDOW_S opened by the first, the key is refused until the
+    window closes. ``store`` gives the store at call time."""
 
-    After THROTTLE_ATTEMPTS failures within THROTTLE_WINDOW_S the key is
-    refused until its oldest failure leaves the window. Memory is bounded by
-    THROTTLE_KEYS (least recently failed keys are forgotten first)."""
-
-    def __init__(self, attempts: int = THROTTLE_ATTEMPTS, window_s: float = THROTTLE_WINDOW_S) -> None:
+    def __init__(
+        self,
+        store: Callable[[], JobStore],
+        attempts: int = THROTTLE_ATTEMPTS,
+        window_s: float = THROTTLE_WINDOW_S,
+    ) -> None:
+        self.store = store
         self.attempts = attempts
         self.window_s = window_s
-        self._failures: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
-        times = [t for t in self._failures.get(key, []) if now - t < self.window_s]
-        if times:
-            self._failures[key] = times
-        else:
-            self._failures.pop(key, None)
-        return times
+    @staticmethod
+    def _key(key: tuple[str, str]) -> str:
+        return "login:" + json.dumps(list(key))
 
-    def retry_after(self, key: tuple[str, str], now: float | None = None) -> float:
+    def retry_after(self, key: tuple[str, str]) -> float:
         """Seconds until ``key`` may try again (0 when it may now)."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            times = self._recent(key, now)
-            if len(times) < self.attempts:
-                return 0.0
-            return max(self.window_s - (now - times[-self.attempts]), 0.0)
+        n, left = self.store().failure_count(self._key(key))
+        return left if n >= self.attempts else 0.0
 
-    def failed(self, key: tuple[str, str], now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            times = self._recent(key, now)
-            times.append(now)
-            self._failures[key] = times
-            self._failures.move_to_end(key)
-            while len(self._failures) > THROTTLE_KEYS:
-                self._failures.popitem(last=False)
+    def failed(self, key: tuple[str, str]) -> None:
+        self.store().record_failure(self._key(key), self.window_s)
 
     def succeeded(self, key: tuple[str, str]) -> None:
-        with self._lock:
-            self._failures.pop(key, None)
+        self.store().clear_failures(self._key(key))
 
 
 #: Checked against when the user does not exist, so both paths cost the same:
@@ -222,7 +208,7 @@ def init_app(app: Flask, web: WebSettings, authorize: Any = None) -> None:
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be a callable returning (role, name) or None")
     app.extensions["leasehold.console.users"] = parse_users(web.users)
-    app.extensions["leasehold.console.throttle"] = LoginThrottle()
+    app.extensions["leasehold.console.throttle"] = LoginThrottle(lambda: app.extensions["leasehold"])
     app.extensions["leasehold.console.authorize"] = authorize
 
 

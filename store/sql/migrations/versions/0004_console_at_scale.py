@@ -1,6 +1,7 @@
 """The console at scale: every failed attempt kept (leasehold_attempts), a
-job's progress, commands for workers (quiet, stop), and time-bucketed
-history counters per queue (leasehold_history).
+job's progress, commands for workers (quiet, stop), time-bucketed history
+counters per queue (leasehold_history), and failure counters shared by every
+web process (leasehold_failures: login throttling).
 
 Revision ID: 0004
 Revises: 0003
@@ -50,8 +51,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("width", "bucket", "queue", "kind", "shard", name="leasehold_pk_history"),
     )
 
+    op.create_table(
+        "leasehold_failures",
+        sa.Column("key", sa.String(64), primary_key=True),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("window_end", sa.Double, nullable=False),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("leasehold_failures")
     op.drop_table("leasehold_history")
     with op.batch_alter_table("leasehold_workers") as batch:
         batch.drop_column("command_by")

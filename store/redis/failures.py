@@ -1,0 +1,22 @@
+"""Failure counters of the Redis store (a mixin of RedisStore): a hash per
+key digest with its count and window end, by the store's clock, expiring in
+Redis when its window closes."""
+
+from __future__ import annotations
+
+from store.redis.plumbing import RedisPlumbing
+
+
+class FailuresMixin(RedisPlumbing):
+    """``record_failure``, ``failure_count`` and ``clear_failures`` engine halves."""
+
+    def _record_failure(self, digest: str, window_s: float) -> int:
+        keys, args = [self.keys.failure(digest)], [self._offset(), repr(window_s)]
+        return int(self._eval(self._lua.failure_record, keys, args))
+
+    def _failure_count(self, digest: str) -> tuple[int, float]:
+        n, left = self._eval(self._lua.failure_count, [self.keys.failure(digest)], [self._offset()])
+        return int(n), max(float(left), 0.0)
+
+    def _clear_failures(self, digest: str) -> None:
+        self._pipe(lambda p: p.delete(self.keys.failure(digest)))
