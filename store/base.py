@@ -32,9 +32,10 @@ from store.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from store.lifecycle import JobStatus, RetryPolicy
+from store.lifecycle import EventKind, JobStatus, RetryPolicy
 from store.models import (
     Attempt,
+    BulkOperation,
     Counts,
     HeartbeatResult,
     Job,
@@ -447,6 +448,27 @@ class JobStore(abc.ABC):
     @abc.abstractmethod
     def maintenance_runs(self, task: str, limit: int = 20) -> list[MaintenanceRun]:
         """Runs of ``task``, newest first."""
+
+    @abc.abstractmethod
+    def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+        """Append an entry about no one job to the audit log (``audit``):
+        a bulk operation's start or outcome. Counted like a job event."""
+
+    # ------------------------------------------------------- bulk operations
+    @abc.abstractmethod
+    def save_operation(self, operation: BulkOperation) -> BulkOperation:
+        """Store a bulk operation (insert or replace by id), stamping
+        ``updated_at`` (and ``created_at`` when new) with the store's clock;
+        the operation as stored."""
+
+    @abc.abstractmethod
+    def get_operation(self, operation_id: str) -> BulkOperation | None:
+        """A bulk operation, or None."""
+
+    @abc.abstractmethod
+    def operations(self, limit: int = 50, *, unfinished: bool = False) -> list[BulkOperation]:
+        """Bulk operations, newest first (only queued and running ones with
+        ``unfinished``, oldest first then, the order they are run in)."""
 
     # ------------------------------------------------------ failure counters
     @abc.abstractmethod

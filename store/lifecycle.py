@@ -90,6 +90,8 @@ class EventKind(enum.StrEnum):
     DELETED = "deleted"  # kept in the audit log only: the job and its own events are gone
     QUEUE_PAUSED = "queue_paused"  # audit only (no job): the message names the queue
     QUEUE_RESUMED = "queue_resumed"
+    BULK_STARTED = "bulk_started"  # audit only: a bulk operation's action, filter and count
+    BULK_FINISHED = "bulk_finished"  # audit only: its outcome
     COMPLETION_REFUSED = "completion_refused"
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"

@@ -16,7 +16,13 @@ from store.counters import parse_status_key
 from store.errors import ValidationError
 from store.lifecycle import EventKind, FailureDecision, JobStatus, failure_event_kind
 from store.records import (
+    BULK_ACTIONS as BULK_ACTIONS,
+)
+from store.records import (
     WORKER_COMMANDS as WORKER_COMMANDS,
+)
+from store.records import (
+    BulkOperation as BulkOperation,
 )
 
 # Re-exported: registry, run-history and operating records live in store/records.py.

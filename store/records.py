@@ -231,3 +231,88 @@ class Schedule:
     enabled: bool = True
     last_tick_at: datetime | None = None
     last_job_id: str | None = None
+
+
+#: Actions a bulk operation can take on every job matching its filter, each
+#: the lifecycle operation of the same meaning.
+BULK_ACTIONS = ("cancel", "requeue", "retry", "delete")
+
+
+@dataclass(frozen=True, slots=True)
+class BulkOperation:
+    """An operator's action on every job matching a filter, run in bounded
+    batches in the background (``store.bulk``). ``filter`` has any of
+    ``status`` (a name), ``queue``, ``name``. ``expected`` is the count the
+    operator saw at preview; ``changed`` jobs were acted on, ``skipped``
+    ones no longer allowed it (their status changed since). ``cursor`` is
+    where the next batch starts (a keyset cursor of ``list_jobs``); ``state``
+    is queued, running, done or failed (``error`` says why)."""
+
+    id: str
+    action: str
+    filter: dict[str, str]
+    actor: str
+    expected: int
+    state: str = "queued"
+    changed: int = 0
+    skipped: int = 0
+    cursor: str | None = None
+    error: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The operation as every store keeps it: times in epoch seconds."""
+        return {
+            "id": self.id,
+            "action": self.action,
+            "filter": dict(self.filter),
+            "actor": self.actor,
+            "expected": self.expected,
+            "state": self.state,
+            "changed": self.changed,
+            "skipped": self.skipped,
+            "cursor": self.cursor,
+            "error": self.error,
+            "created_at": self.created_at.timestamp() if self.created_at else None,
+            "updated_at": self.updated_at.timestamp() if self.updated_at else None,
+        }
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, Any]) -> BulkOperation:
+        """Inverse of ``to_record``."""
+        return cls(
+            id=r["id"],
+            action=r["action"],
+            filter=dict(r["filter"] or {}),
+            actor=r["actor"],
+            expected=int(r["expected"]),
+            state=r["state"],
+            changed=int(r["changed"]),
+            skipped=int(r["skipped"]),
+            cursor=r["cursor"],
+            error=r["error"],
+            created_at=ts(r["created_at"]),
+            updated_at=ts(r["updated_at"]),
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed")
+
+    def to_json(self) -> dict[str, Any]:
+        done = self.changed + self.skipped
+        return {
+            "id": self.id,
+            "action": self.action,
+            "filter": dict(self.filter),
+            "actor": self.actor,
+            "expected": self.expected,
+            "state": self.state,
+            "changed": self.changed,
+            "skipped": self.skipped,
+            "progress": min(1.0, done / self.expected) if self.expected else (1.0 if self.finished else 0.0),
+            "error": self.error,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }

@@ -25,6 +25,9 @@ Key schema (``P`` = prefix):
 ``{P}:workers``           zset: worker ids, score last_seen_at
 ``{P}:lock:<name>``       hash: owner, expires_at
 ``{P}:failure:<sha256>``  hash: n, window_end (a failure count's window; expires with it)
+``{P}:operations``        hash: bulk operation id -> its record as JSON
+``{P}:operations:created`` zset: operation ids, score created_at
+``{P}:operations:unfinished`` zset: queued and running operation ids, score created_at
 ``{P}:recovery_runs``     zset: runs as JSON, score started_at
 ``{P}:maintenance_runs:<task>`` zset: a maintenance task's runs as JSON, score started_at
 ``{P}:queues``            hash: queue name -> pause state JSON (paused, changed_by, changed_at)
@@ -138,6 +141,18 @@ class Keys:
 
     def failure(self, digest: str) -> str:
         return self._key("failure", digest)
+
+    @property
+    def operations(self) -> str:
+        return self._key("operations")
+
+    @property
+    def operations_created(self) -> str:
+        return self._key("operations", "created")
+
+    @property
+    def operations_unfinished(self) -> str:
+        return self._key("operations", "unfinished")
 
     @property
     def recovery_runs(self) -> str:

@@ -52,6 +52,8 @@ class Scripts:
     lock_release: Script
     lock_info: Script
     failure_record: Script
+    audit: Script
+    operation_save: Script
     failure_count: Script
     worker_heartbeat: Script
     worker_remove: Script

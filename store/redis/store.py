@@ -46,6 +46,7 @@ from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationEr
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
+from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.keys import rank_job_id
 from store.redis.listing import ListingMixin
@@ -61,7 +62,9 @@ S = JobStatus
 CLAIM_ROUNDS = 8
 
 
-class RedisStore(OperatingMixin, FailuresMixin, RecoveryMixin, RegistryMixin, ListingMixin, SharedStore):
+class RedisStore(
+    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, ListingMixin, SharedStore
+):
     """JobStore on Redis or Redis Cluster.
 
     ``url``: ``redis://host:port/db``, ``rediss://…``, ``redis+cluster://host:port``,

@@ -64,6 +64,9 @@ class SqlOperatingMixin(SqlPlumbing):
 
         return self.tx(body)
 
+    def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+        self.tx(lambda conn: self.book(conn, [event_row("", kind, None, None, actor, None, message)]))
+
     def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
         return self._set_paused(queue, True, actor)
 

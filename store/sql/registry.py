@@ -5,11 +5,12 @@ A mixin of ``SqlStore``; none of these touch jobs.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from sqlalchemy import Connection
 
 from store.errors import ValidationError, WorkerNotFound
-from store.models import WORKER_COMMANDS, LockInfo, RecoveryRun, WorkerInfo, ts
+from store.models import WORKER_COMMANDS, BulkOperation, LockInfo, RecoveryRun, WorkerInfo, ts
 from store.sql import registry_statements as reg
 from store.sql.plumbing import SqlPlumbing
 from store.sql.rows import worker_from_row
@@ -90,3 +91,29 @@ class SqlRegistryMixin(SqlPlumbing):
 
     def _clear_failures(self, digest: str) -> None:
         self.tx(lambda c: c.execute(reg.clear_failures(), {"f_key": digest}))
+
+    # ----------------------------------------------------- bulk operations
+    def save_operation(self, operation: BulkOperation) -> BulkOperation:
+        record = operation.to_record()
+        params = {"o_id": operation.id, "o_state": operation.state, "o_body": record}
+        stmt = reg.save_operation(self.dialect.upsert(reg.operations), self._now)
+        created, updated = self.tx(lambda c: c.execute(stmt, params).one())
+        return BulkOperation.from_record({**record, "created_at": created, "updated_at": updated})
+
+    def get_operation(self, operation_id: str) -> BulkOperation | None:
+        rows = self.read(reg.operation_by_id(), {"o_id": operation_id})
+        return _operation(rows[0]) if rows else None
+
+    def operations(self, limit: int = 50, *, unfinished: bool = False) -> list[BulkOperation]:
+        return [_operation(r) for r in self.read(reg.recent_operations(unfinished), {"limit": limit})]
+
+
+def _operation(row: Any) -> BulkOperation:
+    return BulkOperation.from_record(
+        {
+            **row["body"],
+            "state": row["state"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+        }
+    )

@@ -20,7 +20,16 @@ from sqlalchemy import (
     update,
 )
 
-from store.sql.schema import failures, locks, maintenance_runs, queues, recovery_runs, schedules, workers
+from store.sql.schema import (
+    failures,
+    locks,
+    maintenance_runs,
+    operations,
+    queues,
+    recovery_runs,
+    schedules,
+    workers,
+)
 
 
 def acquire_lock(ins: Insert, now: ColumnElement[float]) -> Insert:
@@ -229,3 +238,33 @@ def failure_count(now: ColumnElement[float]) -> Select:
 def clear_failures() -> Delete:
     """Forget a key's failures. Params: f_key."""
     return delete(failures).where(failures.c.key == bindparam("f_key"))
+
+
+def save_operation(ins: Insert, now: ColumnElement[float]) -> Insert:
+    """Insert or replace a bulk operation; created_at kept. ``ins`` is the
+    dialect's INSERT of ``operations``. Params: o_id, o_state, o_body.
+    Returns created_at and updated_at."""
+    ins = ins.values(
+        id=bindparam("o_id"),
+        state=bindparam("o_state"),
+        created_at=now,
+        updated_at=now,
+        body=bindparam("o_body"),
+    )
+    return ins.on_conflict_do_update(
+        index_elements=[operations.c.id],
+        set_={"state": ins.excluded.state, "updated_at": now, "body": ins.excluded.body},
+    ).returning(operations.c.created_at, operations.c.updated_at)
+
+
+def operation_by_id() -> Select:
+    """One bulk operation. Params: o_id."""
+    return select(operations).where(operations.c.id == bindparam("o_id"))
+
+
+def recent_operations(unfinished: bool) -> Select:
+    """Bulk operations: newest first, or the unfinished oldest first. Params: limit."""
+    if unfinished:
+        stmt = select(operations).where(operations.c.state.in_(["queued", "running"]))
+        return stmt.order_by(operations.c.created_at).limit(bindparam("limit"))
+    return select(operations).order_by(operations.c.created_at.desc()).limit(bindparam("limit"))

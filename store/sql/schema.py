@@ -261,3 +261,15 @@ failures = Table(
     Column("n", Integer, nullable=False),
     Column("window_end", Double, nullable=False),
 )
+
+# Bulk operations (store/bulk.py): the record as JSON, with what is queried.
+operations = Table(
+    "leasehold_operations",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("state", String(10), nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("body", Json, nullable=False),
+    Index("leasehold_ix_operations_created", "created_at"),
+)

@@ -1,7 +1,8 @@
 """The console at scale: every failed attempt kept (leasehold_attempts), a
 job's progress, commands for workers (quiet, stop), time-bucketed history
-counters per queue (leasehold_history), and failure counters shared by every
-web process (leasehold_failures: login throttling).
+counters per queue (leasehold_history), failure counters shared by every web
+process (leasehold_failures: login throttling), and bulk operations run in
+the background (leasehold_operations).
 
 Revision ID: 0004
 Revises: 0003
@@ -58,8 +59,20 @@ def upgrade() -> None:
         sa.Column("window_end", sa.Double, nullable=False),
     )
 
+    op.create_table(
+        "leasehold_operations",
+        sa.Column("id", sa.String(36), primary_key=True),
+        sa.Column("state", sa.String(10), nullable=False),
+        sa.Column("created_at", sa.Double, nullable=False),
+        sa.Column("updated_at", sa.Double, nullable=False),
+        sa.Column("body", Json, nullable=False),
+    )
+    op.create_index("leasehold_ix_operations_created", "leasehold_operations", ["created_at"])
+
 
 def downgrade() -> None:
+    op.drop_index("leasehold_ix_operations_created", "leasehold_operations")
+    op.drop_table("leasehold_operations")
     op.drop_table("leasehold_failures")
     op.drop_table("leasehold_history")
     with op.batch_alter_table("leasehold_workers") as batch:
