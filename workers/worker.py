@@ -21,7 +21,9 @@ execution timeout starts when a slot starts it; shutdown gives back the
 leases of jobs claimed ahead at once.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
-registry entry) and the recovery service (``store.recovery``).
+registry entry), the recovery service (``store.recovery``) and, unless in
+burst mode, the maintenance service (``store.maintenance``: retention, dead
+workers).
 
 Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
 thread cannot be killed, so for a thread-pool run the loop sets
@@ -51,6 +53,7 @@ from typing import Any
 
 from store import open_store
 from store.base import JobStore
+from store.maintenance import MaintenanceService
 from store.models import Job, WorkerInfo, ts
 from store.recovery import RecoveryService
 from workers.acker import Acker
@@ -125,6 +128,7 @@ class Worker:
             self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
+        self.maintenance: MaintenanceService | None = None
         self.listener: WakeupListener | None = None
 
     # ------------------------------------------------------------ control
@@ -164,6 +168,15 @@ class Worker:
                 )
                 self.recovery.drain()
                 self.recovery.start()
+            if self.config.maintenance_enabled and not self.config.burst:
+                self.maintenance = MaintenanceService(
+                    self.store,
+                    self.id,
+                    self.config.maintenance_interval_s,
+                    self.config.retention,
+                    self.config.worker_forget_after_s,
+                )
+                self.maintenance.start()
             self._loop()
         finally:
             self._shutdown()
@@ -312,6 +325,8 @@ class Worker:
         self._stopping.set()
         if self.recovery is not None:
             self.recovery.stop()
+        if self.maintenance is not None:
+            self.maintenance.stop()
         if self.listener is not None:
             self.listener.stop()
         for run in self.inflight.running():  # claimed ahead, never started: back at once

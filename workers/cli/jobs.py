@@ -125,6 +125,11 @@ def worker_command(
         recovery_interval_s=settings.recovery_interval_s,
         recovery_batch=settings.recovery_batch,
         recovery_lock_ttl_s=settings.recovery_lock_ttl_s,
+        # One switch for the worker's background store upkeep (no setting of its own yet).
+        maintenance_enabled=settings.recovery_enabled,
+        maintenance_interval_s=settings.maintenance_interval_s,
+        retention_s=tuple((status.name, seconds) for status, seconds in settings.retention_s.items()),
+        worker_forget_after_s=settings.worker_forget_after_s,
         log_level=log_level.upper(),
         store=settings.store_settings(),
     )
