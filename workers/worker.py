@@ -23,7 +23,7 @@ leases of jobs claimed ahead at once.
 Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
 registry entry), the recovery service (``store.recovery``) and, unless in
 burst mode, the maintenance service (``store.maintenance``: retention, dead
-workers).
+workers) and the scheduler of periodic jobs (``workers.scheduler``).
 
 Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
 thread cannot be killed, so for a thread-pool run the loop sets
@@ -64,7 +64,9 @@ from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.outcomes import Outcomes
+from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
+from workers.scheduler import Scheduler
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -129,6 +131,7 @@ class Worker:
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
         self.maintenance: MaintenanceService | None = None
+        self.scheduler: Scheduler | None = None
         self.listener: WakeupListener | None = None
 
     # ------------------------------------------------------------ control
@@ -177,6 +180,11 @@ class Worker:
                     self.config.worker_forget_after_s,
                 )
                 self.maintenance.start()
+            periodic_jobs = [] if self.config.burst or self._stopping.is_set() else check_declared()
+            if periodic_jobs:
+                self.scheduler = Scheduler(self.store, self.id, periodic_jobs)
+                self.scheduler.start_up()
+                self.scheduler.start()
             self._loop()
         finally:
             self._shutdown()
@@ -327,6 +335,8 @@ class Worker:
             self.recovery.stop()
         if self.maintenance is not None:
             self.maintenance.stop()
+        if self.scheduler is not None:
+            self.scheduler.stop()
         if self.listener is not None:
             self.listener.stop()
         for run in self.inflight.running():  # claimed ahead, never started: back at once

@@ -18,6 +18,7 @@ from workers.cli.base import OneLineCommand, friendly_errors, runtime
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
 from workers.handlers import get_handler, load_handlers
 from workers.logs import configure_logging
+from workers.periodic import check_declared
 
 #: How long ``recover`` waits for a recovery another instance is running, seconds.
 RECOVER_LOCK_WAIT_S = 10.0
@@ -110,6 +111,7 @@ def worker_command(
     configure_logging(log_level)
     if not load_handlers(settings.handlers):
         raise click.UsageError("no handlers are registered: name their modules in LEASEHOLD_HANDLERS")
+    check_declared()  # a bad periodic job stops the worker here, on one line
     config = WorkerConfig(
         store_url=settings.store_url,
         queues=tuple(queues),
