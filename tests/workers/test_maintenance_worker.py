@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from store.lifecycle import JobStatus
 from store.models import WorkerInfo
 from tests.backends import StoreHandle
@@ -28,6 +30,7 @@ def test_worker_config_carries_the_maintenance_settings() -> None:
     assert back.retention == {S.Completed: 60.0, S.Canceled: 0.0}
 
 
+@pytest.mark.slow
 def test_a_worker_prunes_old_jobs_and_forgets_dead_workers(handle: StoreHandle, spawn: Spawner) -> None:
     store = handle.store
     store.clock_offset_s = -60.0  # these happened a minute ago (store clock)
