@@ -2,9 +2,10 @@
 
 Handler modules import from here::
 
-    from workers import handler, JobContext, PermanentError
+    from workers import handler, periodic, JobContext, PermanentError
 """
 
 from workers.handlers import JobContext, PermanentError, handler
+from workers.periodic import periodic
 
-__all__ = ["JobContext", "PermanentError", "handler"]
+__all__ = ["JobContext", "PermanentError", "handler", "periodic"]

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from store import StoreSettings
-from store.lifecycle import RetryPolicy
+from store.lifecycle import JobStatus, RetryPolicy
 
 Pool = Literal["thread", "process"]
 
@@ -39,6 +39,11 @@ class WorkerConfig:
     burst: exit 0 once no job is due and none is running.
     grace_s: time running jobs get after the first SIGTERM/SIGINT.
     recovery_*: the recovery service (LEASEHOLD_RECOVERY_*).
+    maintenance_enabled: run retention and dead-worker pruning
+      (``store.maintenance``) every ``maintenance_interval_s``
+      (LEASEHOLD_MAINTENANCE_INTERVAL); ``retention_s`` holds ``(status name,
+      seconds)`` pairs (LEASEHOLD_RETENTION_*, 0 keeps forever) and
+      ``worker_forget_after_s`` is LEASEHOLD_WORKER_FORGET_AFTER.
     store_url, store: where jobs live and the store's defaults (retry policy...).
     handlers: handler modules (LEASEHOLD_HANDLERS).
     log_level: logging level name of the process.
@@ -58,6 +63,10 @@ class WorkerConfig:
     recovery_interval_s: float = 15.0
     recovery_batch: int = 500
     recovery_lock_ttl_s: float = 300.0
+    maintenance_enabled: bool = False
+    maintenance_interval_s: float = 60.0
+    retention_s: tuple[tuple[str, float], ...] = ()
+    worker_forget_after_s: float = 300.0
     log_level: str = "INFO"
     store: StoreSettings = field(default_factory=StoreSettings)
 
@@ -89,6 +98,11 @@ class WorkerConfig:
         """Seconds between lease renewals: a third of the lease (DESIGN.md 4)."""
         return self.lease_ttl_s / 3
 
+    @property
+    def retention(self) -> dict[JobStatus, float]:
+        """``retention_s`` keyed by status."""
+        return {JobStatus[name]: seconds for name, seconds in self.retention_s}
+
     def worker_id(self) -> str:
         """This process's worker id: ``name``, or ``host.pid``."""
         return self.name or f"{socket.gethostname()}.{os.getpid()}"
@@ -109,4 +123,5 @@ class WorkerConfig:
         store["retry"] = RetryPolicy(**store["retry"])
         data["queues"] = tuple((str(n), int(w)) for n, w in data["queues"])
         data["handlers"] = tuple(data["handlers"])
+        data["retention_s"] = tuple((str(n), float(s)) for n, s in data.get("retention_s", ()))
         return cls(**data, store=StoreSettings(**store))

@@ -159,13 +159,24 @@ def _same_function(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
 
 
 def handler(
-    name: str, queue: str = "default", max_retries: int | None = None, timeout: float | None = None
+    name: str,
+    queue: str = "default",
+    max_retries: int | None = None,
+    timeout: float | None = None,
+    *,
+    cron: str | None = None,
+    timezone: str = "UTC",
+    payload: Any = None,
+    catch_up: bool = True,
 ) -> Callable[[Callable[[JobContext], Any]], Callable[[JobContext], Any]]:
     """Register the decorated function as the handler of jobs named ``name``.
 
     ``queue``, ``max_retries`` and ``timeout`` (seconds) are enqueue defaults
-    (see HandlerSpec). The function is returned unchanged. Raises HandlerError
-    when another function already holds ``name``, ValueError for bad options.
+    (see HandlerSpec). With ``cron`` the handler is also a periodic job of the
+    same name (``workers.periodic.periodic``: ``timezone``, ``payload``,
+    ``catch_up``). The function is returned unchanged. Raises HandlerError
+    when another function already holds ``name`` (ScheduleError for a bad
+    schedule), ValueError for bad options.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError("handler name must be a non-empty string")
@@ -182,6 +193,10 @@ def handler(
                 where = f"{old.fn.__module__}.{old.fn.__qualname__}"
                 raise HandlerError(f"handler {name!r} is already registered by {where}")
             _registry[name] = spec
+        if cron is not None:
+            from workers.periodic import periodic  # periodic imports this module
+
+            periodic(name, name, cron, timezone=timezone, payload=payload, queue=queue, catch_up=catch_up)
         return fn
 
     return register

@@ -21,7 +21,9 @@ execution timeout starts when a slot starts it; shutdown gives back the
 leases of jobs claimed ahead at once.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
-registry entry) and the recovery service (``store.recovery``).
+registry entry), the recovery service (``store.recovery``) and, unless in
+burst mode, the maintenance service (``store.maintenance``: retention, dead
+workers) and the scheduler of periodic jobs (``workers.scheduler``).
 
 Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
 thread cannot be killed, so for a thread-pool run the loop sets
@@ -51,6 +53,7 @@ from typing import Any
 
 from store import open_store
 from store.base import JobStore
+from store.maintenance import MaintenanceService
 from store.models import Job, WorkerInfo, ts
 from store.recovery import RecoveryService
 from workers.acker import Acker
@@ -61,8 +64,10 @@ from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.outcomes import Outcomes
+from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
 from workers.progress import ProgressReporter
+from workers.scheduler import Scheduler
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -129,6 +134,8 @@ class Worker:
         self._quiet = threading.Event()
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
+        self.maintenance: MaintenanceService | None = None
+        self.scheduler: Scheduler | None = None
         self.listener: WakeupListener | None = None
 
     # ------------------------------------------------------------ control
@@ -179,6 +186,20 @@ class Worker:
                 )
                 self.recovery.drain()
                 self.recovery.start()
+            if self.config.maintenance_enabled and not self.config.burst:
+                self.maintenance = MaintenanceService(
+                    self.store,
+                    self.id,
+                    self.config.maintenance_interval_s,
+                    self.config.retention,
+                    self.config.worker_forget_after_s,
+                )
+                self.maintenance.start()
+            periodic_jobs = [] if self.config.burst or self._stopping.is_set() else check_declared()
+            if periodic_jobs:
+                self.scheduler = Scheduler(self.store, self.id, periodic_jobs)
+                self.scheduler.start_up()
+                self.scheduler.start()
             self._loop()
         finally:
             self._shutdown()
@@ -332,6 +353,10 @@ class Worker:
         self._stopping.set()
         if self.recovery is not None:
             self.recovery.stop()
+        if self.maintenance is not None:
+            self.maintenance.stop()
+        if self.scheduler is not None:
+            self.scheduler.stop()
         if self.listener is not None:
             self.listener.stop()
         for run in self.inflight.running():  # claimed ahead, never started: back at once

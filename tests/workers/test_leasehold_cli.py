@@ -95,7 +95,6 @@ def test_purge_deletes_old_finished_jobs_in_batches(handle: StoreHandle, cli: Cl
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["purge", "--status", "Completed"], "--status"),
         (["purge", "--status", "Queued"], "--status"),
         (["purge", "--older-than", "-1"], "--older-than"),
         (["enqueue", "noop", "--payload", "{bad"], "--payload"),

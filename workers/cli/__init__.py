@@ -1,5 +1,5 @@
 """The ``leasehold`` command (DESIGN.md sections 7, 8): worker, enqueue, recover,
-stats, purge, db upgrade, hash-password, web, demo. ``leasehold <command> --help``
+stats, purge, periodic, queue, db upgrade, hash-password, web, demo. ``leasehold <command> --help``
 for each.
 
 A plain click group: it imports no Flask and builds no web app. Settings come
@@ -22,6 +22,7 @@ from workers.cli.jobs import (
     stats_command,
     worker_command,
 )
+from workers.cli.operate import periodic_group, queue_group
 
 #: Every command (``webapp.cli`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (
@@ -30,6 +31,8 @@ COMMANDS: tuple[click.Command, ...] = (
     recover_command,
     stats_command,
     purge_command,
+    periodic_group,
+    queue_group,
     db_group,
     hash_password_command,
     web_command,

@@ -13,11 +13,13 @@ import orjson
 from store.lifecycle import TERMINAL, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
+from store.spec import MAX_DELAY_S
 from workers.claim import parse_queues
 from workers.cli.base import OneLineCommand, friendly_errors, runtime
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
 from workers.handlers import get_handler, load_handlers
 from workers.logs import configure_logging
+from workers.periodic import check_declared
 
 #: How long ``recover`` waits for a recovery another instance is running, seconds.
 RECOVER_LOCK_WAIT_S = 10.0
@@ -110,6 +112,7 @@ def worker_command(
     configure_logging(log_level)
     if not load_handlers(settings.handlers):
         raise click.UsageError("no handlers are registered: name their modules in LEASEHOLD_HANDLERS")
+    check_declared()  # a bad periodic job stops the worker here, on one line
     config = WorkerConfig(
         store_url=settings.store_url,
         queues=tuple(queues),
@@ -125,6 +128,11 @@ def worker_command(
         recovery_interval_s=settings.recovery_interval_s,
         recovery_batch=settings.recovery_batch,
         recovery_lock_ttl_s=settings.recovery_lock_ttl_s,
+        # One switch for the worker's background store upkeep (no setting of its own yet).
+        maintenance_enabled=settings.recovery_enabled,
+        maintenance_interval_s=settings.maintenance_interval_s,
+        retention_s=tuple((status.name, seconds) for status, seconds in settings.retention_s.items()),
+        worker_forget_after_s=settings.worker_forget_after_s,
         log_level=log_level.upper(),
         store=settings.store_settings(),
     )
@@ -190,6 +198,18 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
     default=0,
     help="Higher runs first within its queue.",
 )
+@click.option(
+    "--unique-for",
+    type=click.FloatRange(min=0, max=MAX_DELAY_S),
+    default=None,
+    help="A unique job: while a job with its key is waiting or running, or younger than "
+    "this many seconds, print that job's id instead of adding one.",
+)
+@click.option(
+    "--unique-key",
+    default=None,
+    help="Key of a unique job [with --unique-for alone: the name and the payload].",
+)
 @friendly_errors
 def enqueue_command(
     name: str,
@@ -199,8 +219,11 @@ def enqueue_command(
     timeout: float | None,
     delay: float,
     priority: int,
+    unique_for: float | None,
+    unique_key: str | None,
 ) -> None:
-    """Enqueue a job; prints its id alone on stdout."""
+    """Enqueue a job; prints its id alone on stdout (a unique job's existing
+    holder of the key when there is one)."""
     load_handlers(runtime().settings().handlers)
     spec = get_handler(name)
     options = {
@@ -209,6 +232,8 @@ def enqueue_command(
         "timeout_s": timeout,
         "delay_s": delay,
         "priority": priority,
+        "unique_for": unique_for,
+        "unique_key": unique_key,
     }
     if spec is not None:
         job_spec = spec.job_spec(payload, **options)
@@ -241,31 +266,6 @@ def stats_command(as_json: bool) -> None:
 _FINISHED = sorted((s.name for s in TERMINAL), key=lambda n: JobStatus[n].value)
 
 
-def _status_option(_ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
-    names = {JobStatus[v].name for v in value} if value else set(_FINISHED)
-    if names != set(_FINISHED):
-        raise click.BadParameter(
-            f"purge deletes {', '.join(_FINISHED)} jobs together; name all of them or leave it out",
-            param=param,
-        )
-    return tuple(_FINISHED)
-
-
-def _count_older(store: Any, status: JobStatus, cutoff: float) -> int:
-    """Jobs of ``status`` last updated before ``cutoff`` (store clock, epoch
-    seconds): pages oldest first and stops at the first newer job."""
-    total, cursor = 0, None
-    while True:
-        page = store.list_jobs(status=status, limit=500, cursor=cursor, order="asc")
-        for job in page.items:
-            if job.last_updated_at is None or job.last_updated_at.timestamp() >= cutoff:
-                return total
-            total += 1
-        if page.next_cursor is None:
-            return total
-        cursor = page.next_cursor
-
-
 @click.command("purge", cls=OneLineCommand)
 @click.option(
     "--older-than",
@@ -278,9 +278,7 @@ def _count_older(store: Any, status: JobStatus, cutoff: float) -> int:
     "--status",
     multiple=True,
     type=click.Choice(_FINISHED),
-    callback=_status_option,
-    help="Limited today: the stores purge Completed, Failed and Canceled together, "
-    "so only all three are accepted (the default).",
+    help="Only jobs in this status (repeat for several) [all finished ones].",
 )
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @friendly_errors
@@ -289,12 +287,11 @@ def purge_command(older_than: float, status: tuple[str, ...], dry_run: bool) -> 
 
     Prints how many were deleted (with --dry-run: how many would be)."""
     store = runtime().store()
+    statuses = sorted({JobStatus[name] for name in status or _FINISHED}, key=lambda s: s.value)
     if dry_run:
-        cutoff = store.now() - older_than
-        count = sum(_count_older(store, JobStatus[name], cutoff) for name in status)
-        click.echo(f"{count} job(s) would be purged")
+        click.echo(f"{store.count_purgeable(older_than, statuses=statuses)} job(s) would be purged")
         return
     total = 0
-    while deleted := store.purge(older_than, limit=PURGE_BATCH):
+    while deleted := store.purge(older_than, limit=PURGE_BATCH, statuses=statuses):
         total += deleted
     click.echo(f"{total} job(s) purged")

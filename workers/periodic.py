@@ -1,0 +1,223 @@
+"""Periodic jobs (GitHub issue 15, point 2): declarations and tick arithmetic.
+
+Declared with the handler, ``@handler("nightly-report", cron="0 3 * * *",
+timezone="Europe/Paris", payload={...})``, or for a handler that also runs on
+demand with ``periodic("nightly-full", "report", "0 4 * * 0", ...)`` in a
+handler module. A declaration is checked when its module is imported: a bad
+cron expression, time zone, payload or a second different declaration of a
+name raises ScheduleError (a HandlerError, so ``load_handlers`` and the CLI
+show it on one line naming the schedule and its handler); ``check_declared``
+(at worker start) also checks that each schedule's handler is registered.
+
+Cron expressions are parsed and iterated by cronsim: five fields, or six with
+seconds first (``*/10 * * * * *``). Ticks are computed in the schedule's time
+zone (zoneinfo), the way Debian's cron does around DST changes: a time
+skipped by the spring change runs at the first valid time after the gap
+(02:30 on a day that jumps from 02:00 to 03:00 runs at 03:00), a time that
+happens twice in the autumn runs once (the first), and hourly or finer
+expressions follow the clock (two 02:00 ticks in the repeated hour).
+Described for people by cron-descriptor ("At 03:00, every day").
+
+This module has no I/O; ``workers.scheduler`` enqueues the ticks.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import orjson
+from cron_descriptor import ExpressionDescriptor, Options
+from cronsim import CronSim, CronSimError
+
+from store.models import Schedule
+from workers.handlers import HandlerError, get_handler
+
+__all__ = [
+    "PeriodicSpec",
+    "ScheduleError",
+    "check_declared",
+    "declared",
+    "describe",
+    "latest_tick",
+    "next_tick",
+    "periodic",
+]
+
+
+class ScheduleError(HandlerError):
+    """A periodic job is declared wrongly; the message names it and its handler."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodicSpec:
+    """A declared periodic job: enqueue ``handler`` with ``payload`` on ``queue``
+    (None: the handler's queue) at every tick of ``cron`` in ``timezone``.
+    ``catch_up``: after downtime, enqueue the latest missed tick."""
+
+    name: str
+    handler: str
+    cron: str
+    timezone: str = "UTC"
+    payload: Any = None
+    queue: str | None = None
+    catch_up: bool = True
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def resolved_queue(self) -> str:
+        """``queue``, else the handler's queue, else ``default``."""
+        if self.queue is not None:
+            return self.queue
+        spec = get_handler(self.handler)
+        return spec.queue if spec is not None else "default"
+
+    def schedule(self) -> Schedule:
+        """The stored form (``JobStore.save_schedules``)."""
+        return Schedule(
+            name=self.name,
+            handler=self.handler,
+            cron=self.cron,
+            timezone=self.timezone,
+            queue=self.resolved_queue(),
+            payload=self.payload,
+            catch_up=self.catch_up,
+        )
+
+
+# ------------------------------------------------------------------ tick arithmetic
+def _parse(cron: str, tz: ZoneInfo, at: datetime, reverse: bool = False) -> CronSim:
+    return CronSim(cron, at.astimezone(tz), reverse=reverse)
+
+
+def next_tick(cron: str, tz: ZoneInfo, after: float) -> float | None:
+    """The first tick strictly after ``after`` (epoch seconds); None if the
+    expression never fires again. Raises CronSimError for a bad expression."""
+    return _epoch(next(_parse(cron, tz, datetime.fromtimestamp(after, tz)), None))
+
+
+def latest_tick(cron: str, tz: ZoneInfo, at: float) -> float | None:
+    """The latest tick at or before ``at`` (epoch seconds); None if none."""
+    # Ticks fall on whole seconds; cronsim's reverse iteration is strictly before its start.
+    start = datetime.fromtimestamp(int(at) + 1, tz)
+    return _epoch(next(_parse(cron, tz, start, reverse=True), None))
+
+
+def interval_at(cron: str, tz: ZoneInfo, tick: float) -> float:
+    """Seconds from ``tick`` to the tick after it (0 when there is none)."""
+    after = next_tick(cron, tz, tick)
+    return 0.0 if after is None else after - tick
+
+
+def _epoch(dt: datetime | None) -> float | None:
+    return None if dt is None else dt.timestamp()
+
+
+_DESCRIBE = Options()
+_DESCRIBE.use_24hour_time_format = True
+_DESCRIBE.verbose = True
+
+
+def describe(cron: str) -> str:
+    """The expression in words ("At 03:00, every day"); the expression itself
+    when cron-descriptor cannot read it."""
+    try:
+        return str(ExpressionDescriptor(cron, _DESCRIBE).get_description())
+    except Exception:  # a description is a nicety; never fail a listing for it
+        return cron
+
+
+# ----------------------------------------------------------------- declarations
+_declared: dict[str, PeriodicSpec] = {}
+_lock = threading.Lock()
+
+
+def _fail(name: str, handler: str, problem: str) -> ScheduleError:
+    who = f"periodic job {name!r}" if name == handler else f"periodic job {name!r} (handler {handler!r})"
+    return ScheduleError(f"{who}: {problem}")
+
+
+def _check(spec: PeriodicSpec) -> None:
+    name, handler = spec.name, spec.handler
+    if not isinstance(handler, str) or not handler.strip():
+        raise _fail(name, str(handler), "the handler name must be a non-empty string")
+    if not isinstance(spec.cron, str):
+        raise _fail(name, handler, f"cron must be a string, got {spec.cron!r}")
+    try:
+        tz = ZoneInfo(spec.timezone)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise _fail(name, handler, f"unknown time zone {spec.timezone!r}") from None
+    try:
+        CronSim(spec.cron, datetime.now(tz))
+    except CronSimError as exc:
+        raise _fail(name, handler, f"invalid cron expression {spec.cron!r} ({exc})") from None
+    if next_tick(spec.cron, tz, datetime.now(tz).timestamp()) is None:
+        raise _fail(name, handler, f"cron expression {spec.cron!r} never fires")
+    if spec.queue is not None and (not isinstance(spec.queue, str) or not spec.queue.strip()):
+        raise _fail(name, handler, "queue must be a non-empty string")
+    if not isinstance(spec.catch_up, bool):
+        raise _fail(name, handler, "catch_up must be True or False")
+    try:
+        orjson.dumps(spec.payload)
+    except TypeError as exc:
+        raise _fail(name, handler, f"payload must be JSON-serialisable ({exc})") from None
+
+
+def periodic(
+    name: str,
+    handler: str,
+    cron: str,
+    *,
+    timezone: str = "UTC",
+    payload: Any = None,
+    queue: str | None = None,
+    catch_up: bool = True,
+) -> PeriodicSpec:
+    """Declare a periodic job ``name``: enqueue the handler named ``handler``
+    at every tick of ``cron`` (5 fields, or 6 with seconds first) in
+    ``timezone`` (an IANA name), with ``payload`` on ``queue`` (None: the
+    handler's). ``catch_up=False`` skips a tick the schedulers were down for.
+
+    Raises ScheduleError (one line naming the schedule and its handler) for a
+    bad expression, time zone, payload, or a different declaration of ``name``."""
+    if not isinstance(name, str) or not name.strip():
+        raise ScheduleError("a periodic job's name must be a non-empty string")
+    spec = PeriodicSpec(name, handler, cron, timezone, payload, queue, catch_up)
+    _check(spec)
+    with _lock:
+        old = _declared.get(name)
+        if old is not None and old != spec:
+            raise _fail(name, handler, "is already declared with other options")
+        _declared[name] = spec
+    return spec
+
+
+def declared() -> list[PeriodicSpec]:
+    """Every declared periodic job, by name."""
+    return [_declared[name] for name in sorted(_declared)]
+
+
+def check_declared() -> list[PeriodicSpec]:
+    """The declared periodic jobs, after checking each one's handler is
+    registered (call once the handler modules are loaded). Raises ScheduleError."""
+    specs = declared()
+    for spec in specs:
+        if get_handler(spec.handler) is None:
+            raise _fail(spec.name, spec.handler, f"no handler named {spec.handler!r} is registered")
+    return specs
+
+
+def forget(name: str) -> None:
+    """Drop a declaration (tests)."""
+    with _lock:
+        _declared.pop(name, None)
+
+
+def tick_label(tick: float, tz: ZoneInfo) -> str:
+    """A tick as ISO 8601 in its time zone (job headers, logs)."""
+    return datetime.fromtimestamp(tick, tz).isoformat()
