@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from store import bulk
 from store.base import JobStore
 from store.lifecycle import TERMINAL, JobStatus
 from store.models import MaintenanceRun, ts
@@ -219,8 +220,17 @@ def run_worker_pruning(
     return removed
 
 
+#: How often the maintenance thread looks for bulk operations to run, seconds
+#: (an operator waits at most about this long for one to start).
+BULK_POLL_S = 1.0
+#: Time one look may spend on bulk operations before the thread moves on, seconds.
+BULK_BUDGET_S = 5.0
+
+
 class MaintenanceService(threading.Thread):
-    """Runs retention and worker pruning in one worker process, every interval."""
+    """Runs retention, worker pruning and history trimming in one worker
+    process every interval, and bulk operations (store/bulk.py) as soon as
+    they are started (checked every BULK_POLL_S)."""
 
     def __init__(
         self,
@@ -265,7 +275,23 @@ class MaintenanceService(threading.Thread):
             log.debug("%s", exc)
         except Exception as exc:
             log.warning("pruning dead workers failed: %s", exc)
+        try:
+            self.store.trim_history()
+        except Exception as exc:
+            log.warning("trimming the history counters failed: %s", exc)
+
+    def run_bulk(self) -> None:
+        """Run started bulk operations for up to BULK_BUDGET_S; errors logged."""
+        try:
+            if self.store.operations(limit=1, unfinished=True):
+                bulk.run_pending(self.store, self.owner, BULK_BUDGET_S)
+        except Exception as exc:  # the next look resumes from the saved cursor
+            log.warning("bulk operations failed: %s", exc)
 
     def run(self) -> None:
-        while not self._stop_event.wait(self.interval_s * random.uniform(0.9, 1.0)):
-            self.tick()
+        next_tick = time.monotonic() + self.interval_s * random.uniform(0.9, 1.0)
+        while not self._stop_event.wait(min(BULK_POLL_S, max(0.0, next_tick - time.monotonic()))):
+            self.run_bulk()
+            if time.monotonic() >= next_tick:
+                self.tick()
+                next_tick = time.monotonic() + self.interval_s * random.uniform(0.9, 1.0)

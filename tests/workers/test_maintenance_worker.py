@@ -61,3 +61,17 @@ def test_a_worker_prunes_old_jobs_and_forgets_dead_workers(handle: StoreHandle, 
     ids = {j.id for j in store.list_jobs(limit=50).items}
     assert old.id not in ids and {failed.id, young.id} <= ids  # Failed kept forever (0)
     wait_until(lambda: "worker dead-1 forgotten" in proc.log(), timeout=10, what="the log line")
+
+
+@pytest.mark.slow
+def test_a_worker_runs_a_bulk_operation_started_elsewhere(handle: StoreHandle, spawn: Spawner) -> None:
+    from store import bulk
+
+    store = handle.store
+    ids = [job_in(store, S.Failed).id for _ in range(30)]
+    spawn.worker(name="bulk-runner", env={"LEASEHOLD_MAINTENANCE_INTERVAL": "60"})
+    op = bulk.start(store, "requeue", {"status": "Failed"}, "operator:ann", expected=30)
+    done = wait_until(lambda: (o := store.get_operation(op.id)) and o.finished and o, what="the operation")
+    assert (done.state, done.changed) == ("done", 30)
+    assert {store.get(i).status for i in ids} <= {S.Queued, S.InProgress, S.Completed, S.Failed}
+    assert all(any(e.kind == "requeued" for e in store.events(i)) for i in ids)
