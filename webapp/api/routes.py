@@ -57,7 +57,7 @@ from webapp.api.state import api_state, job_store
 from webapp.api.status_responses import job_status_response
 
 JOB = "/api/jobs/<uuid:job_id>"
-QUEUE = "/api/queues/<queue>"
+QUEUE = "/api/queues/<path:queue>"
 PERIODIC = "/api/periodic/<name>"
 #: Most recovery batches one API request runs (each at most LEASEHOLD_RECOVERY_BATCH
 #: jobs), so the request has a bound; `more` in the answer says to run again.

@@ -14,7 +14,7 @@ from flask import Flask
 def init_app(app: Flask) -> None:
     """Register the console. Raises ConfigError for a missing LEASEHOLD_SECRET_KEY
     (unless testing) or a malformed LEASEHOLD_USERS."""
-    from webapp.console import actions, auth, security, views  # noqa: F401 - registers the routes
+    from webapp.console import actions, auth, operating, security, views  # noqa: F401 - registers the routes
     from webapp.console.blueprint import bp
 
     security.init_app(app)
