@@ -211,3 +211,36 @@ def test_openapi_documents_the_new_routes(api_app: Flask) -> None:
     for path in ("/api/queues", "/api/purge", "/api/periodic", "/api/queues/{queue}/pause"):
         assert path in paths, sorted(paths)
     assert "delete" in paths["/api/jobs/{job_id}"]
+
+
+# ----------------------------------------------------------------- metrics
+def test_metrics_paused_queues_pruned_jobs_and_live_workers(api_client: FlaskClient, store: JobStore) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from store.models import WorkerInfo
+
+    def scrape() -> dict[tuple[str, tuple], float]:
+        text = api_client.get("/metrics", headers=VIEWER).text
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    store.worker_heartbeat(WorkerInfo("old", "h", 1, ["default"], 1))
+    store.clock_offset_s += 3600
+    api_client.post("/api/queues/mail/pause", headers=OPERATOR)
+    api_client.post("/api/queues/default/pause", headers=OPERATOR)
+    api_client.post("/api/queues/default/resume", headers=OPERATOR)
+    job_in(store, S.Completed)
+    store.clock_offset_s += 120
+    store.worker_heartbeat(WorkerInfo("live", "h", 2, ["default"], 1))
+    before = scrape()
+    assert before[("leasehold_jobs_pruned_total", ())] == 0
+    api_client.post("/api/purge?older_than=60", headers=OPERATOR)
+    got = scrape()
+    assert got[("leasehold_queue_paused", (("queue", "mail"),))] == 1
+    assert got[("leasehold_queue_paused", (("queue", "default"),))] == 0
+    assert got[("leasehold_jobs_pruned_total", ())] == 1
+    assert got[("leasehold_workers", ())] == 1
+    assert got[("leasehold_workers_registered", ())] == 2
