@@ -10,7 +10,19 @@ Series (``_total`` added by the exposition format for counters):
 
 * ``leasehold_jobs{queue,status}``, ``leasehold_jobs_by_status{status}``: gauges from ``store.counts()``.
 * ``leasehold_expired_leases``: InProgress jobs whose lease expired, awaiting recovery.
-* ``leasehold_workers``: worker processes in the registry.
+* ``leasehold_workers``: live worker processes: registry heartbeat within 3
+  lease TTLs (the console's "alive"); ``leasehold_workers_registered``: every
+  registry entry, silent ones included (maintenance forgets those after
+  LEASEHOLD_WORKER_FORGET_AFTER).
+* ``leasehold_queue_paused{queue}``: 1 while the queue is paused, 0 once
+  resumed (queues never paused have no series).
+* ``leasehold_jobs_pruned_total``: jobs removed by retention, the sum of the
+  ``count`` of the recorded ``retention`` maintenance runs (the workers'
+  runs and ``POST /api/purge``). The store keeps the newest
+  ``StoreSettings.recovery_runs_kept`` runs per task and no running total, so
+  the sum covers that history: exact until the history wraps, after which
+  older runs drop out and Prometheus sees a counter reset. (A store-kept
+  ``e:pruned`` counter bumped by ``purge`` would make it exact for ever.)
 * ``leasehold_job_events_total{kind}``: every job event kind from ``store.event_counts()``.
 * Named counters from the same totals: ``leasehold_jobs_enqueued_total``,
   ``leasehold_jobs_claimed_total``, ``leasehold_jobs_completed_total``,
@@ -49,11 +61,14 @@ from prometheus_client.utils import floatToGoString
 from store.base import MAX_PAGE_SIZE, JobStore
 from store.lifecycle import EventKind as E
 from store.lifecycle import JobStatus
+from webapp.console.diagnosis import ALIVE_TTLS, is_alive
 
 #: Bucket upper bounds of the recent-jobs histograms, seconds.
 BUCKETS_S: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
 )  # fmt: skip
+#: The maintenance task whose runs count pruned jobs.
+RETENTION_TASK = "retention"
 #: Default number of recent Completed jobs the histograms are computed from.
 DEFAULT_SAMPLE_JOBS = 500
 
@@ -131,6 +146,7 @@ class StoreCollector(Collector):
         yield from self._counts()
         yield from self._events()
         yield from self._recovery()
+        yield from self._pruned()
         if self.sample_jobs:
             yield from self._recent()
 
@@ -152,8 +168,28 @@ class StoreCollector(Collector):
             "InProgress jobs whose lease has expired, awaiting recovery.",
             value=self.store.expired_lease_count(),
         )
+        yield from self._workers()
+        paused = GaugeMetricFamily(
+            "leasehold_queue_paused", "1 while the queue is paused (claims skip it).", labels=["queue"]
+        )
+        for state in self.store.queue_states():
+            paused.add_metric([state.name], 1 if state.paused else 0)
+        yield paused
+
+    def _workers(self) -> Iterator[Metric]:
+        store = self.store
+        now_s, ttl_s = store.now(), store.settings.lease_ttl_s
+        registry = store.workers()
+        live = sum(1 for w in registry if is_alive(w, now_s, ttl_s))
         yield GaugeMetricFamily(
-            "leasehold_workers", "Registered worker processes.", value=len(self.store.workers())
+            "leasehold_workers",
+            f"Live worker processes (registry heartbeat within {ALIVE_TTLS:g} lease TTLs).",
+            value=live,
+        )
+        yield GaugeMetricFamily(
+            "leasehold_workers_registered",
+            "Worker processes in the registry, silent ones included.",
+            value=len(registry),
         )
 
     def _events(self) -> Iterator[Metric]:
@@ -169,6 +205,14 @@ class StoreCollector(Collector):
             for kind, value in kinds.items():
                 family.add_metric([value], totals.get(kind, 0))
             yield family
+
+    def _pruned(self) -> Iterator[Metric]:
+        runs = self.store.maintenance_runs(RETENTION_TASK, limit=self.store.settings.recovery_runs_kept)
+        yield CounterMetricFamily(
+            "leasehold_jobs_pruned",
+            "Finished jobs removed by retention (sum of the recorded retention runs).",
+            value=sum(r.count for r in runs),
+        )
 
     def _recovery(self) -> Iterator[Metric]:
         runs = self.store.recovery_runs(limit=1)

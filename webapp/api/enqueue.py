@@ -40,9 +40,13 @@ def job_location(job_id: str) -> str:
 def enqueue_response(spec: JobSpec) -> Response:
     """Enqueue ``spec``: 202 with the new job and ``Location``; with an
     Idempotency-Key already used for the same job (name, queue, payload),
-    200 with the first job and nothing written; used for a different job, 409."""
+    200 with the first job and nothing written; used for a different job, 409.
+    A unique job (``unique_key``/``unique_for``) whose key is held: 200 with
+    the job holding it, whatever its payload."""
     job, created = job_store().enqueue_idempotent(spec)
-    if not created and (job.name, job.queue, job.payload) != (spec.name, spec.queue, spec.payload):
+    by_idempotency = spec.idempotency_key is not None and job.idempotency_key == spec.idempotency_key
+    same = (job.name, job.queue, job.payload) == (spec.name, spec.queue, spec.payload)
+    if not created and by_idempotency and not same:
         raise APIError(409, f"{IDEMPOTENCY_HEADER} was already used for a different job ({job.id})")
     response = current_app.json.response(job.to_json())
     response.status_code = 202 if created else 200

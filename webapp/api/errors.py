@@ -7,7 +7,7 @@ Every error the API answers is ``{"error": {"code": <int>, "message": <str>,
 400    malformed JSON body
 401    no or bad bearer token (``WWW-Authenticate: Bearer``)
 403    a viewer token on a mutating route
-404    unknown job or route
+404    unknown job, schedule or route
 405    wrong method (the action routes are POST only); ``Allow`` set
 409    InvalidTransition, LeaseLost, Idempotency-Key reuse, lock held
 413    body larger than MAX_CONTENT_LENGTH
@@ -34,6 +34,7 @@ from store.errors import (
     InvalidTransition,
     JobNotFound,
     LeaseLost,
+    ScheduleNotFound,
     StoreError,
     StoreUnavailable,
     ValidationError,
@@ -94,7 +95,7 @@ def to_api_error(exc: BaseException) -> APIError | None:
     """The APIError a known failure maps to, or None for a bug."""
     if isinstance(exc, APIError):
         return exc
-    if isinstance(exc, JobNotFound):
+    if isinstance(exc, JobNotFound | ScheduleNotFound):
         return APIError(404, str(exc))
     if isinstance(exc, InvalidTransition | LeaseLost):
         return APIError(409, str(exc))

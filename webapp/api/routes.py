@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app
 from pydantic import BaseModel
-from pydantic import ValidationError as PydanticValidationError
 from spectree import Response as SpecResponse
 from spectree import SpecTree
 
@@ -27,9 +26,11 @@ from store.errors import StoreUnavailable
 from store.lifecycle import JobStatus
 from store.models import JobSpec, iso
 from webapp import metrics
+from webapp.api import operating as ops
 from webapp.api.auth import current_token
+from webapp.api.common import context_of, job_json
 from webapp.api.enqueue import enqueue_response, idempotency_key
-from webapp.api.errors import APIError, from_pydantic
+from webapp.api.errors import APIError
 from webapp.api.schemas import (
     EnqueueRequest,
     ErrorResponse,
@@ -39,9 +40,16 @@ from webapp.api.schemas import (
     JobOut,
     JobPage,
     ListJobsQuery,
+    PurgeOut,
+    PurgeQuery,
+    PurgeRequest,
+    QueueList,
+    QueueOut,
     RecoveryOut,
     RecoveryQuery,
     RequeueRequest,
+    ScheduleList,
+    ScheduleOut,
     StatsOut,
     WorkerList,
 )
@@ -49,28 +57,12 @@ from webapp.api.state import api_state, job_store
 from webapp.api.status_responses import job_status_response
 
 JOB = "/api/jobs/<uuid:job_id>"
+QUEUE = "/api/queues/<path:queue>"
+PERIODIC = "/api/periodic/<name>"
 #: Most recovery batches one API request runs (each at most LEASEHOLD_RECOVERY_BATCH
 #: jobs), so the request has a bound; `more` in the answer says to run again.
 RECOVERY_MAX_BATCHES = 20
 E = ErrorResponse
-
-
-def _context(part: str, model: type[BaseModel]) -> Any:
-    """The validated request part from spectree, or the model's defaults when
-    spectree skipped it (an empty form-encoded body)."""
-    value = getattr(getattr(request, "context", None), part, None)
-    if value is None:
-        try:
-            value = model.model_validate({})
-        except PydanticValidationError as exc:  # a required field
-            raise from_pydantic(exc) from None
-    return value
-
-
-def _job_json(job: Any, status: int = 200) -> Response:
-    response = current_app.json.response(job.to_json())
-    response.status_code = status
-    return response
 
 
 # ------------------------------------------------------------------ views
@@ -90,14 +82,14 @@ def enqueue_job() -> Response:
 
     With an `Idempotency-Key` header already used for the same job, 200 with
     the first job (nothing written); used for a different job, 409."""
-    body: EnqueueRequest = _context("json", EnqueueRequest)
+    body: EnqueueRequest = context_of("json", EnqueueRequest)
     spec = JobSpec(idempotency_key=idempotency_key(), **body.model_dump())
     return enqueue_response(spec)
 
 
 def list_jobs() -> dict[str, Any]:
     """Jobs, newest update first, filtered by status, queue and name; keyset paging."""
-    q: ListJobsQuery = _context("query", ListJobsQuery)
+    q: ListJobsQuery = context_of("query", ListJobsQuery)
     page = job_store().list_jobs(
         status=JobStatus[q.status] if q.status else None,
         queue=q.queue,
@@ -116,25 +108,25 @@ def get_job(job_id: uuid.UUID) -> Any:
 def cancel_job(job_id: uuid.UUID) -> Response:
     """Cancel: 200 with the job, 409 when it cannot be canceled. A running
     job's lease is revoked (its worker's heartbeat and ack are refused)."""
-    return _job_json(job_store().cancel(str(job_id), actor=current_token().actor))
+    return job_json(job_store().cancel(str(job_id), actor=current_token().actor))
 
 
 def requeue_job(job_id: uuid.UUID) -> Response:
     """Requeue a Scheduled, Failed or Canceled job: due now; retries reset
     unless `reset_retries` is false. 409 from any other status."""
-    body: RequeueRequest = _context("json", RequeueRequest)
+    body: RequeueRequest = context_of("json", RequeueRequest)
     job = job_store().requeue(str(job_id), actor=current_token().actor, reset_retries=body.reset_retries)
-    return _job_json(job)
+    return job_json(job)
 
 
 def retry_job(job_id: uuid.UUID) -> Response:
     """Retry a Scheduled or Failed job now, keeping its retry count. 409 from any other status."""
-    return _job_json(job_store().retry_now(str(job_id), actor=current_token().actor))
+    return job_json(job_store().retry_now(str(job_id), actor=current_token().actor))
 
 
 def job_events(job_id: uuid.UUID) -> dict[str, Any]:
     """A job's timeline, oldest first (the last `limit` events)."""
-    q: EventsQuery = _context("query", EventsQuery)
+    q: EventsQuery = context_of("query", EventsQuery)
     store = job_store()
     store.get(str(job_id))  # 404 for an unknown job, not an empty list
     return {"items": [event.to_json() for event in store.events(str(job_id), limit=q.limit)]}
@@ -146,7 +138,7 @@ def run_recovery() -> dict[str, Any]:
     A real run takes the recovery lock, drains in bounded batches (`more` is
     true when leases remain) and is recorded in the recovery history with the
     token's name as its trigger. 409 while another instance holds the lock."""
-    q: RecoveryQuery = _context("query", RecoveryQuery)
+    q: RecoveryQuery = context_of("query", RecoveryQuery)
     settings = current_app.extensions["leasehold.settings"]
     owner = f"api@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # unique per run
     try:
@@ -222,6 +214,9 @@ _READ = {"HTTP_401": E, "HTTP_503": E}
 _ACT = {"HTTP_401": E, "HTTP_403": E, "HTTP_404": E, "HTTP_409": E, "HTTP_503": E}
 _BODY = {"HTTP_400": E, "HTTP_413": E, "HTTP_415": E}
 _OPS = ("ops",)
+_QUEUES = ("queues",)
+_RETENTION = ("retention",)
+_PERIODIC = ("periodic",)
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -249,6 +244,7 @@ ROUTES: tuple[Route, ...] = (
         responses={"HTTP_200": JobOut, **_ACT, **_BODY},
     ),
     Route(f"{JOB}/retry", retry_job, ("POST",), responses={"HTTP_200": JobOut, **_ACT}),
+    Route(JOB, ops.delete_job, ("DELETE",), responses={"HTTP_204": None, **_ACT}),
     Route(
         f"{JOB}/events",
         job_events,
@@ -262,6 +258,44 @@ ROUTES: tuple[Route, ...] = (
         query=RecoveryQuery,
         responses={"HTTP_200": RecoveryOut, **_ACT},
         tags=("recovery",),
+    ),
+    Route(
+        "/api/purge",
+        ops.run_purge,
+        ("POST",),
+        query=PurgeQuery,
+        json=PurgeRequest,
+        responses={"HTTP_200": PurgeOut, **_ACT, **_BODY},
+        tags=_RETENTION,
+    ),
+    Route("/api/queues", ops.list_queues, responses={"HTTP_200": QueueList, **_READ}, tags=_QUEUES),
+    Route(
+        f"{QUEUE}/pause", ops.pause_queue, ("POST",), responses={"HTTP_200": QueueOut, **_ACT}, tags=_QUEUES
+    ),
+    Route(
+        f"{QUEUE}/resume", ops.resume_queue, ("POST",), responses={"HTTP_200": QueueOut, **_ACT}, tags=_QUEUES
+    ),
+    Route("/api/periodic", ops.list_periodic, responses={"HTTP_200": ScheduleList, **_READ}, tags=_PERIODIC),
+    Route(
+        f"{PERIODIC}/enable",
+        ops.enable_periodic,
+        ("POST",),
+        responses={"HTTP_200": ScheduleOut, **_ACT},
+        tags=_PERIODIC,
+    ),
+    Route(
+        f"{PERIODIC}/disable",
+        ops.disable_periodic,
+        ("POST",),
+        responses={"HTTP_200": ScheduleOut, **_ACT},
+        tags=_PERIODIC,
+    ),
+    Route(
+        f"{PERIODIC}/run",
+        ops.run_periodic,
+        ("POST",),
+        responses={"HTTP_202": JobOut, **_ACT},
+        tags=_PERIODIC,
     ),
     Route("/api/stats", stats, responses={"HTTP_200": StatsOut, **_READ}, tags=_OPS),
     Route("/api/workers", list_workers, responses={"HTTP_200": WorkerList, **_READ}, tags=_OPS),

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from store.base import MAX_PAGE_SIZE
-from store.lifecycle import JobStatus
+from store.lifecycle import TERMINAL, JobStatus
 from store.models import (
     MAX_DELAY_S,
+    MAX_IDEMPOTENCY_KEY_LEN,
     MAX_NAME_LEN,
     MAX_PRIORITY,
     MAX_QUEUE_LEN,
@@ -60,6 +61,18 @@ class EnqueueRequest(_Body):
     timeout_s: float | None = Field(None, ge=0.001, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     lease_ttl_s: float | None = Field(None, ge=MIN_LEASE_TTL_S, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     delay_s: float = Field(0.0, ge=0.0, le=MAX_DELAY_S, allow_inf_nan=False, description="start Scheduled")
+    unique_for: float | None = Field(
+        None,
+        ge=0.0,
+        le=MAX_DELAY_S,
+        allow_inf_nan=False,
+        description="a unique job: while a job with its key is Queued, Scheduled or InProgress, "
+        "or younger than this many seconds, that job is answered (200) instead of a new one",
+    )
+    unique_key: (
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LEN, pattern=_TEXT)]
+        | None
+    ) = Field(None, description="the unique job's key (default: name and canonical payload)")
 
 
 class RequeueRequest(_Body):
@@ -91,6 +104,52 @@ class EventsQuery(_Query):
 
 class RecoveryQuery(_Query):
     dry_run: bool = Field(False, description="preview only: report what would be done, change nothing")
+
+
+#: Statuses retention may prune.
+FINISHED_NAMES = ", ".join(s.name for s in sorted(TERMINAL))
+#: Largest ``older_than`` accepted, seconds (a century).
+MAX_AGE_S = 100 * 365 * 86400.0
+
+
+def _finished(values: list[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    names = []
+    for value in values:
+        status = JobStatus.parse(value)
+        if status not in TERMINAL:
+            raise ValueError(f"{status.name} jobs are never purged; expected {FINISHED_NAMES}")
+        names.append(status.name)
+    return sorted(set(names))
+
+
+class PurgeQuery(_Query):
+    """``older_than`` and ``status`` may come here or in the body (the body wins)."""
+
+    dry_run: bool = Field(False, description="count only: change nothing")
+    older_than: float | None = Field(None, ge=0.0, le=MAX_AGE_S, allow_inf_nan=False)
+    status: list[str] | None = Field(None, description=f"repeat for several: {FINISHED_NAMES}")
+
+    @field_validator("status")
+    @classmethod
+    def _finished_only(cls, value: list[str] | None) -> list[str] | None:
+        return _finished(value)
+
+
+class PurgeRequest(_Body):
+    """Without ``older_than``, each status is purged after its own retention
+    (LEASEHOLD_RETENTION_COMPLETED, _FAILED, _CANCELED; 0 keeps forever)."""
+
+    older_than: float | None = Field(
+        None, ge=0.0, le=MAX_AGE_S, allow_inf_nan=False, description="seconds since last update"
+    )
+    status: list[str] | None = Field(None, description=FINISHED_NAMES)
+
+    @field_validator("status")
+    @classmethod
+    def _finished_only(cls, value: list[str] | None) -> list[str] | None:
+        return _finished(value)
 
 
 # --------------------------------------------------------------- responses
@@ -204,6 +263,46 @@ class RecoveryOut(BaseModel):
     more: bool = Field(description="expired leases remain (the run stopped at its bound)")
     owner: str | None
     duration_ms: float
+
+
+class QueueOut(BaseModel):
+    name: str
+    paused: bool
+    changed_by: str | None = Field(description="who last paused or resumed it (operator:<name>)")
+    changed_at: str | None
+    counts: dict[str, int] = Field(description="jobs by status (all six)")
+
+
+class QueueList(BaseModel):
+    items: list[QueueOut]
+
+
+class PurgeOut(BaseModel):
+    """A real purge answers ``pruned``, a dry run ``would_prune``."""
+
+    pruned: int | None = None
+    would_prune: int | None = None
+    more: bool = Field(False, description="jobs remain past the request's bound: run it again")
+
+
+class ScheduleOut(BaseModel):
+    name: str
+    handler: str
+    cron: str
+    timezone: str
+    queue: str
+    payload: Any = None
+    catch_up: bool
+    description: str = Field(description="the cron expression in words")
+    enabled: bool
+    next_run_at: str | None = Field(description="null when disabled or invalid")
+    last_tick_at: str | None
+    last_job_id: str | None
+    last_job_status: str | None = Field(description="null when there is none or it was pruned")
+
+
+class ScheduleList(BaseModel):
+    items: list[ScheduleOut]
 
 
 class HealthOut(BaseModel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flask import Response, abort, flash, redirect, request, url_for
+from flask import Response, abort, flash, make_response, redirect, request, url_for
 
 from store.errors import InvalidTransition, JobNotFound
 from store.lifecycle import Operation
@@ -35,23 +35,28 @@ def actor() -> str:
 
 
 #: The store call behind each operator operation (``reset_retries`` only matters to requeue).
-_CALLS: dict[Operation, Callable[..., Job]] = {
+#: DELETE answers None: the job is gone.
+_CALLS: dict[Operation, Callable[..., Job | None]] = {
     Operation.CANCEL: lambda st, job_id, actor, reset: st.cancel(job_id, actor=actor),
     Operation.REQUEUE: lambda st, job_id, actor, reset: st.requeue(job_id, actor=actor, reset_retries=reset),
     Operation.RETRY_NOW: lambda st, job_id, actor, reset: st.retry_now(job_id, actor=actor),
+    Operation.DELETE: lambda st, job_id, actor, reset: st.delete(job_id, actor=actor),
 }
 
 
-def apply(op: Operation, job_id: str, *, reset_retries: bool = True) -> Job:
+def apply(op: Operation, job_id: str, *, reset_retries: bool = True) -> Job | None:
     """Run one operator operation on a job as the logged-in operator.
     Raises InvalidTransition, JobNotFound."""
     return _CALLS[op](store(), job_id, actor(), reset_retries)
 
 
 def friendly(exc: InvalidTransition) -> str:
-    verb = {"cancel": "canceled", "requeue": "requeued", "retry_now": "retried now"}.get(
-        exc.operation or "", "changed"
-    )
+    verb = {
+        "cancel": "canceled",
+        "requeue": "requeued",
+        "retry_now": "retried now",
+        "delete": "deleted (cancel it first)",
+    }.get(exc.operation or "", "changed")
     return f"This job is {exc.source} now and cannot be {verb}. The page shows its current state."
 
 
@@ -90,6 +95,28 @@ def requeue(job_id: str) -> Response:
 @auth.operator_required
 def retry(job_id: str) -> Response:
     return _job_action(job_id, Operation.RETRY_NOW)
+
+
+@bp.post("/jobs/<job_id>/delete")
+@auth.operator_required
+def delete(job_id: str) -> Response:
+    """Delete a job that is not InProgress; then go to the jobs of its queue."""
+    try:
+        queue = store().get(job_id).queue
+        apply(Operation.DELETE, job_id)
+    except JobNotFound:
+        abort(404, f"No job has id {job_id}.")
+    except InvalidTransition as exc:
+        return render_view(
+            "job.html", "partials/job_live.html", status=409, **job_context(job_id, error=friendly(exc))
+        )
+    flash(f"Deleted job {job_id} by {actor().removeprefix('operator:')}; the audit log keeps the deletion.")
+    target = url_for("console.jobs", queue=queue)
+    if is_htmx():
+        response = make_response("", 200)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, 303)
 
 
 # ------------------------------------------------------------------ bulk

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from store.lifecycle import JobStatus
-from store.models import Job, WorkerInfo
+from store.models import Job, QueueState, WorkerInfo
 
 S = JobStatus
 
@@ -39,6 +39,7 @@ class Context:
     lease_ttl_s: the deployment's lease TTL (liveness threshold is ALIVE_TTLS of it).
     recovery_interval_s: how often recovery runs in the workers.
     queued_in_queue: jobs currently Queued in the job's queue (from the counters).
+    queue_state: the pause state of the job's queue (None: never paused).
     """
 
     now_s: float
@@ -46,6 +47,7 @@ class Context:
     lease_ttl_s: float
     recovery_interval_s: float
     queued_in_queue: int
+    queue_state: QueueState | None = None
 
 
 def epoch(value: datetime | None) -> float | None:
@@ -109,8 +111,31 @@ def _worker_line(job: Job, ctx: Context) -> list[Reason]:
     return lines
 
 
+def _paused_line(job: Job, ctx: Context) -> list[Reason]:
+    """ "queue paused by ann at 14:02" when the job's queue is paused (no claim takes it)."""
+    state = ctx.queue_state
+    if state is None or not state.paused:
+        return []
+    who = (state.changed_by or "an operator").removeprefix("operator:").split("#", 1)[0]
+    when = (
+        f" at {state.changed_at.strftime('%H:%M')} UTC ({state.changed_at:%Y-%m-%d})"
+        if state.changed_at
+        else ""
+    )
+    return [
+        Reason(
+            "bad",
+            f"Queue '{job.queue}' paused by {who}{when}: no worker claims its jobs until it is resumed.",
+        )
+    ]
+
+
 def _queued(job: Job, ctx: Context) -> list[Reason]:
-    return [Reason("info", "Queued and due now; waiting to be claimed."), *_worker_line(job, ctx)]
+    return [
+        *_paused_line(job, ctx),
+        Reason("info", "Queued and due now; waiting to be claimed."),
+        *_worker_line(job, ctx),
+    ]
 
 
 def _scheduled(job: Job, ctx: Context) -> list[Reason]:
@@ -127,9 +152,9 @@ def _scheduled(job: Job, ctx: Context) -> list[Reason]:
             )
         else:
             text = f"Scheduled for later: due at {_when(due)}, in"
-        return [Reason("info", text, seconds=wait)]
+        return [*_paused_line(job, ctx), Reason("info", text, seconds=wait)]
     lines = [Reason("info", "Due now (a retry or a released lease); waiting to be claimed.")]
-    return lines + _worker_line(job, ctx)
+    return _paused_line(job, ctx) + lines + _worker_line(job, ctx)
 
 
 def _in_progress(job: Job, ctx: Context) -> list[Reason]:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from store.base import MAX_PAGE_SIZE, JobStore
 from store.lifecycle import JobStatus
-from store.models import Counts, Job, WorkerInfo
+from store.models import Counts, Job, QueueState, WorkerInfo
 from webapp.console.diagnosis import epoch, is_alive
 
 S = JobStatus
@@ -100,6 +100,16 @@ def worker_rows(store: JobStore, now_s: float, lease_ttl_s: float) -> list[Worke
         seen = epoch(w.last_seen_at)
         rows.append(WorkerRow(w, is_alive(w, now_s, lease_ttl_s), None if seen is None else now_s - seen))
     return rows
+
+
+def queue_state(store: JobStore, queue: str) -> QueueState | None:
+    """The pause state of ``queue`` (None when it was never paused or resumed)."""
+    return next((q for q in store.queue_states() if q.name == queue), None)
+
+
+def paused_queues(store: JobStore) -> dict[str, QueueState]:
+    """Queues paused now, by name."""
+    return {q.name: q for q in store.queue_states() if q.paused}
 
 
 def queued_in(counts: Counts, queue: str) -> int:

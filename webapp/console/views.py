@@ -16,8 +16,8 @@ from flask import Response, abort, make_response, redirect, request, url_for
 
 from store.base import RECOVERY_LOCK
 from store.errors import JobNotFound, ValidationError
-from store.lifecycle import OPERATIONS, TERMINAL, JobStatus, Operation
-from store.models import ts
+from store.lifecycle import OPERATIONS, TERMINAL, EventKind, JobStatus, Operation
+from store.models import JobEvent, ts
 from webapp.console import auth, diagnosis, queries
 from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
 from webapp.console.recovery import operator_name
@@ -27,6 +27,9 @@ PAGE_SIZES = (25, 50, 100, 200)
 RECENT_FAILURES = 8
 AUDIT_LIMIT = 200
 RECOVERY_HISTORY = 50
+#: Maintenance task names (``store.maintenance_runs``).
+RETENTION_TASK = "retention"
+WORKERS_TASK = "workers"
 
 
 # ----------------------------------------------------------------- login
@@ -72,12 +75,14 @@ def overview() -> Response:
     cfg = settings()
     counts = st.counts()
     workers = queries.worker_rows(st, now_s, cfg.lease_ttl_s)
+    paused = queries.paused_queues(st)
     return render_view(
         "overview.html",
         "partials/overview_live.html",
         counts=counts,
         statuses=list(S),
-        queues=sorted(counts.by_queue),
+        queues=sorted(set(counts.by_queue) | set(paused)),
+        paused=paused,
         expired=st.expired_lease_count(),
         workers_alive=sum(1 for w in workers if w.alive),
         workers_total=len(workers),
@@ -168,6 +173,7 @@ BULK_ACTIONS = {
         BulkAction(
             "requeue", "Requeue fresh (reset retries)", "requeued with retries reset", Operation.REQUEUE
         ),
+        BulkAction("delete", "Delete (job, events and keys)", "deleted", Operation.DELETE),
     )
 }
 
@@ -192,6 +198,7 @@ def job_context(job_id: str, message: str | None = None, error: str | None = Non
             queued_in_queue=queries.queued_in(st.counts(), job.queue)
             if job.status is not S.InProgress
             else 0,
+            queue_state=queries.queue_state(st, job.queue),
         )
         reasons = diagnosis.explain(job, ctx)
     return {
@@ -214,18 +221,22 @@ def job(job_id: str) -> Response:
 
 
 # --------------------------------------------------------------- workers
-@bp.get("/workers")
-def workers() -> Response:
+def workers_context(message: str | None = None) -> dict[str, Any]:
+    """What the workers page and its live fragment show."""
     st = store()
     now_s = st.now()
-    rows = queries.worker_rows(st, now_s, settings().lease_ttl_s)
-    return render_view(
-        "workers.html",
-        "partials/workers_table.html",
-        rows=rows,
-        alive_after_s=diagnosis.ALIVE_TTLS * settings().lease_ttl_s,
-        now_s=now_s,
-    )
+    return {
+        "rows": queries.worker_rows(st, now_s, settings().lease_ttl_s),
+        "alive_after_s": diagnosis.ALIVE_TTLS * settings().lease_ttl_s,
+        "forget_after_s": settings().worker_forget_after_s,
+        "message": message,
+        "now_s": now_s,
+    }
+
+
+@bp.get("/workers")
+def workers() -> Response:
+    return render_view("workers.html", "partials/workers_table.html", **workers_context())
 
 
 # -------------------------------------------------------------- recovery
@@ -244,6 +255,11 @@ def recovery_context(result: Any = None, error: str | None = None) -> dict[str, 
         "error": error,
         "interval_s": cfg.recovery_interval_s,
         "enabled": cfg.recovery_enabled,
+        "retention": sorted(cfg.retention_s.items()),
+        "forget_after_s": cfg.worker_forget_after_s,
+        "maintenance_interval_s": cfg.maintenance_interval_s,
+        "pruning": next(iter(st.maintenance_runs(RETENTION_TASK, limit=1)), None),
+        "worker_pruning": next(iter(st.maintenance_runs(WORKERS_TASK, limit=1)), None),
         "now_s": now_s,
     }
 
@@ -256,28 +272,42 @@ def recovery() -> Response:
 # ----------------------------------------------------------------- audit
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
+    """One line of the audit log. ``job_id`` is None for actions on no job
+    (queue pause/resume, recovery runs); ``queue`` names a paused or resumed
+    queue; ``job_gone`` is True for a deletion (nothing to link to)."""
+
     at: datetime
     actor: str
     action: str
     job_id: str | None
     detail: str
+    queue: str | None = None
+    job_gone: bool = False
+
+
+_QUEUE_EVENTS = frozenset({EventKind.QUEUE_PAUSED, EventKind.QUEUE_RESUMED})
+
+
+def _audit_entry(e: JobEvent) -> AuditEntry:
+    change = " → ".join(s.name for s in (e.from_status, e.to_status) if s)
+    detail = " · ".join(part for part in (change, e.message or "") if part)
+    queue = (e.message or "").removeprefix("queue ") if e.kind in _QUEUE_EVENTS else None
+    return AuditEntry(
+        e.at,
+        operator_name(e.actor or ""),
+        e.kind,
+        e.job_id or None,
+        detail,
+        queue=queue or None,
+        job_gone=e.kind == EventKind.DELETED,
+    )
 
 
 def audit_entries(limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
     """Operator actions, newest first: job events by ``operator:*`` actors
     (``store.audit``) merged with recovery runs an operator triggered."""
     st = store()
-    entries = [
-        AuditEntry(
-            e.at,
-            operator_name(e.actor or ""),
-            e.kind,
-            e.job_id,
-            " → ".join(s.name for s in (e.from_status, e.to_status) if s)
-            + (f" · {e.message}" if e.message else ""),
-        )
-        for e in st.audit(limit)
-    ]
+    entries = [_audit_entry(e) for e in st.audit(limit)]
     for run in st.recovery_runs(RECOVERY_HISTORY):
         if run.trigger.startswith("operator:"):
             detail = (

@@ -1,0 +1,138 @@
+"""Console pages and actions for operating over months: a queue's page with
+pause/resume, the Periodic page (enable, disable, enqueue now), forgetting a
+silent worker.
+
+Actions are POSTs (CSRF-checked by the blueprint), operators only, made with
+the store's actor ``operator:<name>`` so they reach the audit log (queue
+pause/resume) or, for a forgotten worker, a log line naming the operator
+(the registry keeps no history). An htmx request gets its page's live
+fragment back; a plain form post is redirected (post/redirect/get).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, abort, current_app, flash, redirect, request, url_for
+
+from store.errors import ScheduleNotFound
+from store.lifecycle import JobStatus
+from store.models import JobSpec, QueueState
+from webapp import periodic
+from webapp.console import auth, queries
+from webapp.console.actions import actor
+from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
+from webapp.console.views import workers_context
+
+S = JobStatus
+
+
+def _who() -> str:
+    return actor().removeprefix("operator:")
+
+
+# ----------------------------------------------------------------- queues
+def queue_context(queue: str, message: str | None = None) -> dict[str, Any]:
+    """What the queue page and its live fragment show."""
+    st = store()
+    state = queries.queue_state(st, queue) or QueueState(queue, False)
+    return {
+        "queue": queue,
+        "state": state,
+        "changed_by": (state.changed_by or "").removeprefix("operator:"),
+        "counts": st.counts().by_queue.get(queue, {}),
+        "statuses": list(S),
+        "message": message,
+    }
+
+
+@bp.get("/queues/<path:queue>")
+def queue(queue: str) -> Response:
+    return render_view("queue.html", "partials/queue_live.html", **queue_context(queue))
+
+
+def _set_paused(queue: str, paused: bool) -> Response:
+    st = store()
+    (st.pause_queue if paused else st.resume_queue)(queue, actor=actor())
+    message = f"Queue {queue} {'paused' if paused else 'resumed'} by {_who()}."
+    if is_htmx():
+        return render_view("queue.html", "partials/queue_live.html", **queue_context(queue, message))
+    flash(message)
+    return redirect(safe_next(request.form.get("next") or url_for("console.queue", queue=queue)), 303)
+
+
+@bp.post("/queues/<path:queue>/pause")
+@auth.operator_required
+def pause_queue(queue: str) -> Response:
+    return _set_paused(queue, True)
+
+
+@bp.post("/queues/<path:queue>/resume")
+@auth.operator_required
+def resume_queue(queue: str) -> Response:
+    return _set_paused(queue, False)
+
+
+# --------------------------------------------------------------- periodic
+def periodic_context(message: str | None = None) -> dict[str, Any]:
+    return {"schedules": periodic.views(store()), "message": message}
+
+
+@bp.get("/periodic")
+def periodic_page() -> Response:
+    return render_view("periodic.html", "partials/periodic_table.html", **periodic_context())
+
+
+def _periodic_done(message: str) -> Response:
+    if is_htmx():
+        return render_view("periodic.html", "partials/periodic_table.html", **periodic_context(message))
+    flash(message)
+    return redirect(url_for("console.periodic_page"), 303)
+
+
+@bp.post("/periodic/<name>/<any(enable, disable):action>")
+@auth.operator_required
+def periodic_toggle(name: str, action: str) -> Response:
+    try:
+        store().set_schedule_enabled(name, action == "enable")
+    except ScheduleNotFound:
+        abort(404, f"No schedule is called {name}.")
+    current_app.logger.info("schedule %s %sd by %s", name, action, actor())
+    return _periodic_done(f"Schedule {name} {action}d by {_who()}.")
+
+
+@bp.post("/periodic/<name>/run")
+@auth.operator_required
+def periodic_run(name: str) -> Response:
+    st = store()
+    schedule = periodic.find(st, name)
+    if schedule is None:
+        abort(404, f"No schedule is called {name}.")
+    job, _ = st.enqueue_idempotent(JobSpec(schedule.handler, schedule.payload, queue=schedule.queue))
+    current_app.logger.info("schedule %s enqueued now by %s: job %s", name, actor(), job.id)
+    return _periodic_done(f"Enqueued {schedule.handler} now ({job.id}) by {_who()}.")
+
+
+# ---------------------------------------------------------------- workers
+@bp.post("/workers/<worker_id>/forget")
+@auth.operator_required
+def forget_worker(worker_id: str) -> Response:
+    """Remove a silent worker from the registry; a live one is refused (409)."""
+    st = store()
+    now_s = st.now()
+    row = next(
+        (r for r in queries.worker_rows(st, now_s, settings().lease_ttl_s) if r.info.id == worker_id), None
+    )
+    if row is None:
+        abort(404, f"No worker is registered as {worker_id}.")
+    if row.alive:
+        abort(409, f"Worker {worker_id} is alive (it heartbeated {row.age_s or 0:.0f} s ago); stop it first.")
+    st.remove_worker(worker_id)
+    current_app.logger.warning(
+        "worker %s forgotten by %s (last heartbeat %.0f s ago)", worker_id, actor(), row.age_s or 0
+    )
+    message = f"Worker {worker_id} forgotten by {_who()}."
+    if is_htmx():
+        return render_view("workers.html", "partials/workers_table.html", **workers_context(message))
+    flash(message)
+    return redirect(url_for("console.workers"), 303)
