@@ -15,6 +15,7 @@ import orjson
 from store.base import StoreSettings
 from store.lifecycle import JobStatus
 from store.models import (
+    Attempt,
     Job,
     JobEvent,
     JobSpec,
@@ -147,6 +148,20 @@ def event_from_json(text: str, job_id: str | None = None) -> JobEvent:
         actor=e.get("actor"),
         token=e.get("token"),
         message=e.get("message"),
+    )
+
+
+def attempt_from_json(text: str) -> Attempt:
+    """An entry of a job's attempts list (lua/apply_failures.lua): times as
+    text, the error as its JSON text."""
+    a = orjson.loads(text)
+    return Attempt(
+        attempt=int(a["attempt"]),
+        token=int(a["token"]),
+        worker_id=a.get("worker_id"),
+        error=_json(a, "error"),
+        started_at=ts(_float(a, "started_at")),
+        finished_at=ts(_float(a, "finished_at")),
     )
 
 

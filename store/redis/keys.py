@@ -8,6 +8,8 @@ Key schema (``P`` = prefix):
                           JSON fields as JSON text, plus ``rank`` (its member
                           in the ready/scheduled zsets)
 ``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped
+``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first
+                          (written with the failure by lua/apply_failures.lua)
 ``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
                           moved here by a claim once due), member ``rank``
 ``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
@@ -86,6 +88,9 @@ class Keys:
 
     def events(self, job_id: str) -> str:
         return self._key("events", job_id)
+
+    def attempts(self, job_id: str) -> str:
+        return self._key("attempts", job_id)
 
     def ready(self, queue: str) -> str:
         return self._key("ready", queue)

@@ -43,6 +43,7 @@ class OperatingMixin(RedisPlumbing):
                 k.events(job_id),
                 k.ready(queue),
                 k.scheduled(queue),
+                k.attempts(job_id),
             ]
             reply = self._eval(
                 self._lua.delete, keys, self._args(*op_args(Operation.DELETE), job_id, code, actor)
@@ -63,7 +64,8 @@ class OperatingMixin(RedisPlumbing):
         ids = self._eval(self._lua.purge_candidates, indexes, [self._offset(), age, limit])
         deleted = 0
         for chunk in chunks(ids):
-            keys = [*k.common(), *k.removal(), *(key for i in chunk for key in (k.job(i), k.events(i)))]
+            per_job = (key for i in chunk for key in (k.job(i), k.events(i), k.attempts(i)))
+            keys = [*k.common(), *k.removal(), *per_job]
             deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(statuses), *chunk)))
         return deleted
 

@@ -17,7 +17,7 @@ from store import lifecycle
 from store.base import StoreSettings
 from store.errors import LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
-from store.models import failure_event, refusal_message
+from store.models import failure_event, refusal_message, trimmed_error
 from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable
 from store.redis.keys import Keys
@@ -142,20 +142,22 @@ class RedisPlumbing:
 
     def _apply_failures(self, items: Sequence[Failure], *, want_jobs: bool) -> list[Any]:
         """Apply retry decisions as compare-and-set per job
-        (lua/apply_failures.lua, SCRIPT_BATCH jobs a call). Per item: 0 when
+        (lua/apply_failures.lua, SCRIPT_BATCH jobs a call), each with its
+        failed attempt (error traceback cut by trimmed_error). Per item: 0 when
         its guard missed (nothing written), else 1, or the job as a flat hash
         with ``want_jobs``."""
         k, replies = self.keys, []
         for chunk in chunks(items):
             keys, args = k.common(), self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0)
             for f in chunk:
-                kind, message = failure_event(f.decision, f.error, f.expired)
+                error = trimmed_error(f.error)
+                kind, message = failure_event(f.decision, error, f.expired)
                 delay = "" if f.decision.delay_s is None else repr(float(f.decision.delay_s))
-                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue)]
+                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue), k.attempts(f.job_id)]
                 args += [f.job_id, f.token, f.retry_count, int(f.decision.status), f.decision.retry_count]
                 args += [
                     delay,
-                    codec.dumps(f.error),
+                    codec.dumps(error),
                     1 if f.expired else 0,
                     kind.value,
                     message,

@@ -44,7 +44,7 @@ from store import lifecycle
 from store.base import MAX_BATCH
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.keys import rank_job_id
 from store.redis.listing import ListingMixin
@@ -234,6 +234,11 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
                     out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
         return out
 
+    def attempts(self, job_id: str) -> list[Attempt]:
+        """The job's attempts list (lua/apply_failures.lua), oldest first."""
+        [texts] = self._pipe(lambda p: p.lrange(self.keys.attempts(job_id), 0, -1))
+        return [codec.attempt_from_json(text) for text in texts]
+
     def fail(
         self,
         job_id: str,
@@ -311,3 +316,16 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
 
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
         return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
+
+    # Not yet on Redis (the next commits): each raises NotImplementedError.
+    def report_progress(self, job_id, token, fraction, message=None, worker_id=None):
+        raise NotImplementedError
+
+    def command_worker(self, worker_id, command, *, actor="operator"):
+        raise NotImplementedError
+
+    def history(self, width_s, since, queue=None):
+        raise NotImplementedError
+
+    def trim_history(self):
+        raise NotImplementedError

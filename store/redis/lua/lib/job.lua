@@ -190,12 +190,12 @@ local function audit_event(id, kind, from, to, actor, token, message)
 end
 
 -- Remove job `id` (`status`, `queue`): its hash KEYS[hash], its event list
--- KEYS[list], its entries in the updated, updated:<status> and leases zsets,
--- its idempotency key `idem` and unique key `unique` when they still name it
+-- KEYS[list] and attempts list KEYS[attempts], its entries in the updated,
+-- updated:<status> and leases zsets, its idempotency key `idem` and unique key `unique` when they still name it
 -- (KEYS[11..13], see the header), and its status count. The caller takes its
 -- rank out of the ready/scheduled zsets (`unqueue`); audit entries stay.
-local function remove_job(hash, list, id, status, queue, idem, unique)
-  redis.call('DEL', KEYS[hash], KEYS[list])
+local function remove_job(hash, list, attempts, id, status, queue, idem, unique)
+  redis.call('DEL', KEYS[hash], KEYS[list], KEYS[attempts])
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[2 + status / 100], id)
   redis.call('ZREM', KEYS[9], id)
