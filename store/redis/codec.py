@@ -127,6 +127,7 @@ def job_from_hash(h: Mapping[str, str]) -> Job:
         completed_at=ts(_float(h, "completed_at")),
         last_updated_at=ts(_float(h, "last_updated_at")),
         idempotency_key=h.get("idempotency_key"),
+        progress=_json(h, "progress"),
     )
 
 

@@ -36,6 +36,7 @@ class Scripts:
     claim_candidates: Script
     claim: Script
     heartbeat: Script
+    progress: Script
     complete: Script
     apply_failures: Script
     release: Script

@@ -29,7 +29,8 @@ A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
 how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
 (each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
 contention); heartbeat and complete_many 1 per SCRIPT_BATCH (+1 when some are
-refused); fail, release and operator actions 2; recovery 2 + 1 per SCRIPT_BATCH.
+refused); report_progress 1 (+1 when refused); fail, release and operator
+actions 2; recovery 2 + 1 per SCRIPT_BATCH.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from store import lifecycle
 from store.base import MAX_BATCH
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
 from store.redis import codec
 from store.redis.keys import rank_job_id
 from store.redis.listing import ListingMixin
@@ -234,6 +235,25 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
                     out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
         return out
 
+    def report_progress(
+        self,
+        job_id: str,
+        token: int,
+        fraction: float,
+        message: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        """See JobStore.report_progress: one script (lua/progress.lua) fenced
+        by (InProgress, token); a refusal is recorded like a stale heartbeat's."""
+        value = codec.dumps(progress_value(fraction, message))
+        args = [self._offset(), int(S.InProgress), token, value]
+        reply = self._eval(self._lua.progress, [self.keys.job(job_id)], args)
+        if reply[0] == 1:
+            return
+        if reply[0] == -1:
+            raise JobNotFound(job_id)
+        raise self._refusals(EventKind.PROGRESS_REFUSED, worker_id, [(job_id, token, reply[1], reply[2])])[0]
+
     def attempts(self, job_id: str) -> list[Attempt]:
         """The job's attempts list (lua/apply_failures.lua), oldest first."""
         [texts] = self._pipe(lambda p: p.lrange(self.keys.attempts(job_id), 0, -1))
@@ -318,9 +338,6 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
         return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
 
     # Not yet on Redis (the next commits): each raises NotImplementedError.
-    def report_progress(self, job_id, token, fraction, message=None, worker_id=None):
-        raise NotImplementedError
-
     def command_worker(self, worker_id, command, *, actor="operator"):
         raise NotImplementedError
 
