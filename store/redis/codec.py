@@ -167,7 +167,7 @@ def attempt_from_json(text: str) -> Attempt:
 
 
 def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
-    """A worker hash (lua/worker_heartbeat.lua) as a WorkerInfo."""
+    """A worker hash (lua/worker_heartbeat.lua, command_worker.lua) as a WorkerInfo."""
     return WorkerInfo(
         id=h["id"],
         host=h["host"],
@@ -177,6 +177,8 @@ def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
         jobs_in_hand=orjson.loads(h["jobs_in_hand"]),
         started_at=ts(_float(h, "started_at")),
         last_seen_at=ts(_float(h, "last_seen_at")),
+        command=h.get("command"),
+        command_by=h.get("command_by"),
     )
 
 

@@ -53,6 +53,7 @@ class Scripts:
     lock_release: Script
     lock_info: Script
     worker_heartbeat: Script
+    command_worker: Script
     worker_remove: Script
     prune_workers: Script
     record_run: Script

@@ -338,9 +338,6 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
         return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
 
     # Not yet on Redis (the next commits): each raises NotImplementedError.
-    def command_worker(self, worker_id, command, *, actor="operator"):
-        raise NotImplementedError
-
     def history(self, width_s, since, queue=None):
         raise NotImplementedError
 
