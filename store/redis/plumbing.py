@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from store import lifecycle
 from store.base import StoreSettings
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
 from store.errors import LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
 from store.models import failure_event, refusal_message, trimmed_error
@@ -31,6 +32,9 @@ AUDIT_KEPT = 10_000
 #: bounds how long a batch blocks every other client (heartbeats included): a
 #: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
 SCRIPT_BATCH = 100
+#: ARGV of the history block: bucket widths (in Keys.histories order) and the
+#: event kinds they count.
+HISTORY_ARGS = (" ".join(str(w) for w in HISTORY_WIDTHS), " ".join(sorted(HISTORY_KINDS)))
 #: Read-then-guarded-write attempts (fail, operator actions, delete) when the
 #: job changed between the read and the script.
 GUARD_ATTEMPTS = 4
@@ -106,6 +110,11 @@ class RedisPlumbing:
         entries kept (lua/lib/job.lua), then ``rest``."""
         return [self._offset(), self.settings.events_per_job, AUDIT_KEPT, *rest]
 
+    def _history(self) -> tuple[list[str], tuple[str, str]]:
+        """KEYS and ARGV of the history block (lua/lib/job.lua ``history_at``)
+        of the scripts that append events of HISTORY_KINDS."""
+        return self.keys.histories(), HISTORY_ARGS
+
     def _eval(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         with unavailable():
             return script(keys=keys, args=args)
@@ -148,7 +157,9 @@ class RedisPlumbing:
         with ``want_jobs``."""
         k, replies = self.keys, []
         for chunk in chunks(items):
-            keys, args = k.common(), self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0)
+            history_keys, history_args = self._history()
+            keys = [*k.common(), *history_keys]
+            args = self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0, *history_args)
             for f in chunk:
                 error = trimmed_error(f.error)
                 kind, message = failure_event(f.decision, error, f.expired)

@@ -47,6 +47,7 @@ class Scripts:
     purge_candidates: Script
     purge: Script
     purge_count: Script
+    trim_history: Script
     delete: Script
     queue_state: Script
     lock_acquire: Script

@@ -80,8 +80,10 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
         ``id`` (``''`` when the key is repeated inside the chunk). The unique
         check and the insert are one script (lua/enqueue.lua)."""
         k = self.keys
-        keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until], []
-        args = self._args(k.wakeup, EventKind.ENQUEUED.value, codes(sorted(set(S) - lifecycle.TERMINAL)))
+        history_keys, history_args = self._history()
+        keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until, *history_keys], []
+        holding = codes(sorted(set(S) - lifecycle.TERMINAL))
+        args = self._args(k.wakeup, EventKind.ENQUEUED.value, holding, *history_args)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
@@ -220,8 +222,10 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
         when there are any. A None result is stored as JSON ``null``."""
         out: list[Job | LeaseLost | None] = []
         want = 1 if return_jobs else 0
+        history_keys, history_args = self._history()
         for chunk in chunks(acks):
-            keys, args = self.keys.common(), self._args(*op_args(Operation.COMPLETE), worker_id or "", want)
+            keys = [*self.keys.common(), *history_keys]
+            args = self._args(*op_args(Operation.COMPLETE), worker_id or "", want, *history_args)
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, codec.NULL if text is None else text]
@@ -336,10 +340,3 @@ class RedisStore(OperatingMixin, RecoveryMixin, RegistryMixin, ListingMixin, Sha
 
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
         return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)
-
-    # Not yet on Redis (the next commits): each raises NotImplementedError.
-    def history(self, width_s, since, queue=None):
-        raise NotImplementedError
-
-    def trim_history(self):
-        raise NotImplementedError

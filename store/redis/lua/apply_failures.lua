@@ -4,7 +4,9 @@
 -- its lease is still expired). Used by fail (one job) and recovery (a batch).
 --
 -- KEYS[1..10]  common block (lib/job.lua)
--- for job i = 1..n, KEYS[10 + 4i - 3] .. KEYS[10 + 4i]:
+-- KEYS[11..10 + h] history block (lib/job.lua `history_at`): a hash and a zset
+--              per bucket width, h keys in all
+-- for job i = 1..n, KEYS[10 + h + 4i - 3] .. KEYS[10 + h + 4i]:
 --              job hash, event list, scheduled zset of the job's queue,
 --              attempts list of the job
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
@@ -12,7 +14,8 @@
 --              and '' event kind (both per job, below), stamped fields ('' none),
 --              cleared fields
 -- ARGV[9]      1: return each changed job as a flat HGETALL array; 0: return 1
--- then 11 values per job, ARGV[10 + 11(i-1)] ...:
+-- ARGV[10..11] history block (lib/job.lua): bucket widths, kinds counted
+-- then 11 values per job, ARGV[12 + 11(i-1)] ...:
 --              id, token, expected retry_count, new status, new retry_count,
 --              delay s ('' when the job ends Failed),
 --              error JSON (traceback already cut to MAX_TRACEBACK_CHARS),
@@ -25,7 +28,8 @@
 -- (retry_delay_until deleted). The failed attempt is appended to the job's
 -- attempts list as JSON: attempt (retry_count before + 1), token, worker_id
 -- and started_at (from the job hash), error (the JSON text of ARGV),
--- finished_at = now; times as text, like events (lib/job.lua).
+-- finished_at = now; times as text, like events (lib/job.lua). The event is
+-- counted in the history buckets of the job's queue.
 -- Returns:     one entry per job: 0 guard missed (nothing written), else 1 or the job
 --
 -- @include lib/clock.lua
@@ -33,9 +37,10 @@
 
 local op = operation(4)
 local want_jobs = ARGV[9] == '1'
+local h = history_at(11, 10)
 local out = {}
-for i = 1, (#KEYS - 10) / 4 do
-  local k, a = 10 + 4 * (i - 1), 10 + 11 * (i - 1)
+for i = 1, (#KEYS - 10 - h) / 4 do
+  local k, a = 10 + h + 4 * (i - 1), 12 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local expired = tonumber(ARGV[a + 7])
@@ -66,6 +71,7 @@ for i = 1, (#KEYS - 10) / 4 do
     redis.call('ZREM', KEYS[9], id)
     move(id, f[5], old, target)
     append_event(k + 2, id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
+    count_history(f[5], ARGV[a + 8])
     if want_jobs then
       out[i] = redis.call('HGETALL', KEYS[k + 1])
     else
