@@ -15,6 +15,7 @@ import orjson
 from store.base import StoreSettings
 from store.lifecycle import JobStatus
 from store.models import (
+    Attempt,
     Job,
     JobEvent,
     JobSpec,
@@ -126,6 +127,7 @@ def job_from_hash(h: Mapping[str, str]) -> Job:
         completed_at=ts(_float(h, "completed_at")),
         last_updated_at=ts(_float(h, "last_updated_at")),
         idempotency_key=h.get("idempotency_key"),
+        progress=_json(h, "progress"),
     )
 
 
@@ -150,8 +152,22 @@ def event_from_json(text: str, job_id: str | None = None) -> JobEvent:
     )
 
 
+def attempt_from_json(text: str) -> Attempt:
+    """An entry of a job's attempts list (lua/apply_failures.lua): times as
+    text, the error as its JSON text."""
+    a = orjson.loads(text)
+    return Attempt(
+        attempt=int(a["attempt"]),
+        token=int(a["token"]),
+        worker_id=a.get("worker_id"),
+        error=_json(a, "error"),
+        started_at=ts(_float(a, "started_at")),
+        finished_at=ts(_float(a, "finished_at")),
+    )
+
+
 def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
-    """A worker hash (lua/worker_heartbeat.lua) as a WorkerInfo."""
+    """A worker hash (lua/worker_heartbeat.lua, command_worker.lua) as a WorkerInfo."""
     return WorkerInfo(
         id=h["id"],
         host=h["host"],
@@ -161,6 +177,8 @@ def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
         jobs_in_hand=orjson.loads(h["jobs_in_hand"]),
         started_at=ts(_float(h, "started_at")),
         last_seen_at=ts(_float(h, "last_seen_at")),
+        command=h.get("command"),
+        command_by=h.get("command_by"),
     )
 
 

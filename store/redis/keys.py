@@ -8,6 +8,8 @@ Key schema (``P`` = prefix):
                           JSON fields as JSON text, plus ``rank`` (its member
                           in the ready/scheduled zsets)
 ``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped
+``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first
+                          (written with the failure by lua/apply_failures.lua)
 ``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
                           moved here by a claim once due), member ``rank``
 ``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
@@ -20,6 +22,10 @@ Key schema (``P`` = prefix):
                           hash keeps its ``unique_key`` too)
 ``{P}:unique_until``      hash: unique key -> epoch seconds (created_at +
                           unique_for) it stays held after its job finished
+``{P}:history:<width>``   hash: ``<bucket start>|<queue>|<kind>`` -> events of a
+                          HISTORY_KINDS kind in that bucket (store/counters.py)
+``{P}:history_index:<width>`` zset: the fields of that hash, score their bucket
+                          start (history reads and trims by score, never scans)
 ``{P}:audit``             list: operators' events as JSON (with the job id), newest first, capped
 ``{P}:worker:<id>``       hash: a worker's registry entry
 ``{P}:workers``           zset: worker ids, score last_seen_at
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from store.counters import HISTORY_WIDTHS
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
 
@@ -55,6 +62,15 @@ RANK_HEAD = 7 + 17
 
 # lua/lib/job.lua finds the zset of status s at KEYS[2 + s / 100].
 assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
+
+
+def parse_history_field(field: str) -> tuple[float, str, str]:
+    """``(bucket start, queue, kind)`` of a history hash field
+    ``<bucket>|<queue>|<kind>`` (written by lua/lib/job.lua ``flush_counts``;
+    a queue may itself contain ``|``, a bucket or kind never does)."""
+    bucket, _, rest = field.partition("|")
+    queue, _, kind = rest.rpartition("|")
+    return float(bucket), queue, kind
 
 
 def rank_job_id(member: str) -> str:
@@ -91,6 +107,9 @@ class Keys:
     def events(self, job_id: str) -> str:
         return self._key("events", job_id)
 
+    def attempts(self, job_id: str) -> str:
+        return self._key("attempts", job_id)
+
     def ready(self, queue: str) -> str:
         return self._key("ready", queue)
 
@@ -124,6 +143,15 @@ class Keys:
         """KEYS[11..13] of the scripts that remove jobs (lib/job.lua
         ``remove_job``): idempotency, unique and unique-until hashes."""
         return [self.idempotency, self.unique, self.unique_until]
+
+    def history(self, width_s: int) -> tuple[str, str]:
+        """The history hash and zset of buckets ``width_s`` seconds wide."""
+        return self._key("history", str(width_s)), self._key("history_index", str(width_s))
+
+    def histories(self) -> list[str]:
+        """The history block's KEYS (lua/lib/job.lua ``history_at``): hash and
+        zset of each width of HISTORY_WIDTHS, in its order."""
+        return [key for width in HISTORY_WIDTHS for key in self.history(width)]
 
     @property
     def audit(self) -> str:

@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 
 from store import lifecycle
 from store.base import StoreSettings
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
 from store.errors import LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
-from store.models import failure_event, refusal_message
+from store.models import failure_event, refusal_message, trimmed_error
 from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable
 from store.redis.keys import Keys
@@ -31,6 +32,9 @@ AUDIT_KEPT = 10_000
 #: bounds how long a batch blocks every other client (heartbeats included): a
 #: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
 SCRIPT_BATCH = 100
+#: ARGV of the history block: bucket widths (in Keys.histories order) and the
+#: event kinds they count.
+HISTORY_ARGS = (" ".join(str(w) for w in HISTORY_WIDTHS), " ".join(sorted(HISTORY_KINDS)))
 #: Read-then-guarded-write attempts (fail, operator actions, delete) when the
 #: job changed between the read and the script.
 GUARD_ATTEMPTS = 4
@@ -106,6 +110,11 @@ class RedisPlumbing:
         entries kept (lua/lib/job.lua), then ``rest``."""
         return [self._offset(), self.settings.events_per_job, AUDIT_KEPT, *rest]
 
+    def _history(self) -> tuple[list[str], tuple[str, str]]:
+        """KEYS and ARGV of the history block (lua/lib/job.lua ``history_at``)
+        of the scripts that append events of HISTORY_KINDS."""
+        return self.keys.histories(), HISTORY_ARGS
+
     def _eval(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         with unavailable():
             return script(keys=keys, args=args)
@@ -142,20 +151,24 @@ class RedisPlumbing:
 
     def _apply_failures(self, items: Sequence[Failure], *, want_jobs: bool) -> list[Any]:
         """Apply retry decisions as compare-and-set per job
-        (lua/apply_failures.lua, SCRIPT_BATCH jobs a call). Per item: 0 when
+        (lua/apply_failures.lua, SCRIPT_BATCH jobs a call), each with its
+        failed attempt (error traceback cut by trimmed_error). Per item: 0 when
         its guard missed (nothing written), else 1, or the job as a flat hash
         with ``want_jobs``."""
         k, replies = self.keys, []
         for chunk in chunks(items):
-            keys, args = k.common(), self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0)
+            history_keys, history_args = self._history()
+            keys = [*k.common(), *history_keys]
+            args = self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0, *history_args)
             for f in chunk:
-                kind, message = failure_event(f.decision, f.error, f.expired)
+                error = trimmed_error(f.error)
+                kind, message = failure_event(f.decision, error, f.expired)
                 delay = "" if f.decision.delay_s is None else repr(float(f.decision.delay_s))
-                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue)]
+                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue), k.attempts(f.job_id)]
                 args += [f.job_id, f.token, f.retry_count, int(f.decision.status), f.decision.retry_count]
                 args += [
                     delay,
-                    codec.dumps(f.error),
+                    codec.dumps(error),
                     1 if f.expired else 0,
                     kind.value,
                     message,

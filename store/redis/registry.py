@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import time
 
-from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
+from store.errors import ValidationError, WorkerNotFound
+from store.models import WORKER_COMMANDS, LockInfo, RecoveryRun, WorkerInfo, ts
 from store.redis import codec
 from store.redis.plumbing import RedisPlumbing
 
@@ -32,12 +33,23 @@ class RegistryMixin(RedisPlumbing):
         return LockInfo(name, held[0], ts(float(held[1]))) if held else LockInfo(name, None, None)
 
     # --------------------------------------------------------------- workers
-    def worker_heartbeat(self, info: WorkerInfo) -> None:
-        """Register or refresh a worker; last_seen_at from the store's clock."""
+    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
+        """Register or refresh a worker; last_seen_at from the store's clock.
+        Returns the operator's command left for it (kept across beats), or None."""
         started = info.started_at.timestamp() if info.started_at else time.time()
         args = [self._offset(), info.id, info.host, info.pid, codec.dumps(list(info.queues))]
         args += [info.concurrency, codec.dumps(list(info.jobs_in_hand)), repr(started)]
-        self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
+        return self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
+
+    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
+        """Set the worker hash's command and command_by, if it is registered
+        (lua/command_worker.lua). Raises ValidationError, WorkerNotFound."""
+        if command not in WORKER_COMMANDS:
+            raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
+        flat = self._eval(self._lua.command_worker, [self.keys.worker(worker_id)], [command, actor])
+        if not flat:
+            raise WorkerNotFound(worker_id)
+        return codec.worker_from_hash(codec.flat_to_dict(flat))
 
     def remove_worker(self, worker_id: str) -> None:
         """Drop a worker from the registry."""

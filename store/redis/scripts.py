@@ -36,6 +36,7 @@ class Scripts:
     claim_candidates: Script
     claim: Script
     heartbeat: Script
+    progress: Script
     complete: Script
     apply_failures: Script
     release: Script
@@ -46,6 +47,7 @@ class Scripts:
     purge_candidates: Script
     purge: Script
     purge_count: Script
+    trim_history: Script
     delete: Script
     queue_state: Script
     lock_acquire: Script
@@ -56,6 +58,7 @@ class Scripts:
     operation_save: Script
     failure_count: Script
     worker_heartbeat: Script
+    command_worker: Script
     worker_remove: Script
     prune_workers: Script
     record_run: Script

@@ -29,7 +29,8 @@ A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
 how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
 (each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
 contention); heartbeat and complete_many 1 per SCRIPT_BATCH (+1 when some are
-refused); fail, release and operator actions 2; recovery 2 + 1 per SCRIPT_BATCH.
+refused); report_progress 1 (+1 when refused); fail, release and operator
+actions 2; recovery 2 + 1 per SCRIPT_BATCH.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from store import lifecycle
 from store.base import MAX_BATCH
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.models import HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
 from store.redis import codec
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
@@ -83,8 +84,10 @@ class RedisStore(
         ``id`` (``''`` when the key is repeated inside the chunk). The unique
         check and the insert are one script (lua/enqueue.lua)."""
         k = self.keys
-        keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until], []
-        args = self._args(k.wakeup, EventKind.ENQUEUED.value, codes(sorted(set(S) - lifecycle.TERMINAL)))
+        history_keys, history_args = self._history()
+        keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until, *history_keys], []
+        holding = codes(sorted(set(S) - lifecycle.TERMINAL))
+        args = self._args(k.wakeup, EventKind.ENQUEUED.value, holding, *history_args)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
@@ -223,8 +226,10 @@ class RedisStore(
         when there are any. A None result is stored as JSON ``null``."""
         out: list[Job | LeaseLost | None] = []
         want = 1 if return_jobs else 0
+        history_keys, history_args = self._history()
         for chunk in chunks(acks):
-            keys, args = self.keys.common(), self._args(*op_args(Operation.COMPLETE), worker_id or "", want)
+            keys = [*self.keys.common(), *history_keys]
+            args = self._args(*op_args(Operation.COMPLETE), worker_id or "", want, *history_args)
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, codec.NULL if text is None else text]
@@ -237,6 +242,30 @@ class RedisStore(
                 else:
                     out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
         return out
+
+    def report_progress(
+        self,
+        job_id: str,
+        token: int,
+        fraction: float,
+        message: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        """See JobStore.report_progress: one script (lua/progress.lua) fenced
+        by (InProgress, token); a refusal is recorded like a stale heartbeat's."""
+        value = codec.dumps(progress_value(fraction, message))
+        args = [self._offset(), int(S.InProgress), token, value]
+        reply = self._eval(self._lua.progress, [self.keys.job(job_id)], args)
+        if reply[0] == 1:
+            return
+        if reply[0] == -1:
+            raise JobNotFound(job_id)
+        raise self._refusals(EventKind.PROGRESS_REFUSED, worker_id, [(job_id, token, reply[1], reply[2])])[0]
+
+    def attempts(self, job_id: str) -> list[Attempt]:
+        """The job's attempts list (lua/apply_failures.lua), oldest first."""
+        [texts] = self._pipe(lambda p: p.lrange(self.keys.attempts(job_id), 0, -1))
+        return [codec.attempt_from_json(text) for text in texts]
 
     def fail(
         self,

@@ -289,3 +289,31 @@ def test_operating_scripts_on_the_cluster(store: RedisStore) -> None:
     assert store.set_schedule_enabled("nightly", False).enabled is False
     store.record_tick("nightly", at, "job-1")
     assert [(s.name, s.last_job_id) for s in store.schedules()] == [("nightly", "job-1")]
+
+
+def test_console_scripts_on_the_cluster(store: RedisStore) -> None:
+    """Attempts, progress, worker commands and history (written by enqueue,
+    complete and apply_failures, trimmed by trim_history) on the cluster."""
+    job = store.enqueue("t", max_retries=0, queue="mail")
+    [c] = store.claim("w", ["mail"], 1)
+    store.report_progress(job.id, c.lease_token, 0.5, "half", worker_id="w")
+    assert store.get(job.id).progress["fraction"] == 0.5
+    store.fail(job.id, c.lease_token, ERROR, worker_id="w")
+    with pytest.raises(LeaseLost):
+        store.report_progress(job.id, c.lease_token, 0.75, worker_id="w")
+    assert [(a.attempt, a.worker_id) for a in store.attempts(job.id)] == [(1, "w")]
+    done = job_in(store, S.Completed, queue="mail")
+    history = store.history(60, store.now() - 60, queue="mail")
+    assert {kind: sum(b.values()) for kind, b in history.items()} == {
+        "enqueued": 2,
+        "failed": 1,
+        "completed": 1,
+    }
+    store.delete(job.id, actor="operator:ann")
+    assert store.attempts(job.id) == [] and store.get(done.id).status is S.Completed
+    store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["mail"], 1))
+    assert store.command_worker("w-1", "quiet", actor="operator:ann").command == "quiet"
+    assert store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["mail"], 1)) == "quiet"
+    store.clock_offset_s += 31 * 86400
+    assert store.trim_history() == 2 * 3  # 3 fields (enqueued, failed, completed) per width
+    assert store.history(3600, 0) == {}

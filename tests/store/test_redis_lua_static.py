@@ -14,12 +14,16 @@ the scripts safe on Redis Cluster and bounded in cost.
   lib/ names an event kind, builds a counter key, or names a field its
   operation's row stamps or clears (lib/job.lua ``change`` applies them), and
   what ``plumbing.op_args`` passes is what lib/job.lua ``operation`` reads;
-* lib/job.lua's counter keys are store/counters.py's (run on the test Redis).
+* lib/job.lua's counter keys are store/counters.py's, and its history fields
+  what keys.py parses (run on the test Redis);
+* the scripts that append events of HISTORY_KINDS count them in the history
+  block (lib/job.lua ``history_at``, ``count_history``).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import fields
 from pathlib import Path
 
@@ -27,11 +31,12 @@ import pytest
 import redis
 
 from store import lifecycle
-from store.counters import event_key, status_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, status_key
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
-from store.redis.plumbing import op_args
+from store.redis.keys import Keys, parse_history_field
+from store.redis.plumbing import HISTORY_ARGS, op_args
 from store.redis.scripts import LUA_DIR, Scripts, source
 from tests.backends import BACKENDS, REDIS_URL
 
@@ -274,3 +279,55 @@ return {sources, op.target or '', op.event or '', op.stamps, op.clears}"""
     assert target == ("" if len(row.targets) != 1 else int(lifecycle.target(op)))
     assert event == ("" if row.event is None else row.event.value)
     assert (tuple(stamps), tuple(clears)) == (row.stamps, row.clears)
+
+
+#: Scripts that append events of HISTORY_KINDS (enqueued, completed, and the
+#: failure kinds of apply_failures), each counting them in the history block.
+HISTORY_SCRIPTS = ("enqueue", "complete", "apply_failures")
+
+
+@pytest.mark.parametrize("name", HISTORY_SCRIPTS)
+def test_scripts_that_append_history_kinds_count_them(name: str) -> None:
+    code = strip_comments((LUA_DIR / f"{name}.lua").read_text())
+    assert re.search(r"^local h = history_at\(\d+, \d+\)$", code, re.MULTILINE)
+    assert "count_history(" in code and re.search(r"^flush_counts\(\)$", code, re.MULTILINE)
+
+
+def test_history_args_are_the_counters_module() -> None:
+    widths, kinds = HISTORY_ARGS
+    assert [int(w) for w in widths.split()] == list(HISTORY_WIDTHS)
+    assert set(kinds.split()) == {k.value for k in HISTORY_KINDS}
+    assert len(Keys("p").histories()) == 2 * len(HISTORY_WIDTHS)
+
+
+def test_history_fields_are_what_keys_py_parses() -> None:
+    """lib/job.lua's flush_counts writes fields that parse_history_field reads
+    back, in the bucket of each width (run on the test Redis, two
+    throwaway keys per width, deleted afterwards)."""
+    if "redis" not in BACKENDS:
+        pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
+    lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
+    snippet = """local h = history_at(1, 4)
+count_history(ARGV[6], ARGV[7])
+count_history(ARGV[6], ARGV[7])
+count_history(ARGV[6], 'not counted')
+flush_counts()
+return fmt(now)"""
+    k = Keys(f"lh-static-{uuid.uuid4().hex[:10]}")
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        keys = k.histories()
+        now = float(
+            client.eval(
+                f"{lib}\n{snippet}", len(keys), *keys, 0, 200, 10_000, *HISTORY_ARGS, "a|b", "completed"
+            )
+        )
+        for width in HISTORY_WIDTHS:
+            hash_key, index = k.history(width)
+            [(field, n)] = client.hgetall(hash_key).items()
+            bucket = now // width * width
+            assert (parse_history_field(field), n) == ((bucket, "a|b", "completed"), "2")
+            assert client.zrange(index, 0, -1, withscores=True) == [(field, bucket)]
+    finally:
+        client.delete(*k.histories())
+        client.close()

@@ -4,23 +4,32 @@
 -- its lease is still expired). Used by fail (one job) and recovery (a batch).
 --
 -- KEYS[1..10]  common block (lib/job.lua)
--- for job i = 1..n, KEYS[10 + 3i - 2], KEYS[10 + 3i - 1], KEYS[10 + 3i]:
---              job hash, event list, scheduled zset of the job's queue
+-- KEYS[11..10 + h] history block (lib/job.lua `history_at`): a hash and a zset
+--              per bucket width, h keys in all
+-- for job i = 1..n, KEYS[10 + h + 4i - 3] .. KEYS[10 + h + 4i]:
+--              job hash, event list, scheduled zset of the job's queue,
+--              attempts list of the job
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   FAIL's row (lib/job.lua `operation`): sources ("300"), '' target
 --              and '' event kind (both per job, below), stamped fields ('' none),
 --              cleared fields
 -- ARGV[9]      1: return each changed job as a flat HGETALL array; 0: return 1
--- then 11 values per job, ARGV[10 + 11(i-1)] ...:
+-- ARGV[10..11] history block (lib/job.lua): bucket widths, kinds counted
+-- then 11 values per job, ARGV[12 + 11(i-1)] ...:
 --              id, token, expected retry_count, new status, new retry_count,
---              delay s ('' when the job ends Failed), error JSON,
+--              delay s ('' when the job ends Failed),
+--              error JSON (traceback already cut to MAX_TRACEBACK_CHARS),
 --              expired (1: recovery, guard lease_expires_at < now and count a
 --              lease expiration; 0: a handler failure), event kind, event
 --              message, actor ('' none)
 -- Besides FAIL's row, the decision's fields are written here: a rescheduled
 -- job gets retry_delay_until = due_at = now + delay (completed_at deleted) and
 -- goes to the scheduled zset; a failed one gets due_at = completed_at = now
--- (retry_delay_until deleted).
+-- (retry_delay_until deleted). The failed attempt is appended to the job's
+-- attempts list as JSON: attempt (retry_count before + 1), token, worker_id
+-- and started_at (from the job hash), error (the JSON text of ARGV),
+-- finished_at = now; times as text, like events (lib/job.lua). The event is
+-- counted in the history buckets of the job's queue.
 -- Returns:     one entry per job: 0 guard missed (nothing written), else 1 or the job
 --
 -- @include lib/clock.lua
@@ -28,14 +37,15 @@
 
 local op = operation(4)
 local want_jobs = ARGV[9] == '1'
+local h = history_at(11, 10)
 local out = {}
-for i = 1, (#KEYS - 10) / 3 do
-  local k, a = 10 + 3 * (i - 1), 10 + 11 * (i - 1)
+for i = 1, (#KEYS - 10 - h) / 4 do
+  local k, a = 10 + h + 4 * (i - 1), 12 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local expired = tonumber(ARGV[a + 7])
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'retry_count', 'lease_expires_at',
-    'queue', 'priority', 'lease_expirations')
+    'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at')
   local old = tonumber(f[1])
   local ok = old and op.sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
   if ok and expired == 1 then
@@ -54,9 +64,14 @@ for i = 1, (#KEYS - 10) / 3 do
     else
       change(k + 1, op, target, {'due_at', now, 'completed_at', now, unpack(written)}, {'retry_delay_until'})
     end
+    redis.call('RPUSH', KEYS[k + 4], cjson.encode({
+      attempt = tonumber(f[3]) + 1, token = token, worker_id = f[8] or nil, error = ARGV[a + 6],
+      started_at = f[9] or nil, finished_at = fmt(now),
+    }))
     redis.call('ZREM', KEYS[9], id)
     move(id, f[5], old, target)
     append_event(k + 2, id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
+    count_history(f[5], ARGV[a + 8])
     if want_jobs then
       out[i] = redis.call('HGETALL', KEYS[k + 1])
     else

@@ -1,14 +1,18 @@
 -- complete: ack one or many jobs, each guarded on its own by status and token.
 --
 -- KEYS[1..10]  common block (lib/job.lua)
--- for ack i = 1..n, KEYS[10 + 2i - 1], KEYS[10 + 2i]: job hash, event list
+-- KEYS[11..10 + h] history block (lib/job.lua `history_at`): a hash and a zset
+--              per bucket width, h keys in all
+-- for ack i = 1..n, KEYS[10 + h + 2i - 1], KEYS[10 + h + 2i]: job hash, event list
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   COMPLETE's row (lib/job.lua `operation`): sources ("300"), target
 --              (Completed), event kind, stamped fields, cleared fields
 -- ARGV[9]      actor (worker id, '' for none)
 -- ARGV[10]     1: return each completed job; 0: do not (a worker's acks)
--- then 3 values per ack, ARGV[11 + 3(i-1)] ...: job id, lease token held,
+-- ARGV[11..12] history block (lib/job.lua): bucket widths, kinds counted
+-- then 3 values per ack, ARGV[13 + 3(i-1)] ...: job id, lease token held,
 --              result JSON (written to the `result` field)
+-- Each completion is counted in the history buckets of its queue.
 -- Returns:     one entry per ack: {1, job as a flat HGETALL array} completed
 --              ({1} when ARGV[10] is 0), {0, current token, status} refused
 --              (nothing written), {-1} no such job
@@ -18,9 +22,10 @@
 
 local op = operation(4)
 local actor, want_jobs = none(ARGV[9]), ARGV[10] == '1'
+local h = history_at(11, 11)
 local out = {}
-for i = 1, (#KEYS - 10) / 2 do
-  local k, a = 10 + 2 * (i - 1), 11 + 3 * (i - 1)
+for i = 1, (#KEYS - 10 - h) / 2 do
+  local k, a = 10 + h + 2 * (i - 1), 13 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'queue')
   local old = tonumber(f[1])
@@ -33,6 +38,7 @@ for i = 1, (#KEYS - 10) / 2 do
     redis.call('ZREM', KEYS[9], id)
     move(id, f[3], old, op.target)
     append_event(k + 2, id, op.event, old, op.target, actor, token, nil)
+    count_history(f[3], op.event)
     if want_jobs then
       out[i] = {1, redis.call('HGETALL', KEYS[k + 1])}
     else

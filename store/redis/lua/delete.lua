@@ -12,6 +12,7 @@
 -- KEYS[15]     event list of the job
 -- KEYS[16]     ready zset of the job's queue
 -- KEYS[17]     scheduled zset of the job's queue
+-- KEYS[18]     attempts list of the job
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   DELETE's row (lib/job.lua `operation`): sources, target (''),
 --              event kind, stamped fields, cleared fields (none)
@@ -33,7 +34,7 @@ if not f then
 end
 local old = tonumber(f[1])
 unqueue(f[3], 16, 17)
-remove_job(14, 15, id, old, f[2], f[5], f[6])
+remove_job(14, 15, 18, id, old, f[2], f[5], f[6])
 audit_event(id, op.event, old, nil, actor, tonumber(f[4]), nil)
 flush_counts()
 return {1}

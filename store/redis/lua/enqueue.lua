@@ -5,20 +5,24 @@
 -- KEYS[12]     unique hash: unique key -> id of the job holding it
 -- KEYS[13]     unique-until hash: unique key -> epoch seconds (created_at +
 --              unique_for) until which it stays held after its job finished
--- for job i = 1..n, KEYS[13 + 3i - 2], KEYS[13 + 3i - 1], KEYS[13 + 3i]:
+-- KEYS[14..13 + h] history block (lib/job.lua `history_at`): a hash and a zset
+--              per bucket width, h keys in all
+-- for job i = 1..n, KEYS[13 + h + 3i - 2] .. KEYS[13 + h + 3i]:
 --              job hash, event list, index zset (ready when delay is 0, else scheduled)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      Pub/Sub channel: each queue that got a ready (undelayed) job is
 --              published on it once (wakes idle workers; a channel, not a key)
 -- ARGV[5]      event kind of each new job's first event (EventKind.ENQUEUED)
 -- ARGV[6]      statuses that hold a unique key whatever its age ("100 200 300")
--- then 16 values per job, ARGV[7 + 16(i-1)] ...: status code, delay (s),
+-- ARGV[7..8]   history block (lib/job.lua): bucket widths, kinds counted
+-- then 16 values per job, ARGV[9 + 16(i-1)] ...: status code, delay (s),
 --              unique_for (s, '' for none), and the hash fields of FIELDS below
 --              in that order (store/redis/codec.py, ENQUEUE_FIELDS); '' leaves
 --              an optional field out (null)
 -- Writes each job hash with status, due_at = now + delay, created_at,
 -- last_updated_at, retry_delay_until (delayed jobs), rank and zero counters; a
--- job with a unique_key takes that key (KEYS[12], KEYS[13]).
+-- job with a unique_key takes that key (KEYS[12], KEYS[13]). Each new job is
+-- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of ARGV[6] (read
 -- from the updated:<status> zsets) or now < its unique-until time.
 -- Returns:     {'ok', now}              written; now is created_at of every job
@@ -41,12 +45,13 @@ local AT = {status = 0, delay = 1, unique_for = 2}  -- offset of each value with
 for j, field in ipairs(FIELDS) do
   AT[field] = 2 + j
 end
-local n = (#KEYS - 13) / 3
+local h = history_at(14, 7)
+local n = (#KEYS - 13 - h) / 3
 local holding = status_set(ARGV[6])
 
 -- The value of `name` in job i's ARGV.
 local function arg(i, name)
-  return ARGV[7 + PER_JOB * (i - 1) + AT[name]]
+  return ARGV[9 + PER_JOB * (i - 1) + AT[name]]
 end
 
 -- The id of the job still holding unique key `key`, or nil when it is free.
@@ -66,8 +71,8 @@ local function holder(key)
   return nil
 end
 
-if n > 0 and redis.call('EXISTS', KEYS[14]) == 1 then
-  return {'replay', redis.call('HGET', KEYS[14], 'created_at')}
+if n > 0 and redis.call('EXISTS', KEYS[14 + h]) == 1 then
+  return {'replay', redis.call('HGET', KEYS[14 + h], 'created_at')}
 end
 
 local seen, seen_unique, ready = {}, {}, {}
@@ -99,7 +104,7 @@ for i = 1, n do
 end
 
 for i = 1, n do
-  local k = 13 + 3 * (i - 1)
+  local k = 13 + h + 3 * (i - 1)
   local id, queue, key = arg(i, 'id'), arg(i, 'queue'), none(arg(i, 'idempotency_key'))
   local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
   local due = now + delay
@@ -134,6 +139,7 @@ for i = 1, n do
   end
   move(id, queue, nil, status)
   append_event(k + 2, id, ARGV[5], nil, status, nil, 0, nil)
+  count_history(queue, ARGV[5])
 end
 flush_counts()
 for queue in pairs(ready) do

@@ -11,12 +11,14 @@
 -- ARGV[7]      jobs in hand, JSON list
 -- ARGV[8]      started_at, epoch seconds
 -- Every field is refreshed (a worker restarted under the same id has a new
--- pid and start time); last_seen_at = now.
--- Returns:     1
+-- pid and start time); last_seen_at = now. An operator's `command` and
+-- `command_by` (command_worker.lua) are kept: the worker acts on the command
+-- at every beat and the workers page shows it.
+-- Returns:     the worker's pending command ('quiet', 'stop'), or nil
 --
 -- @include lib/clock.lua
 
 redis.call('HSET', KEYS[1], 'id', ARGV[2], 'host', ARGV[3], 'pid', ARGV[4], 'started_at', ARGV[8],
   'queues', ARGV[5], 'concurrency', ARGV[6], 'jobs_in_hand', ARGV[7], 'last_seen_at', now)
 redis.call('ZADD', KEYS[2], now, ARGV[2])
-return 1
+return redis.call('HGET', KEYS[1], 'command')

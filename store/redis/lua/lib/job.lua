@@ -21,10 +21,19 @@
 -- KEYS[11]     idempotency hash: idempotency key -> job id
 -- KEYS[12]     unique hash: unique key -> id of the job holding it
 -- KEYS[13]     unique-until hash: unique key -> epoch seconds it is held to
+-- Scripts that append events of store/counters.py HISTORY_KINDS (enqueue,
+-- complete, apply_failures) also pass a history block, found by
+-- `history_at(k, a)` (which returns how many keys it takes):
+-- KEYS[k + 2w - 2], KEYS[k + 2w - 1] for width w = 1..n: the history hash
+--              ("<bucket start>|<queue>|<kind>" -> events) and history zset
+--              (member the same field, score its bucket start) of width w
+-- ARGV[a]      bucket widths, seconds, space-separated ("60 3600"), in KEYS order
+-- ARGV[a + 1]  event kinds counted (HISTORY_KINDS), space-separated
 -- Returns: nothing. Defines status_set, none, words, operation, rank,
--- status_counter, event_counter, count, flush_counts, move, change,
--- operator_guard, unqueue, append_event, audit_event, remove_job. A script
--- that counts calls flush_counts() once, before it returns.
+-- status_counter, event_counter, count, history_at, count_history,
+-- flush_counts, move, change, operator_guard, unqueue, append_event,
+-- audit_event, remove_job. A script that counts calls flush_counts() once,
+-- before it returns.
 
 local EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
 
@@ -84,6 +93,29 @@ local deltas = {}
 local function count(field, n)
   deltas[field] = (deltas[field] or 0) + n
 end
+
+-- History: events of a counted kind per queue in this call, written once by
+-- flush_counts into the current bucket of every width (one HINCRBY and one
+-- ZADD per width, queue and kind, not per job). Inactive until history_at.
+local history = {first = nil, widths = {}, kinds = {}}
+local history_deltas = {}
+local function history_at(k, a)
+  history.first = k
+  for _, width in ipairs(words(ARGV[a])) do
+    history.widths[#history.widths + 1] = tonumber(width)
+  end
+  for _, kind in ipairs(words(ARGV[a + 1])) do
+    history.kinds[kind] = true
+  end
+  return 2 * #history.widths
+end
+local function count_history(queue, kind)
+  if history.kinds[kind] then
+    local field = queue .. '|' .. kind
+    history_deltas[field] = (history_deltas[field] or 0) + 1
+  end
+end
+
 local function flush_counts()
   for field, n in pairs(deltas) do
     if n ~= 0 then
@@ -91,6 +123,15 @@ local function flush_counts()
     end
   end
   deltas = {}
+  for w, width in ipairs(history.widths) do
+    local bucket = fmt(math.floor(now / width) * width)
+    for field, n in pairs(history_deltas) do
+      local member = bucket .. '|' .. field
+      redis.call('HINCRBY', KEYS[history.first + 2 * w - 2], member, n)
+      redis.call('ZADD', KEYS[history.first + 2 * w - 1], bucket, member)
+    end
+  end
+  history_deltas = {}
 end
 
 -- Index and count job `id` of `queue` under status `new` (`old` nil for a new job).
@@ -190,12 +231,12 @@ local function audit_event(id, kind, from, to, actor, token, message)
 end
 
 -- Remove job `id` (`status`, `queue`): its hash KEYS[hash], its event list
--- KEYS[list], its entries in the updated, updated:<status> and leases zsets,
--- its idempotency key `idem` and unique key `unique` when they still name it
+-- KEYS[list] and attempts list KEYS[attempts], its entries in the updated,
+-- updated:<status> and leases zsets, its idempotency key `idem` and unique key `unique` when they still name it
 -- (KEYS[11..13], see the header), and its status count. The caller takes its
 -- rank out of the ready/scheduled zsets (`unqueue`); audit entries stay.
-local function remove_job(hash, list, id, status, queue, idem, unique)
-  redis.call('DEL', KEYS[hash], KEYS[list])
+local function remove_job(hash, list, attempts, id, status, queue, idem, unique)
+  redis.call('DEL', KEYS[hash], KEYS[list], KEYS[attempts])
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[2 + status / 100], id)
   redis.call('ZREM', KEYS[9], id)
