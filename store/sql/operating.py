@@ -24,27 +24,28 @@ class SqlOperatingMixin(SqlPlumbing):
     """Retention, queues, worker pruning, maintenance runs, schedules."""
 
     # ------------------------------------------------------------- removal
-    def remove_jobs(self, conn: Connection, rows: Sequence[tuple[str, int, str]]) -> None:
+    def remove_jobs(self, conn: Connection, rows: Sequence[tuple[str, int, str]]) -> int:
         """Delete jobs ``(id, status code, queue)`` in ``conn``: their own
         events (operator actions stay in the audit log), unique keys (the
-        idempotency key is a column and goes with the row), counters."""
+        idempotency key is a column and goes with the row), counters: by the
+        rows the DELETE removed, so two removals of one job count it once.
+        Returns how many jobs were deleted."""
         ids = [r[0] for r in rows]
         conn.execute(sql.delete_events_of(), {"ids": ids})
         conn.execute(sql.delete_unique_keys_of(), {"ids": ids})
         conn.execute(sql.delete_attempts_of(), {"ids": ids})
-        conn.execute(sql.delete_jobs(), {"ids": ids})
+        deleted = conn.execute(sql.delete_jobs(), {"ids": ids}).all()
         deltas: Counter[str] = Counter()
-        for _, status, queue in rows:
+        for _, status, queue in deleted:
             deltas[counters.status_key(status, queue)] -= 1
         self.book(conn, [], deltas)
+        return len(deleted)
 
     def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
         def body(conn: Connection) -> int:
             params = {"age": older_than_s, "limit": limit, "statuses": list(statuses)}
             rows = conn.execute(sql.purge_candidates(self._now), params).all()
-            if rows:
-                self.remove_jobs(conn, [tuple(r) for r in rows])
-            return len(rows)
+            return self.remove_jobs(conn, [tuple(r) for r in rows]) if rows else 0
 
         return self.tx(body)
 

@@ -364,12 +364,14 @@ def _purgeable(now: ColumnElement[float]) -> list[ColumnElement[bool]]:
 
 def purge_candidates(now: ColumnElement[float]) -> Select:
     """Finished jobs of some statuses last updated before ``now - age``
-    (ix_jobs_status_updated). Params: statuses (expanding), age, limit."""
+    (ix_jobs_status_updated), locked for the purge; rows another purge holds
+    are skipped (PostgreSQL). Params: statuses (expanding), age, limit."""
     return (
         select(jobs.c.id, jobs.c.status, jobs.c.queue)
         .where(*_purgeable(now))
         .order_by(jobs.c.status, jobs.c.last_updated_at)
         .limit(bindparam("limit"))
+        .with_for_update(skip_locked=True)
     )
 
 
@@ -416,8 +418,13 @@ def move_unique_key(now: ColumnElement[float]) -> Update:
 
 
 def delete_jobs() -> Delete:
-    """Delete jobs by id. Params: ids (expanding)."""
-    return delete(jobs).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
+    """Delete jobs by id. Params: ids (expanding). Returns the deleted
+    (id, status, queue): what the counters lose."""
+    return (
+        delete(jobs)
+        .where(jobs.c.id.in_(bindparam("ids", expanding=True)))
+        .returning(jobs.c.id, jobs.c.status, jobs.c.queue)
+    )
 
 
 def delete_events_of() -> Delete:

@@ -17,11 +17,13 @@ from flask import Response, current_app
 
 from store.errors import ScheduleNotFound
 from store.lifecycle import TERMINAL, JobStatus
+from store.maintenance import RETENTION_LOCK
 from store.models import JobSpec, MaintenanceRun, QueueState, ts
 from webapp import periodic
 from webapp.api.auth import current_token
 from webapp.api.common import context_of, job_json, json_response
 from webapp.api.enqueue import job_location
+from webapp.api.errors import APIError
 from webapp.api.schemas import PurgeQuery, PurgeRequest
 from webapp.api.state import job_store
 
@@ -30,7 +32,9 @@ PURGE_BATCH = 1000
 #: Most batches one API purge runs, so a request has a bound; ``more`` says to run again.
 PURGE_MAX_BATCHES = 100
 #: The maintenance task name of retention runs (``store.maintenance_runs``).
-RETENTION_TASK = "retention"
+RETENTION_TASK = RETENTION_LOCK
+#: How long a purge request may hold the retention lock, seconds.
+PURGE_LOCK_TTL_S = 120.0
 
 
 # ------------------------------------------------------------------ delete
@@ -94,7 +98,8 @@ def purge_plan(
 def run_purge() -> Response:
     """Delete finished jobs older than `older_than` seconds (query or body),
     of `status` (default Completed, Failed and Canceled); without `older_than`,
-    each status after its own retention setting. `?dry_run=1` counts them:
+    each status after its own retention setting, under the retention lock
+    (409 while a maintenance run holds it). `?dry_run=1` counts them:
     `{"would_prune": n}`; else `{"pruned": n}` in bounded batches (`more` when
     the request's bound was reached) and the run is recorded in the
     retention history with the token's actor as its owner."""
@@ -107,26 +112,33 @@ def run_purge() -> Response:
     store = job_store()
     if q.dry_run:
         return json_response({"would_prune": sum(store.count_purgeable(age, [s]) for s, age in plan)})
+    actor = current_token().actor
+    if not store.acquire_lock(RETENTION_LOCK, actor, PURGE_LOCK_TTL_S):
+        holder = store.lock_info(RETENTION_LOCK).owner
+        raise APIError(409, f"a retention run is in progress ({holder}); try again shortly")
     started, t0 = store.now(), time.perf_counter()
     pruned, batches, longest_ms, more = 0, 0, 0.0, False
-    for status, age in plan:
-        while True:
-            if batches >= PURGE_MAX_BATCHES:
-                more = True
-                break
-            b0 = time.perf_counter()
-            n = store.purge(age, limit=PURGE_BATCH, statuses=[status])
-            longest_ms = max(longest_ms, (time.perf_counter() - b0) * 1000)
-            pruned, batches = pruned + n, batches + 1
-            if n < PURGE_BATCH:
-                break
+    try:
+        for status, age in plan:
+            while True:
+                if batches >= PURGE_MAX_BATCHES:
+                    more = True
+                    break
+                b0 = time.perf_counter()
+                n = store.purge(age, limit=PURGE_BATCH, statuses=[status])
+                longest_ms = max(longest_ms, (time.perf_counter() - b0) * 1000)
+                pruned, batches = pruned + n, batches + 1
+                if n < PURGE_BATCH:
+                    break
+    finally:
+        store.release_lock(RETENTION_LOCK, actor)
     duration_ms = (time.perf_counter() - t0) * 1000
     run = MaintenanceRun(
         str(uuid.uuid4()),
         RETENTION_TASK,
         ts(started),  # type: ignore[arg-type]
         ts(started + duration_ms / 1000),  # type: ignore[arg-type]
-        current_token().actor,
+        actor,
         pruned,
         duration_ms,
         longest_ms,
