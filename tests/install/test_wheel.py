@@ -147,10 +147,11 @@ def test_the_installed_app_reads_nothing_from_the_checkout(installed: Installed)
     probe = (
         "import json, webapp, store, workers\n"
         "from webapp import create_app\n"
+        "from webapp.console.blueprint import TEMPLATES, bp\n"
         f"app = create_app({{'TESTING': True, 'SECRET_KEY': 'k', 'STORE_URL': {url!r}}})\n"
         "client = app.test_client()\n"
         "print(json.dumps({'files': [webapp.__file__, store.__file__, workers.__file__,\n"
-        "  app.template_folder, app.static_folder],\n"
+        "  TEMPLATES, bp.static_folder],\n"
         "  'login': client.get('/login').status_code,\n"
         "  'htmx': client.get('/static/vendor/htmx.min.js').status_code}))\n"
     )
