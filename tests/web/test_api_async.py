@@ -89,8 +89,12 @@ def test_async_endpoint_honours_idempotency_keys(orders_app: Flask, store: JobSt
     headers = {**OPERATOR, "Idempotency-Key": "invoice-42"}
     first = client.post("/orders/42/invoice", json={"amount": 1}, headers=headers)
     again = client.post("/orders/42/invoice", json={"amount": 1}, headers=headers)
-    assert (first.status_code, again.status_code) == (202, 200)
+    assert (first.status_code, again.status_code) == (202, 202)
     assert first.json["id"] == again.json["id"]
+    assert first.headers["Location"] == again.headers["Location"]
+    other_order = client.post("/orders/43/invoice", json={"amount": 1}, headers=headers)
+    assert other_order.status_code == 422  # another URL: other route parameters
+    assert other_order.json["error"]["field"] == "Idempotency-Key"
 
 
 def test_async_endpoint_on_a_blueprint(handle: StoreHandle, store: JobStore) -> None:

@@ -54,27 +54,66 @@ def test_enqueue_with_a_delay_starts_scheduled(api_client: FlaskClient) -> None:
     assert job["retry_delay_until"] is not None
 
 
-def test_idempotency_key_returns_the_first_job_with_200(api_client: FlaskClient, store: JobStore) -> None:
+def test_an_idempotency_key_replay_answers_202_with_the_first_job(
+    api_client: FlaskClient, store: JobStore
+) -> None:
     headers = {**OPERATOR, "Idempotency-Key": "order-42"}
-    first = api_client.post("/api/jobs", json={"name": "echo", "payload": {"n": 1}}, headers=headers)
-    again = api_client.post("/api/jobs", json={"name": "echo", "payload": {"n": 1}}, headers=headers)
-    assert first.status_code == 202
-    assert again.status_code == 200
-    assert again.json["id"] == first.json["id"]
-    assert again.headers["Location"] == first.headers["Location"]
-    assert store.counts().by_status["Queued"] == 1
-
-
-def test_idempotency_key_reused_for_another_job_is_409(api_client: FlaskClient, store: JobStore) -> None:
-    headers = {**OPERATOR, "Idempotency-Key": "order-43"}
-    assert (
-        api_client.post("/api/jobs", json={"name": "echo", "payload": {"n": 1}}, headers=headers).status_code
-        == 202
+    body = {"name": "echo", "payload": {"n": 1, "m": [1, 2]}, "max_retries": 3}
+    first = api_client.post("/api/jobs", json=body, headers=headers)
+    # the same request, keys in another order and the default written out
+    again = api_client.post(
+        "/api/jobs",
+        json={"payload": {"m": [1, 2], "n": 1}, "name": "echo", "queue": "default"},
+        headers=headers,
     )
-    other = api_client.post("/api/jobs", json={"name": "echo", "payload": {"n": 2}}, headers=headers)
-    assert other.status_code == 409
-    assert "Idempotency-Key" in error_of(other)["message"]
+    assert (first.status_code, again.status_code) == (202, 202)
+    assert again.json["id"] == first.json["id"]
+    assert again.headers["Location"] == first.headers["Location"] == f"/api/jobs/{first.json['id']}"
     assert store.counts().by_status["Queued"] == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"payload": {"n": 2}},
+        {"name": "other"},
+        {"queue": "q2"},
+        {"priority": 1},
+        {"max_retries": 0},
+        {"timeout_s": 5.0},
+        {"lease_ttl_s": 3.0},
+    ],
+)
+def test_an_idempotency_key_reused_for_a_different_request_is_422(
+    api_client: FlaskClient, store: JobStore, change: dict
+) -> None:
+    headers = {**OPERATOR, "Idempotency-Key": "order-43"}
+    body = {"name": "echo", "payload": {"n": 1}}
+    assert api_client.post("/api/jobs", json=body, headers=headers).status_code == 202
+    other = api_client.post("/api/jobs", json={**body, **change}, headers=headers)
+    assert other.status_code == 422
+    error = error_of(other)
+    assert error["field"] == "Idempotency-Key" and "different request" in error["message"]
+    assert sum(store.counts().by_status.values()) == 1
+
+
+def test_a_held_unique_key_answers_200_and_an_idempotent_replay_keeps_it(api_client: FlaskClient) -> None:
+    first = enqueue(api_client, unique_key="u-1")
+    headers = {**OPERATOR, "Idempotency-Key": "k-u"}
+    held = api_client.post("/api/jobs", json={"name": "echo", "unique_key": "u-1"}, headers=headers)
+    replay = api_client.post("/api/jobs", json={"name": "echo", "unique_key": "u-1"}, headers=headers)
+    assert (held.status_code, replay.status_code) == (200, 200)  # the original status, both times
+    assert held.json["id"] == replay.json["id"] == first["id"]
+
+
+@pytest.mark.parametrize("field", ["priority", "max_retries"])
+def test_an_integral_json_number_is_an_integer(api_client: FlaskClient, field: str) -> None:
+    job = enqueue(api_client, **{field: 5.0})
+    assert job[field] == 5 and isinstance(job[field], int)
+    for bad in (5.5, "5", True):
+        refused = api_client.post("/api/jobs", json={"name": "echo", field: bad}, headers=OPERATOR)
+        assert refused.status_code == 422, bad
+        assert error_of(refused)["field"] == field
 
 
 @pytest.mark.parametrize("payload", [None, True, "text", [1, 2], {"a": [1, {"b": None}]}, 7, 2.5])

@@ -9,7 +9,8 @@ import re
 
 from flask import Response, current_app, request, url_for
 
-from store.models import MAX_IDEMPOTENCY_KEY_LEN, JobSpec
+from store.base import StoreSettings
+from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
 from webapp.api.errors import APIError
 from webapp.api.state import job_store
 
@@ -37,18 +38,45 @@ def job_location(job_id: str) -> str:
     return url_for("api.get_job", job_id=job_id)
 
 
+def same_request(job: Job, spec: JobSpec, defaults: StoreSettings) -> bool:
+    """True when ``spec`` would make the job ``job`` already is: the rule that
+    tells a replay from an Idempotency-Key reused for a different request.
+
+    No fingerprint of the first body is kept; the job itself is compared:
+    name, queue, payload, priority, max_retries and timeout (an omitted one as
+    the store's default), lease TTL, and an async endpoint's route and query
+    parameters. Not compared, because the job does not keep them: ``delay_s``,
+    ``unique_key``/``unique_for``, and the stored request headers (a client's
+    retry may carry a new ``X-Request-Id``)."""
+    max_retries = defaults.max_retries if spec.max_retries is None else spec.max_retries
+    timeout_s = defaults.job_timeout_s if spec.timeout_s is None else spec.timeout_s
+    return (
+        (job.name, job.queue, job.payload, job.priority)
+        == (spec.name, spec.queue, spec.payload, spec.priority)
+        and (job.max_retries, job.timeout_seconds, job.lease_ttl_seconds)
+        == (max_retries, timeout_s, spec.lease_ttl_s)
+        and (job.route_params, job.query_params) == (spec.route_params, spec.query_params)
+    )
+
+
 def enqueue_response(spec: JobSpec) -> Response:
-    """Enqueue ``spec``: 202 with the new job and ``Location``; with an
-    Idempotency-Key already used for the same job (name, queue, payload),
-    200 with the first job and nothing written; used for a different job, 409.
-    A unique job (``unique_key``/``unique_for``) whose key is held: 200 with
-    the job holding it, whatever its payload."""
-    job, created = job_store().enqueue_idempotent(spec)
+    """Enqueue ``spec``: 202 with the new job and ``Location``.
+
+    Idempotency-Key (draft-ietf-httpapi-idempotency-key-header): a replay of
+    the request that made a job (``same_request``) answers as the first did,
+    202 with that job and its ``Location``, and writes nothing; the key reused
+    for a different request is 422. A unique job (``unique_key``/``unique_for``)
+    whose key is held: 200 with the job holding it, whatever its payload."""
+    store = job_store()
+    job, created = store.enqueue_idempotent(spec)
     by_idempotency = spec.idempotency_key is not None and job.idempotency_key == spec.idempotency_key
-    same = (job.name, job.queue, job.payload) == (spec.name, spec.queue, spec.payload)
-    if not created and by_idempotency and not same:
-        raise APIError(409, f"{IDEMPOTENCY_HEADER} was already used for a different job ({job.id})")
+    if not created and by_idempotency and not same_request(job, spec, store.settings):
+        raise APIError(
+            422,
+            f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
+            IDEMPOTENCY_HEADER,
+        )
     response = current_app.json.response(job.to_json())
-    response.status_code = 202 if created else 200
+    response.status_code = 202 if created or by_idempotency else 200
     response.headers["Location"] = job_location(job.id)
     return response

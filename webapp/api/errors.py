@@ -9,10 +9,11 @@ Every error the API answers is ``{"error": {"code": <int>, "message": <str>,
 403    a viewer token on a mutating route
 404    unknown job, schedule or route
 405    wrong method (the action routes are POST only); ``Allow`` set
-409    InvalidTransition, LeaseLost, Idempotency-Key reuse, lock held
+409    InvalidTransition, LeaseLost, lock held
 413    body larger than MAX_CONTENT_LENGTH
 415    a body that is not declared ``application/json``
-422    validation: unknown field, out of range, too deep; ``field`` set
+422    validation: unknown field, out of range, too deep; an Idempotency-Key
+       reused for a different request; ``field`` set
 503    StoreUnavailable (``Retry-After`` set)
 =====  ============================================================
 

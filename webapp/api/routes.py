@@ -27,7 +27,7 @@ from store.lifecycle import JobStatus
 from store.models import JobSpec, iso
 from webapp import metrics
 from webapp.api import operating as ops
-from webapp.api.auth import current_token
+from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.common import context_of, job_json
 from webapp.api.enqueue import enqueue_response, idempotency_key
 from webapp.api.errors import APIError
@@ -80,8 +80,11 @@ def healthz() -> tuple[dict[str, Any], int]:
 def enqueue_job() -> Response:
     """Enqueue a job: 202 with the job and `Location`.
 
-    With an `Idempotency-Key` header already used for the same job, 200 with
-    the first job (nothing written); used for a different job, 409."""
+    `Idempotency-Key`: a replay of the same request answers 202 with the first
+    job and its `Location` (nothing written); the key reused for a different
+    request (name, queue, payload, priority, max_retries, timeout_s or
+    lease_ttl_s differ) is 422. A unique job whose key is held: 200 with the
+    job holding it."""
     body: EnqueueRequest = context_of("json", EnqueueRequest)
     spec = JobSpec(idempotency_key=idempotency_key(), **body.model_dump())
     return enqueue_response(spec)
@@ -208,6 +211,8 @@ class Route:
     responses: dict[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ("jobs",)
     anonymous: bool = False
+    #: Enqueues a job from the request (documents Idempotency-Key and Location).
+    enqueues: bool = False
 
 
 _READ = {"HTTP_401": E, "HTTP_503": E}
@@ -231,7 +236,13 @@ ROUTES: tuple[Route, ...] = (
         enqueue_job,
         ("POST",),
         json=EnqueueRequest,
-        responses={"HTTP_202": JobOut, "HTTP_200": JobOut, **_ACT, **_BODY},
+        responses={
+            "HTTP_202": (JobOut, "Accepted: the new job, or the job of a replayed Idempotency-Key"),
+            "HTTP_200": (JobOut, "a unique job whose key is held: the job holding it"),
+            **_ACT,
+            **_BODY,
+        },
+        enqueues=True,
     ),
     Route("/api/jobs", list_jobs, query=ListJobsQuery, responses={"HTTP_200": JobPage, **_READ}),
     Route(JOB, get_job, responses={"HTTP_200": None, "HTTP_404": E, **_READ}),
@@ -307,16 +318,35 @@ ROUTES: tuple[Route, ...] = (
 ANONYMOUS: frozenset[str] = frozenset(f"api.{r.view.__name__}" for r in ROUTES if r.anonymous)
 
 
-def register(bp: Blueprint, spec: SpecTree) -> None:
-    """Add every route of ROUTES to ``bp``, validated and documented by ``spec``."""
+def documented_responses(route: Route) -> dict[str, Any]:
+    """``route.responses`` and the errors the blueprint's hooks answer on any
+    such route (auth and body checks run before every view): 401 without a
+    token; on a mutating method also 403 (viewer token) and 400/413/415."""
+    responses = dict(route.responses)
+    implied = {} if route.anonymous else {"HTTP_401": E}
+    if set(route.methods) - READ_METHODS:
+        implied |= {"HTTP_403": E, **_BODY} if not route.anonymous else _BODY
+    for code, model in implied.items():
+        responses.setdefault(code, model)
+    return responses
+
+
+def register(bp: Blueprint, spec: SpecTree, enqueue_operations: set[str] | None = None) -> None:
+    """Add every route of ROUTES to ``bp``, validated and documented by ``spec``;
+    operationIds are the views' names. The operationIds of routes that enqueue
+    are added to ``enqueue_operations``."""
     for route in ROUTES:
-        codes = {k: v for k, v in route.responses.items() if v is not None}
-        bare = tuple(k for k, v in route.responses.items() if v is None)
+        responses = documented_responses(route)
+        codes = {k: v for k, v in responses.items() if v is not None}
+        bare = tuple(k for k, v in responses.items() if v is None)
         view = spec.validate(
             query=route.query,
             json=route.json,
             resp=SpecResponse(*bare, **codes),
             tags=list(route.tags),
             security={} if route.anonymous else None,
+            operation_id=route.view.__name__,
         )(route.view)
+        if route.enqueues and enqueue_operations is not None:
+            enqueue_operations.add(route.view.__name__)
         bp.add_url_rule(route.rule, endpoint=route.view.__name__, view_func=view, methods=list(route.methods))
