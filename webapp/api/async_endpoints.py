@@ -125,11 +125,14 @@ def async_endpoint(
     def register(app: Flask, add_url_rule: Any, full_name: str) -> None:
         documented = api_state(app).spec.validate(
             resp=SpecResponse(
-                HTTP_200=JobOut, HTTP_202=JobOut, HTTP_401=ErrorResponse, HTTP_403=ErrorResponse
+                HTTP_200=JobOut,
+                HTTP_202=JobOut,
+                **{f"HTTP_{code}": ErrorResponse for code in (400, 401, 403, 413, 415, 422, 503)},
             ),
             tags=["async endpoints"],
             operation_id=name,
         )(view)
+        api_state(app).enqueue_operations.add(name)
         add_url_rule(rule, endpoint=name, view_func=documented, methods=verbs)
         api_state(app).async_endpoints.add(full_name)
 

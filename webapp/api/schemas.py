@@ -4,14 +4,27 @@ The same models validate requests (through spectree) and describe them in
 ``/openapi.json``. Request models forbid unknown fields and use the limits
 of ``store.models`` so the API refuses what the store would refuse, earlier
 and with the field named. JSON bodies are strict (no ``"5"`` for 5, no
-``true`` for 1); query strings are text, so query models coerce.
+``true`` for 1), except that an integral number (``5.0``) is an integer
+where the schema says integer, as JSON Schema counts it; query strings are
+text, so query models coerce. Response times are ISO 8601 UTC strings,
+documented as ``format: date-time``.
 """
 
 from __future__ import annotations
 
+import enum
+import typing
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 
 from store.base import MAX_PAGE_SIZE
 from store.lifecycle import TERMINAL, JobStatus
@@ -30,16 +43,41 @@ from store.models import (
 _TEXT = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
 #: An opaque cursor (url-safe base64).
 _CURSOR = r"^[A-Za-z0-9_=-]+$"
+#: What a client needs to know of a cursor (store.cursor): opaque, and where it comes from.
+CURSOR_FORMAT = (
+    "opaque keyset cursor: unpadded url-safe base64 (RFC 4648 section 5) of the JSON array "
+    "[last_updated_at, id] of the last job of the previous page; pass a page's next_cursor "
+    "back unchanged, with the same filters"
+)
 #: Largest events page.
 MAX_EVENTS_PAGE = 1000
 
 JobName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_LEN, pattern=_TEXT)]
 QueueName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUEUE_LEN, pattern=_TEXT)]
 STATUS_NAMES = ", ".join(s.name for s in JobStatus)
+#: A job status as the API names it (the JSON Schema ``enum`` of the six names).
+StatusName = enum.Enum("StatusName", {s.name: s.name for s in JobStatus}, type=str)  # type: ignore[misc]
+#: A job status code (DESIGN.md section 3).
+StatusCode = Annotated[int, WithJsonSchema({"type": "integer", "enum": [int(s) for s in JobStatus]})]
+#: A time in a response: ISO 8601 UTC (``2025-01-31T12:00:00.123456Z``).
+DateTime = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+def _takes_int(annotation: Any) -> bool:
+    return annotation is int or int in typing.get_args(annotation)
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _integral(cls, value: Any, info: ValidationInfo) -> Any:
+        """``5.0`` where an integer is expected is 5 (``5.5`` stays refused)."""
+        integral = isinstance(value, float) and value.is_integer()
+        if integral and _takes_int(cls.model_fields[str(info.field_name)].annotation):
+            return int(value)
+        return value
 
 
 class _Query(BaseModel):
@@ -88,9 +126,7 @@ class ListJobsQuery(_Query):
     queue: QueueName | None = None
     name: JobName | None = None
     limit: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
-    cursor: str | None = Field(
-        None, max_length=512, pattern=_CURSOR, description="next_cursor of the previous page"
-    )
+    cursor: str | None = Field(None, max_length=512, pattern=_CURSOR, description=CURSOR_FORMAT)
 
     @field_validator("status")
     @classmethod
@@ -171,14 +207,20 @@ class JobError(BaseModel):
     traceback: str | None = None
 
 
+class ProgressOut(BaseModel):
+    fraction: float = Field(ge=0.0, le=1.0)
+    message: str | None = None
+    at: DateTime
+
+
 class JobOut(BaseModel):
     """A job (DESIGN.md section 2). Times are ISO 8601 UTC strings."""
 
     id: str
     name: str
     queue: str
-    status: str = Field(description=STATUS_NAMES)
-    status_code: int
+    status: StatusName
+    status_code: StatusCode
     priority: int
     payload: Any = None
     headers: dict[str, str] | None = None
@@ -189,30 +231,33 @@ class JobOut(BaseModel):
     retry_count: int
     max_retries: int
     lease_expirations: int
-    retry_delay_until: str | None = None
+    retry_delay_until: DateTime | None = None
     worker_id: str | None = None
     lease_token: int
-    lease_expires_at: str | None = None
-    last_heartbeat_at: str | None = None
+    lease_expires_at: DateTime | None = None
+    last_heartbeat_at: DateTime | None = None
     timeout_seconds: float
     lease_ttl_seconds: float | None = None
-    created_at: str | None = None
-    started_at: str | None = None
-    completed_at: str | None = None
-    last_updated_at: str | None = None
+    created_at: DateTime | None = None
+    started_at: DateTime | None = None
+    completed_at: DateTime | None = None
+    last_updated_at: DateTime | None = None
+    progress: ProgressOut | None = Field(None, description="the last progress the handler reported")
 
 
 class JobPage(BaseModel):
     items: list[JobOut]
-    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+    next_cursor: str | None = Field(
+        pattern=_CURSOR, description=f"pass as ?cursor= for the next page; null on the last. {CURSOR_FORMAT}"
+    )
 
 
 class EventOut(BaseModel):
     job_id: str
-    at: str | None
+    at: DateTime | None
     kind: str
-    from_status: str | None
-    to_status: str | None
+    from_status: StatusName | None
+    to_status: StatusName | None
     actor: str | None
     token: int | None
     message: str | None
@@ -235,8 +280,8 @@ class WorkerOut(BaseModel):
     queues: list[str]
     concurrency: int
     jobs_in_hand: list[str]
-    started_at: str | None
-    last_seen_at: str | None
+    started_at: DateTime | None
+    last_seen_at: DateTime | None
     seen_seconds_ago: float | None = Field(description="by the store's clock")
 
 
@@ -269,7 +314,7 @@ class QueueOut(BaseModel):
     name: str
     paused: bool
     changed_by: str | None = Field(description="who last paused or resumed it (operator:<name>)")
-    changed_at: str | None
+    changed_at: DateTime | None
     counts: dict[str, int] = Field(description="jobs by status (all six)")
 
 
@@ -295,10 +340,10 @@ class ScheduleOut(BaseModel):
     catch_up: bool
     description: str = Field(description="the cron expression in words")
     enabled: bool
-    next_run_at: str | None = Field(description="null when disabled or invalid")
-    last_tick_at: str | None
+    next_run_at: DateTime | None = Field(description="null when disabled or invalid")
+    last_tick_at: DateTime | None
     last_job_id: str | None
-    last_job_status: str | None = Field(description="null when there is none or it was pruned")
+    last_job_status: StatusName | None = Field(description="null when there is none or it was pruned")
 
 
 class ScheduleList(BaseModel):

@@ -34,14 +34,23 @@ class ApiState:
     status_response: StatusResponseFactory | None = None
     #: Endpoint names of the async endpoints registered on the app.
     async_endpoints: set[str] = field(default_factory=set)
+    #: operationIds of the routes that enqueue (documented with Idempotency-Key and Location).
+    enqueue_operations: set[str] = field(default_factory=set)
+    _doc_finished: bool = False
     #: Serialises the first generation of the OpenAPI document (spectree builds
     #: it lazily and mutates its model table while doing so).
     spec_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document, generated once (after the app's routes are final)."""
+        from webapp.api.openapi_doc import finish  # imports enqueue, which imports this module
+
         with self.spec_lock:
-            return self.spec.spec
+            doc = self.spec.spec
+            if not self._doc_finished:
+                finish(doc, self.enqueue_operations)
+                self._doc_finished = True
+            return doc
 
 
 def api_state(app: Flask | None = None) -> ApiState:

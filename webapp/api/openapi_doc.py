@@ -1,0 +1,87 @@
+"""What spectree cannot say in ``/openapi.json``, added to the generated document.
+
+spectree documents request models, response models and status codes. This
+module adds, once, after generation (``ApiState.openapi``):
+
+- the ``Idempotency-Key`` request header of every enqueueing operation, and
+  the ``Location`` header of its 200 and 202 answers;
+- ``Location`` on every 202 (every 202 of this API names what it started);
+- ``WWW-Authenticate`` on 401 and ``Retry-After`` on 503;
+- the answers spectree leaves without a body: ``GET /api/jobs/<id>`` is the
+  job JSON by default (an application may reshape it, so it is not checked
+  against JobOut), ``/metrics`` is Prometheus text, ``/openapi.json`` this
+  document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from store.models import MAX_IDEMPOTENCY_KEY_LEN
+from webapp.api.enqueue import IDEMPOTENCY_HEADER
+
+IDEMPOTENCY_PARAMETER: dict[str, Any] = {
+    "name": IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "draft-ietf-httpapi-idempotency-key-header: a replay of the request that made a job "
+        "answers 202 with that job and its Location and writes nothing; the key reused for a "
+        "different request (name, queue, payload, priority, max_retries, timeout_s, lease_ttl_s, "
+        "route or query parameters) answers 422. Keys live as long as their job."
+    ),
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_IDEMPOTENCY_KEY_LEN,
+        "pattern": r"^[\x21-\x7e][\x20-\x7e]*$",
+    },
+}
+LOCATION = {
+    "description": "URL of the job (or operation) this answer is about",
+    "schema": {"type": "string", "format": "uri-reference"},
+}
+WWW_AUTHENTICATE = {"description": "Bearer", "schema": {"type": "string"}}
+RETRY_AFTER = {"description": "seconds to wait before retrying", "schema": {"type": "integer"}}
+
+#: Bodies of answers spectree documents without one, by operationId and status.
+BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("get_job", "200"): {
+        "application/json": {"schema": {"$ref": "#/components/schemas/JobOut"}},
+    },
+    ("prometheus_metrics", "200"): {"text/plain; version=0.0.4": {"schema": {"type": "string"}}},
+    ("openapi", "200"): {"application/json": {"schema": {"type": "object"}}},
+}
+
+
+def operations(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    """Every operation object of ``doc``."""
+    for item in doc.get("paths", {}).values():
+        yield from (op for op in item.values() if isinstance(op, dict) and "responses" in op)
+
+
+def finish(doc: dict[str, Any], enqueue_operations: Iterable[str]) -> dict[str, Any]:
+    """Add the headers and bodies above to ``doc`` (in place; idempotent)."""
+    enqueuing = set(enqueue_operations)
+    for op in operations(doc):
+        op_id = op.get("operationId", "")
+        responses = op["responses"]
+        if op_id in enqueuing:
+            params = op.setdefault("parameters", [])
+            if not any(p.get("name") == IDEMPOTENCY_HEADER for p in params):
+                params.append(IDEMPOTENCY_PARAMETER)
+        for code, response in responses.items():
+            headers = response.setdefault("headers", {})
+            if code == "202" or (code == "200" and op_id in enqueuing):
+                headers["Location"] = LOCATION
+            elif code == "401":
+                headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+            elif code == "503" and "ErrorResponse" in str(response.get("content")):
+                headers["Retry-After"] = RETRY_AFTER
+            if not headers:
+                del response["headers"]
+            body = BODIES.get((op_id, code))
+            if body is not None and "content" not in response:
+                response["content"] = body
+    return doc
