@@ -3,9 +3,14 @@
 Handler modules import from here::
 
     from workers import handler, periodic, JobContext, PermanentError
+
+Application code enqueues through a handler (``my_handler.enqueue(payload)``)
+and waits for an outcome with ``wait(job_id, timeout_s)``; ``use_store(store)``
+picks the store both use (default: the one LEASEHOLD_STORE_URL names).
 """
 
+from workers.enqueueing import Handler, use_store, wait
 from workers.handlers import JobContext, PermanentError, handler
 from workers.periodic import periodic
 
-__all__ = ["JobContext", "PermanentError", "handler", "periodic"]
+__all__ = ["Handler", "JobContext", "PermanentError", "handler", "periodic", "use_store", "wait"]

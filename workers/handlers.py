@@ -17,8 +17,10 @@ from types import MappingProxyType
 from typing import Any
 
 from store.models import Job, JobSpec, progress_value
+from workers.enqueueing import Handler
 
 __all__ = [
+    "Handler",
     "HandlerError",
     "HandlerSpec",
     "JobContext",
@@ -168,13 +170,15 @@ def handler(
     timezone: str = "UTC",
     payload: Any = None,
     catch_up: bool = True,
-) -> Callable[[Callable[[JobContext], Any]], Callable[[JobContext], Any]]:
+) -> Callable[[Callable[[JobContext], Any]], Handler]:
     """Register the decorated function as the handler of jobs named ``name``.
 
     ``queue``, ``max_retries`` and ``timeout`` (seconds) are enqueue defaults
     (see HandlerSpec). With ``cron`` the handler is also a periodic job of the
     same name (``workers.periodic.periodic``: ``timezone``, ``payload``,
-    ``catch_up``). The function is returned unchanged. Raises HandlerError
+    ``catch_up``). Returns a ``Handler``: it calls like the function and has
+    ``.enqueue(payload, **options)`` and ``.enqueue_many(items)`` (see
+    workers.enqueueing). Raises HandlerError
     when another function already holds ``name`` (ScheduleError for a bad
     schedule), ValueError for bad options.
     """
@@ -185,7 +189,8 @@ def handler(
     if timeout is not None and not timeout > 0:
         raise ValueError("timeout must be > 0 seconds")
 
-    def register(fn: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
+    def register(fn: Callable[[JobContext], Any]) -> Handler:
+        fn = fn.spec.fn if isinstance(fn, Handler) else fn
         spec = HandlerSpec(name, fn, queue, max_retries, None if timeout is None else float(timeout))
         with _lock:
             old = _registry.get(name)
@@ -197,7 +202,7 @@ def handler(
             from workers.periodic import periodic  # periodic imports this module
 
             periodic(name, name, cron, timezone=timezone, payload=payload, queue=queue, catch_up=catch_up)
-        return fn
+        return Handler(spec)
 
     return register
 

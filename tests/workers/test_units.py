@@ -106,7 +106,7 @@ def test_handler_registers_with_its_enqueue_defaults() -> None:
 
     try:
         spec = get_handler("unit-defaults")
-        assert spec is not None and spec.fn is fn and "unit-defaults" in registry()
+        assert spec is not None and spec.fn is fn.__wrapped__ and "unit-defaults" in registry()
         job = spec.job_spec({"a": 1}, priority=3, queue=None)
         assert (job.name, job.payload, job.queue, job.max_retries, job.timeout_s, job.priority) == (
             "unit-defaults", {"a": 1}, "mail", 5, 9.0, 3,
