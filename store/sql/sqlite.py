@@ -80,27 +80,24 @@ class SqliteDialect(Dialect):
     ) -> dict[tuple[str, int], Job | None]:
         op = rule(Operation.COMPLETE)
 
+        source, target = int(S.InProgress), int(op.target)
+
         def body(conn: Connection) -> dict[tuple[str, int], Job | None]:  # one statement per ack
             done: dict[tuple[str, int], Job | None] = {}
-            deltas: Counter[str] = Counter()
+            per_queue: Counter[str] = Counter()
             events = []
             for job_id, token, text in acks:
                 params = {"j_id": job_id, "token": token, "new_result": _loads(text)}
                 for r in conn.execute(self._q_complete, params).mappings():
-                    job = job_from_row(r)
-                    done[(job.id, job.lease_token)] = job if return_jobs else None
-                    deltas.update(counters.moved(job.queue, S.InProgress, op.target))
+                    done[(job_id, token)] = job_from_row(r) if return_jobs else None
+                    per_queue[r["queue"]] += 1
                     events.append(
-                        event_row(
-                            job.id,
-                            op.event,
-                            int(S.InProgress),
-                            int(op.target),
-                            worker_id,
-                            token,
-                            queue=job.queue,
-                        )
+                        event_row(job_id, op.event, source, target, worker_id, token, queue=r["queue"])
                     )
+            deltas: Counter[str] = Counter()
+            for queue, n in per_queue.items():
+                deltas[counters.status_key(source, queue)] -= n
+                deltas[counters.status_key(target, queue)] += n
             self.p.book(conn, events, deltas)
             return done
 
