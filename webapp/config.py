@@ -33,7 +33,7 @@ WEB_DEFAULTS: dict[str, Any] = {
     "USERS": "",  # name:password-hash:role,... (console logins)
     "MAX_CONTENT_LENGTH": 1048576,  # bytes; larger request bodies get 413
     "SECURE_COOKIES": False,  # Secure session cookie even on plain-http requests
-    "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait histograms
+    "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait percentile gauges
     "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto/-Host are applied
     "LOG_FORMAT": "text",  # text or json
 }

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 
 from webapp.config import ConfigError, load_web_settings
+from workers.logs import gunicorn_logconfig
 from workers.settings import PREFIX, env_config, load_settings, parse_number
 
 
@@ -82,6 +83,8 @@ accesslog = None if _accesslog in ("", "off") else _accesslog
 access_log_format = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms "%(a)s"'
 errorlog = "-"
 loglevel = os.environ.get("LEASEHOLD_WEB_LOGLEVEL", "info")
+# LEASEHOLD_LOG_FORMAT=json: gunicorn's error and access logs and the app's records as JSON lines.
+logconfig_dict = gunicorn_logconfig(load_web_settings(env_config()).log_format, loglevel) or {}
 
 # Request limits (bytes / counts); bodies are limited by MAX_CONTENT_LENGTH in the app.
 limit_request_line = 8190

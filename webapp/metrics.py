@@ -8,7 +8,8 @@ is counted in this process's memory. Each app has its own CollectorRegistry
 
 Series (``_total`` added by the exposition format for counters):
 
-* ``leasehold_jobs{queue,status}``, ``leasehold_jobs_by_status{status}``: gauges from ``store.counts()``.
+* ``leasehold_jobs{queue,status}``: gauge from ``store.counts()`` (sum over
+  ``queue`` for the totals by status).
 * ``leasehold_expired_leases``: InProgress jobs whose lease expired, awaiting recovery.
 * ``leasehold_workers``: live worker processes: registry heartbeat within 3
   lease TTLs (the console's "alive"); ``leasehold_workers_registered``: every
@@ -30,22 +31,25 @@ Series (``_total`` added by the exposition format for counters):
   ``leasehold_retries_scheduled_total`` (handler failures rescheduled),
   ``leasehold_lease_expirations_total`` (expired leases recovered, retried or
   failed), ``leasehold_leases_released_total`` (given back at shutdown),
-  ``leasehold_stale_acks_refused_total{kind}`` (completion, failure,
-  heartbeat, release refused for a stale token),
-  ``leasehold_operator_actions_total{action}`` (canceled, requeued, retried_now).
+  ``leasehold_stale_writes_refused_total{kind}`` (a worker's completion,
+  failure, heartbeat, release or progress refused for a stale lease token),
+  ``leasehold_operator_actions_total{action}`` (cancel, requeue, retry, delete).
+  These are global: the store keeps its event totals per kind, not per queue
+  (its per-queue history buckets are trimmed after 30 days, so a sum of them
+  is no counter). Per queue, the console's history graphs have the figures.
 * ``leasehold_recovery_last_run_timestamp_seconds`` and
   ``leasehold_recovery_last_run_jobs{outcome}``: the newest recorded recovery run.
   (The store contract keeps the run history but no total of runs, so no
   ``leasehold_recovery_runs_total`` is exported yet.)
-* ``leasehold_recent_job_run_seconds`` and ``leasehold_recent_job_queue_wait_seconds``:
-  GAUGE histograms over the most recently updated Completed jobs (at most
-  ``LEASEHOLD_METRICS_SAMPLE_JOBS``, default 500): run time is
-  ``completed_at - started_at`` (the last attempt), queue wait is
-  ``started_at - created_at`` (includes backoff of retried jobs). They are a
-  snapshot of a window, not cumulative: counts go down as jobs leave the
-  window, so use ``histogram_quantile`` on the buckets directly and never
-  ``rate()``. Cumulative histograms would need the store to keep bucket
-  counters, which its contract does not have yet.
+* ``leasehold_recent_jobs_sampled``, ``leasehold_recent_job_run_seconds{percentile}``
+  and ``leasehold_recent_job_queue_wait_seconds{percentile}``: gauges over the
+  most recently updated Completed jobs (at most ``LEASEHOLD_METRICS_SAMPLE_JOBS``,
+  default 500): how many were read, and the 50th, 90th, 99th and 100th
+  percentile of their run time (``completed_at - started_at``, the last
+  attempt) and queue wait (``started_at - created_at``, backoff of retried jobs
+  included). A window, not cumulative, so they are gauges (no histogram
+  whose counts would go down as jobs leave the window); no series while
+  the window is empty.
 """
 
 from __future__ import annotations
@@ -54,22 +58,19 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 from store.base import MAX_PAGE_SIZE, JobStore
+from store.lifecycle import REFUSALS, JobStatus
 from store.lifecycle import EventKind as E
-from store.lifecycle import JobStatus
 from webapp.console.diagnosis import ALIVE_TTLS, is_alive
 
-#: Bucket upper bounds of the recent-jobs histograms, seconds.
-BUCKETS_S: tuple[float, ...] = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
-)  # fmt: skip
+#: Percentiles of the recent-jobs gauges (label ``percentile``).
+PERCENTILES: tuple[int, ...] = (50, 90, 99, 100)
 #: The maintenance task whose runs count pruned jobs.
 RETENTION_TASK = "retention"
-#: Default number of recent Completed jobs the histograms are computed from.
+#: Default number of recent Completed jobs the recent-jobs gauges are computed from.
 DEFAULT_SAMPLE_JOBS = 500
 
 #: Named counters: metric name (without _total), help, event kind.
@@ -85,36 +86,32 @@ _NAMED_COUNTERS: tuple[tuple[str, str, E], ...] = (
 #: Labelled counters: metric name, help, label, {event kind: label value}.
 _LABELLED_COUNTERS: tuple[tuple[str, str, str, dict[E, str]], ...] = (
     (
-        "leasehold_stale_acks_refused",
-        "Worker writes refused because their lease token was stale.",
+        "leasehold_stale_writes_refused",
+        "Worker writes (completion, failure, heartbeat, release, progress) refused for a stale lease token.",
         "kind",
-        {
-            E.COMPLETION_REFUSED: "completion",
-            E.FAILURE_REFUSED: "failure",
-            E.HEARTBEAT_REFUSED: "heartbeat",
-            E.RELEASE_REFUSED: "release",
-        },
+        {kind: kind.removesuffix("_refused") for kind in sorted(REFUSALS)},
     ),
     (
         "leasehold_operator_actions",
         "Operator actions on jobs.",
         "action",
-        {E.CANCELED: "cancel", E.REQUEUED: "requeue", E.RETRIED_NOW: "retry"},
+        {E.CANCELED: "cancel", E.REQUEUED: "requeue", E.RETRIED_NOW: "retry", E.DELETED: "delete"},
     ),
 )
 
 
-def _histogram(name: str, doc: str, values: Sequence[float]) -> GaugeHistogramMetricFamily:
+def percentile(ordered: Sequence[float], p: int) -> float:
+    """The ``p``-th percentile of sorted values, nearest rank (100: the largest)."""
+    rank = max(1, -(-p * len(ordered) // 100))
+    return ordered[rank - 1]
+
+
+def _window(name: str, doc: str, values: Sequence[float]) -> GaugeMetricFamily:
     ordered = sorted(values)
-    buckets, i = [], 0
-    for bound in BUCKETS_S:
-        while i < len(ordered) and ordered[i] <= bound:
-            i += 1
-        buckets.append((floatToGoString(bound), float(i)))
-    buckets.append(("+Inf", float(len(ordered))))
-    return GaugeHistogramMetricFamily(
-        name, doc, buckets=buckets, gsum_value=float(sum(ordered)), unit="seconds"
-    )
+    family = GaugeMetricFamily(name, doc, labels=["percentile"], unit="seconds")
+    for p in PERCENTILES if ordered else ():
+        family.add_metric([str(p)], percentile(ordered, p))
+    return family
 
 
 def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
@@ -159,10 +156,6 @@ class StoreCollector(Collector):
             for status in JobStatus:
                 by_queue.add_metric([queue, status.name], counts.by_queue[queue].get(status.name, 0))
         yield by_queue
-        by_status = GaugeMetricFamily("leasehold_jobs_by_status", "Jobs by status.", labels=["status"])
-        for status in JobStatus:
-            by_status.add_metric([status.name], counts.by_status.get(status.name, 0))
-        yield by_status
         yield GaugeMetricFamily(
             "leasehold_expired_leases",
             "InProgress jobs whose lease has expired, awaiting recovery.",
@@ -237,14 +230,19 @@ class StoreCollector(Collector):
         page = self.store.list_jobs(status=JobStatus.Completed, limit=self.sample_jobs)
         runs = [s for j in page.items if (s := _seconds(j.completed_at, j.started_at)) is not None]
         waits = [s for j in page.items if (s := _seconds(j.started_at, j.created_at)) is not None]
-        yield _histogram(
+        yield GaugeMetricFamily(
+            "leasehold_recent_jobs_sampled",
+            "Completed jobs the recent-jobs gauges were computed from (newest first).",
+            value=len(page.items),
+        )
+        yield _window(
             "leasehold_recent_job_run",
-            f"Run time of the last {len(runs)} completed jobs (a window, not cumulative).",
+            "Run time of the most recently completed jobs, by percentile (a window).",
             runs,
         )
-        yield _histogram(
+        yield _window(
             "leasehold_recent_job_queue_wait",
-            f"Wait from enqueue to the last start of the last {len(waits)} completed jobs (a window).",
+            "Wait from enqueue to the last start of the most recently completed jobs, by percentile.",
             waits,
         )
 

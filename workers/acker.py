@@ -106,7 +106,7 @@ class Acker(threading.Thread):
             if isinstance(outcome, LeaseLost):
                 log.info("worker %s: completion refused, %s", self.worker_id, outcome)
             else:
-                log.debug("job %s completed", job_id)
+                log.debug("job %s completed", job_id, extra={"job_id": job_id, "worker_id": self.worker_id})
 
     def _one(self, job_id: str, token: int, result: Any) -> object:
         try:

@@ -23,6 +23,7 @@ from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from workers.acker import Acker
 from workers.execute import Outcome, timed_out
 from workers.inflight import InFlight, Running, State
+from workers.logs import job_fields
 from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,12 @@ class Outcomes:
             else:
                 self.fail(run, outcome)
         except Exception:  # a slot must always be freed
-            log.exception("worker %s: recording the outcome of job %s failed", self.worker_id, run.job.id)
+            log.exception(
+                "worker %s: recording the outcome of job %s failed",
+                self.worker_id,
+                run.job.id,
+                extra=job_fields(run.job, self.worker_id),
+            )
         finally:
             if not handed_off:
                 finished()
@@ -84,12 +90,18 @@ class Outcomes:
                 "result discarded (its lease will expire)",
                 self.worker_id,
                 run.job.id,
+                extra=job_fields(run.job, self.worker_id),
             )
             return False
         # Its lease was given back, or a renewal was refused (lost, canceled or
         # already expired): the run is no longer ours to record, even where the
         # store would still take the token.
-        log.debug("job %s finished after its lease was %s; result discarded", run.job.id, run.state.value)
+        log.debug(
+            "job %s finished after its lease was %s; result discarded",
+            run.job.id,
+            run.state.value,
+            extra=job_fields(run.job, self.worker_id),
+        )
         return False
 
     def fail(self, run: Running, outcome: Outcome) -> bool:
@@ -98,6 +110,7 @@ class Outcomes:
         store answered: the failure was recorded, or refused (LeaseLost, the
         job is gone); False when every try met an outage."""
         job, error = run.job, outcome.error or {}
+        fields = job_fields(job, self.worker_id)
 
         def nack() -> None:
             self.store.fail(
@@ -106,14 +119,18 @@ class Outcomes:
 
         try:
             retry_unavailable(nack, WRITE_RETRY_DELAYS_S, f"worker {self.worker_id}: failing job {job.id}")
-            log.debug("job %s failed: %s", job.id, error.get("type"))
+            log.debug("job %s failed: %s", job.id, error.get("type"), extra=fields)
         except LeaseLost as exc:
-            log.info("worker %s: failure refused, %s", self.worker_id, exc)
+            log.info("worker %s: failure refused, %s", self.worker_id, exc, extra=fields)
         except JobNotFound:
-            log.info("worker %s: job %s no longer exists", self.worker_id, job.id)
+            log.info("worker %s: job %s no longer exists", self.worker_id, job.id, extra=fields)
         except StoreUnavailable as exc:
             log.error(
-                "worker %s: could not record job %s (%s); its lease will expire", self.worker_id, job.id, exc
+                "worker %s: could not record job %s (%s); its lease will expire",
+                self.worker_id,
+                job.id,
+                exc,
+                extra=fields,
             )
             return False
         return True
@@ -130,12 +147,15 @@ class Outcomes:
         """Give a RELEASED run's lease back (the job is due again at once, not
         a failure), then settle it. Never raises: a lease it could not give
         back expires and recovery retries the job."""
+        fields = job_fields(run.job, self.worker_id)
         try:
             self.store.release(run.job.id, run.job.lease_token, worker_id=self.worker_id)
-            log.debug("job %s released", run.job.id)
+            log.debug("job %s released", run.job.id, extra=fields)
         except LeaseLost as exc:
-            log.info("worker %s: release refused, %s", self.worker_id, exc)
+            log.info("worker %s: release refused, %s", self.worker_id, exc, extra=fields)
         except Exception as exc:
-            log.warning("worker %s: releasing job %s failed: %s", self.worker_id, run.job.id, exc)
+            log.warning(
+                "worker %s: releasing job %s failed: %s", self.worker_id, run.job.id, exc, extra=fields
+            )
         finally:
             run.settled.set()

@@ -63,6 +63,7 @@ from workers.execute import unknown_handler
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
+from workers.logs import job_fields
 from workers.outcomes import Outcomes
 from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
@@ -324,7 +325,8 @@ class Worker:
         self.inflight.add(run)
         if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:
             self.heartbeat.kick()  # renew on this job's shorter rhythm
-        log.debug("job %s (%s) started with token %d", job.id, job.name, job.lease_token)
+        fields = job_fields(job, self.id)
+        log.debug("job %s (%s) started with token %d", job.id, job.name, job.lease_token, extra=fields)
         self.runner.submit(run, spec)
 
     # ----------------------------------------------------------- timeouts
@@ -336,7 +338,12 @@ class Worker:
         for run in self.inflight.running():
             if run.overdue(now) and run.move(State.TIMED_OUT):
                 self.runner.cancel(run)
-                log.debug("job %s timed out after %gs", run.job.id, run.job.timeout_seconds)
+                log.debug(
+                    "job %s timed out after %gs",
+                    run.job.id,
+                    run.job.timeout_seconds,
+                    extra=job_fields(run.job, self.id),
+                )
                 self.outcomes.time_out(run)
 
     def _until_deadline(self, wait_s: float) -> float:

@@ -231,10 +231,14 @@ def metrics_disagreements(url: str, store: JobStore) -> list[str]:
     bad: list[str] = []
     recount = Counter(job.status.name for job in all_jobs(store))
     for status in JobStatus:
-        exported = got.get(("leasehold_jobs_by_status", (("status", status.name),)))
+        exported = sum(
+            v
+            for (name, labels), v in got.items()
+            if name == "leasehold_jobs" and ("status", status.name) in labels
+        )
         kept = counts.by_status.get(status.name, 0)
         if exported != kept:
-            bad.append(f"/metrics jobs_by_status {status.name}={exported}, counts() {kept}")
+            bad.append(f"/metrics sum of jobs{{status={status.name}}}={exported}, counts() {kept}")
         if kept != recount.get(status.name, 0):
             bad.append(f"counts() {status.name}={kept}, recount {recount.get(status.name, 0)}")
         for queue, row in counts.by_queue.items():

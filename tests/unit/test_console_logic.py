@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import pytest
 
 from store.lifecycle import JobStatus
-from store.models import Job, Page, WorkerInfo
+from store.models import Job, WorkerInfo
 from webapp.config import ConfigError
 from webapp.console.auth import parse_users
 from webapp.console.diagnosis import Context, explain, is_alive, queue_names
-from webapp.console.queries import parse_filters, throughput
+from webapp.console.queries import parse_filters
 
 S = JobStatus
 NOW = 1_800_000_000.0
@@ -117,28 +117,3 @@ def test_filters_from_the_query_string() -> None:
     assert filters.as_query() == {"status": "InProgress", "queue": "q", "id": "abc-1", "sort": "oldest"}
     _, problems = parse_filters({"status": "nope", "id": "zz'"})
     assert len(problems) == 2
-
-
-class _Completed:
-    """A stand-in store for ``throughput``: Completed jobs at given ages, newest first."""
-
-    def __init__(self, ages_s: list[float]) -> None:
-        self.jobs = [job(S.Completed, completed_at=at(-a)) for a in sorted(ages_s)]
-        self.reads = 0
-
-    def list_jobs(self, *, status: JobStatus, limit: int, cursor: str | None) -> Page:
-        start = int(cursor or 0)
-        self.reads += 1
-        items = self.jobs[start : start + limit]
-        more = start + limit < len(self.jobs)
-        return Page(items, str(start + limit) if more else None)
-
-
-def test_throughput_counts_the_last_hour_and_stops_early() -> None:
-    quiet = _Completed([10, 20, 400, 4000, 5000])
-    result = throughput(quiet, NOW)  # type: ignore[arg-type]
-    assert result.total == 3 and not result.partial and quiet.reads == 1
-    assert result.buckets[-1] == 2 and result.buckets[-2] == 1
-    busy = _Completed([i * 0.5 for i in range(2000)])  # 2,000 in the last 1,000 s
-    result = throughput(busy, NOW)  # type: ignore[arg-type]
-    assert result.partial and result.total == 500 and result.covered_s == pytest.approx(249.5)

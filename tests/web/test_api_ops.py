@@ -125,15 +125,21 @@ def test_metrics_read_the_store(api_client: FlaskClient, store: JobStore) -> Non
     assert got[("leasehold_jobs_completed_total", ())] == 1
     assert got[("leasehold_jobs_claimed_total", ())] == 3
     assert got[("leasehold_lease_expirations_total", ())] == 1
-    assert got[("leasehold_stale_acks_refused_total", (("kind", "completion"),))] == 1
+    assert got[("leasehold_stale_writes_refused_total", (("kind", "completion"),))] == 1
+    assert got[("leasehold_stale_writes_refused_total", (("kind", "heartbeat"),))] == 0
     assert got[("leasehold_operator_actions_total", (("action", "cancel"),))] == 1
     assert got[("leasehold_jobs", (("queue", "default"), ("status", "Completed")))] == 1
     assert got[("leasehold_jobs", (("queue", "default"), ("status", "Failed")))] == 1
-    assert got[("leasehold_jobs_by_status", (("status", "Canceled"),))] == 1
+    assert got[("leasehold_jobs", (("queue", "default"), ("status", "Canceled")))] == 1
     assert got[("leasehold_expired_leases", ())] == 0
     assert got[("leasehold_recovery_last_run_jobs", (("outcome", "failed"),))] == 1
-    assert got[("leasehold_recent_job_run_seconds_bucket", (("le", "+Inf"),))] == 1
-    assert got[("leasehold_recent_job_queue_wait_seconds_gcount", ())] == 1
+    assert got[("leasehold_recent_jobs_sampled", ())] == 1
+    run = got[("leasehold_recent_job_run_seconds", (("percentile", "50"),))]
+    assert run >= 0 and got[("leasehold_recent_job_run_seconds", (("percentile", "100"),))] == run
+    assert ("leasehold_recent_job_queue_wait_seconds", (("percentile", "99"),)) in got
+    families = {f.name: f.type for f in text_string_to_metric_families(response.text)}
+    assert "histogram" not in families.values() and "gaugehistogram" not in families.values()
+    assert not [name for name in families if "_by_" in name or name.endswith("_acks_refused")]
 
 
 def test_metrics_agree_across_apps_and_keep_no_global_state(handle: StoreHandle) -> None:

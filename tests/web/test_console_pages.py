@@ -81,7 +81,7 @@ def test_overview_counts_failures_throughput_workers_and_expired(
     assert re.search(r"Completed</span>\s*<span class=\"card-value\">1<", html)
     assert re.search(r"Expired leases</span>\s*<span class=\"card-value\">1<", html)
     assert "mail" in html and "disk full" in html and failed.id[-8:] in html
-    assert "Throughput, last hour" in html and '1 <span class="muted">completed' in html
+    assert "History, last 1 hour" in html and 'data-total="completed">1<' in html
     assert re.search(r"Workers alive</span>\s*<span class=\"card-value\">1<", html)
 
 

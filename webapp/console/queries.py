@@ -19,70 +19,10 @@ from webapp.console.diagnosis import epoch, is_alive
 
 S = JobStatus
 
-#: Most completions the throughput figure reads (newest first), and its page size.
-THROUGHPUT_SAMPLE = MAX_PAGE_SIZE
-THROUGHPUT_PAGE = 100
-#: Throughput window and bucket, seconds.
-THROUGHPUT_WINDOW_S = 3600.0
-THROUGHPUT_BUCKET_S = 300.0
 #: Most jobs an id search (part of an id) or a bulk count scans.
 SCAN_LIMIT = 5000
 #: Most jobs one bulk request changes.
 BULK_LIMIT = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Throughput:
-    """Completions in the last hour, from the newest THROUGHPUT_SAMPLE completed jobs.
-
-    ``partial`` is True when the sample ran out before the hour did: then
-    ``total`` is a lower bound and ``covered_s`` says how far back it reached.
-    ``buckets``: completions per THROUGHPUT_BUCKET_S, oldest first."""
-
-    total: int
-    buckets: list[int]
-    partial: bool
-    covered_s: float
-
-    @property
-    def per_minute(self) -> float:
-        return self.total / max(self.covered_s / 60.0, 1.0)
-
-    @property
-    def peak(self) -> int:
-        return max(self.buckets, default=0)
-
-
-def throughput(store: JobStore, now_s: float) -> Throughput:
-    """Completions per 5-minute bucket over the last hour (see Throughput).
-
-    Reads Completed jobs newest first (their last update is their completion)
-    in pages of THROUGHPUT_PAGE, stopping at the first one older than the
-    window, so a quiet hour costs one small page."""
-    start = now_s - THROUGHPUT_WINDOW_S
-    n_buckets = int(THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S)
-    buckets = [0] * n_buckets
-    oldest: float | None = None
-    cursor: str | None = None
-    read = 0
-    exhausted = False
-    while read < THROUGHPUT_SAMPLE:
-        page = store.list_jobs(status=S.Completed, limit=THROUGHPUT_PAGE, cursor=cursor)
-        read += len(page.items)
-        for job in page.items:
-            t = epoch(job.completed_at)
-            if t is None:
-                continue
-            oldest = t if oldest is None else min(oldest, t)
-            if start <= t <= now_s:
-                buckets[min(int((t - start) // THROUGHPUT_BUCKET_S), n_buckets - 1)] += 1
-        cursor = page.next_cursor
-        if cursor is None or (oldest is not None and oldest < start):
-            exhausted = True
-            break
-    partial = not exhausted and oldest is not None and oldest >= start
-    covered = now_s - oldest if partial and oldest is not None else THROUGHPUT_WINDOW_S
-    return Throughput(sum(buckets), buckets, partial, covered)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from store.base import RECOVERY_LOCK
 from store.errors import JobNotFound, ValidationError
 from store.lifecycle import OPERATIONS, TERMINAL, EventKind, JobStatus, Operation
 from store.models import JobEvent, ts
-from webapp.console import auth, diagnosis, queries
+from webapp.console import auth, diagnosis, history, queries
 from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
 from webapp.console.recovery import operator_name
 
@@ -87,8 +87,8 @@ def overview() -> Response:
         workers_alive=sum(1 for w in workers if w.alive),
         workers_total=len(workers),
         failures=st.list_jobs(status=S.Failed, limit=RECENT_FAILURES).items,
-        throughput=queries.throughput(st, now_s),
-        sample=queries.THROUGHPUT_SAMPLE,
+        history=history.read(st, now_s, request.args.get("range")),
+        history_links=history.links("console.overview"),
         now=ts(now_s),
         now_s=now_s,
     )

@@ -23,6 +23,8 @@ from workers.cli.jobs import (
     worker_command,
 )
 from workers.cli.operate import periodic_group, queue_group
+from workers.logs import configure_logging, log_format_from_env
+from workers.settings import ConfigError
 
 #: Every command (``webapp.cli`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (
@@ -39,10 +41,23 @@ COMMANDS: tuple[click.Command, ...] = (
     demo_command,
 )
 
+
+def _log_format() -> None:
+    """LEASEHOLD_LOG_FORMAT=json: the commands' own records (warnings and up;
+    ``worker`` sets its level) are JSON lines too; text keeps Python's default."""
+    try:
+        log_format = log_format_from_env()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if log_format == "json":
+        configure_logging("WARNING", "json")
+
+
 leasehold = OneLineGroup(
     "leasehold",
     help="Leasehold job queue. Settings come from LEASEHOLD_* environment variables.",
     commands={command.name: command for command in COMMANDS},
+    callback=_log_format,
 )
 
 
