@@ -1,44 +1,33 @@
 """One worker process: register, drain recovery, claim, run, ack/nack, shut down.
 
-The claim loop runs in the main thread. It picks a queue by smooth weighted
+The claim loop runs in the main thread: it picks a queue by smooth weighted
 round robin (``workers.claim``), claims a batch sized to the free slots and
-hands each job to the runner (``workers.pool``); when a run ends, its slot's
-thread nacks it (``store.fail``) or hands a success to the acker thread
-(``workers.outcomes``, which also decides whether a late result counts); the
-acker records completions in batches (``store.complete_many``), every write
-carrying the job's fencing token. When no job is due it waits for the store's wake-up
-(``store.wakeups``: Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short
-exponential backoff (5 ms -> 200 ms, reset on work); when every slot is busy
-it sleeps until one frees.
+hands each job to the runner (``workers.pool``); a run's end is recorded by
+``workers.outcomes`` (nacks at once, completions batched by the acker), every
+write carrying the job's fencing token. Idle, it waits for the store's
+wake-up (Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short backoff
+(5 ms -> 200 ms). A busy worker claims when half its slots are free (or after
+CLAIM_LINGER_S), and ahead of its slots as many jobs as they run in
+CLAIM_AHEAD_S, leased and renewed like running ones; a job's execution
+timeout starts when a slot starts it.
 
-Batches, not round trips: a claim waits until half the slots are free (or
-CLAIM_LINGER_S has passed with some free), so a busy worker claims in
-batches; and it claims ahead of its slots as many jobs as they run in
-CLAIM_AHEAD_S (by the mean run time so far; at most ``prefetch``), leased
-and renewed like running ones, so short jobs never wait for a claim's round
-trip while long ones are not held back from other workers. A job's
-execution timeout starts when a slot starts it; shutdown gives back the
-leases of jobs claimed ahead at once.
+Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
+registry entry, and an operator's quiet or stop command found there), the
+recovery service (``store.recovery``) and, unless in burst mode, the
+maintenance service (``store.maintenance``: retention, dead workers, history,
+bulk operations) and the scheduler of periodic jobs (``workers.scheduler``).
 
-Beside it run the heartbeat thread (``workers.heartbeat``: leases and the
-registry entry), the recovery service (``store.recovery``) and, unless in
-burst mode, the maintenance service (``store.maintenance``: retention, dead
-workers) and the scheduler of periodic jobs (``workers.scheduler``).
+Timeouts: pebble kills a process-pool run at ``timeout_seconds``; a thread
+cannot be killed, so the loop sets ``ctx.cancelled``, fails the job
+(JobTimeout) and stops waiting, and the abandoned thread keeps its slot
+until the handler returns. When every slot has been held for a lease TTL by
+runs it gave up on, the worker exits with EXIT_SLOTS_LOST to be replaced.
 
-Timeouts: a process-pool run is killed by pebble at ``timeout_seconds``. A
-thread cannot be killed, so for a thread-pool run the loop sets
-``ctx.cancelled``, fails the job through the retry policy (JobTimeout) and
-stops waiting; the abandoned thread keeps its slot until the handler returns
-(its late ack is refused by fencing, or dropped if the JobTimeout could not
-be written: ``workers.outcomes``). When every slot has been held for a
-lease TTL by runs it gave up on, the worker exits with EXIT_SLOTS_LOST so its
-supervisor replaces it.
-
-Shutdown (first SIGTERM/SIGINT, ``stop()``, or burst mode running dry): stop
-claiming at once, give running jobs ``grace_s`` to finish (leases still
-renewed), release the leases of the rest (back to the queue at once, not a
-failure), flush the queued acks (leases still renewed), stop the heartbeat,
-leave the registry. A second signal exits at once.
+Shutdown (first SIGTERM/SIGINT, ``stop()``, an operator's stop, or burst mode
+running dry): stop claiming, give running jobs ``grace_s`` to finish, release
+the rest (back to the queue at once, not a failure), flush the queued acks
+(leases still renewed), stop the heartbeat, leave the registry. A second
+signal exits at once.
 """
 
 from __future__ import annotations
