@@ -83,11 +83,12 @@ def preview(
     status: JobStatus | None = None,
     queue: str | None = None,
     name: str | None = None,
-    scan: int = COUNT_SCAN,
+    scan: int | None = None,
 ) -> Preview:
     """Count the jobs ``action`` would change on the filter: exact from the
     counters without a name; with one, by listing each eligible status, at
-    most ``scan`` jobs in all (``at_least`` past it)."""
+    most ``scan`` (default COUNT_SCAN) jobs in all (``at_least`` past it)."""
+    scan = COUNT_SCAN if scan is None else scan
     allowed = statuses_of(action)
     if not name:
         return _counted(store.counts(), status, queue, allowed)
