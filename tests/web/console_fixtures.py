@@ -86,6 +86,15 @@ class ConsoleClient:
         return self.client.post(path, data=form, headers=headers)
 
 
+def confirm_form(preview_html: str, form: dict[str, str]) -> dict[str, str]:
+    """The confirmation a browser posts after a bulk preview: the form with
+    the previewed count and the operation id the panel carries."""
+    expected = re.search(r'name="expected" value="(\d+)"', preview_html)
+    operation_id = re.search(r'name="operation_id" value="([^"]+)"', preview_html)
+    assert expected and operation_id, "the preview has no confirmation form"
+    return {**form, "confirm": "1", "expected": expected.group(1), "operation_id": operation_id.group(1)}
+
+
 @pytest.fixture
 def console_app(handle: StoreHandle) -> Iterator[Flask]:
     yield console_app_for(handle)

@@ -7,16 +7,18 @@ import re
 
 import pytest
 
+from store import bulk
 from store.base import RECOVERY_LOCK, JobStore
 from store.lifecycle import JobStatus
 from tests.store.helpers import expire_leases, job_in
 from tests.web.console_fixtures import (  # noqa: F401 - fixtures
     ConsoleClient,
+    confirm_form,
     console_app,
     operator,
     viewer,
 )
-from webapp.console import queries
+from webapp import operations
 
 S = JobStatus
 
@@ -121,7 +123,7 @@ def test_actions_are_get_proof(operator: ConsoleClient, store: JobStore) -> None
     assert store.get(job.id).status is S.Queued
 
 
-def test_bulk_preview_then_confirm(operator: ConsoleClient, store: JobStore) -> None:
+def test_bulk_preview_then_confirm_starts_an_operation(operator: ConsoleClient, store: JobStore) -> None:
     done = job_in(store, S.Completed, queue="bulk")
     queued = [store.enqueue("t", {}, queue="bulk").id for _ in range(3)]
     other = store.enqueue("t", {}, queue="elsewhere").id
@@ -131,37 +133,57 @@ def test_bulk_preview_then_confirm(operator: ConsoleClient, store: JobStore) -> 
     assert preview.text.lstrip().startswith('<section id="bulk-panel"')
     assert re.search(r"<strong>4</strong> job\(s\) match and can be canceled", preview.text)
     assert "of 4 matching the filter" in preview.text
+    assert 'name="typed"' not in preview.text  # small: no count to type
     assert all(store.get(i).status is S.Queued for i in queued)  # a preview changes nothing
-    result = operator.post("/jobs/bulk", {**form, "confirm": "1"}, htmx=True)
-    assert "Cancel: 4 done, 0 skipped" in result.text
+    started = operator.post("/jobs/bulk", confirm_form(preview.text, form), htmx=True)
+    [op] = store.operations()
+    assert started.status_code == 200 and started.headers["HX-Redirect"] == f"/operations/{op.id}"
+    assert (op.action, op.filter, op.expected, op.actor) == ("cancel", {"queue": "bulk"}, 4, "operator:ann")
+    assert all(store.get(i).status is S.Queued for i in queued)  # runs in the background
+    again = operator.post("/jobs/bulk", confirm_form(preview.text, form), htmx=True)
+    assert again.headers["HX-Redirect"] == f"/operations/{op.id}" and len(store.operations()) == 1
+
+    bulk.run_pending(store, "test")
     assert all(store.get(i).status is S.Canceled for i in [*queued, done.id])
     assert store.get(other).status is S.Queued
     assert last_event(store, queued[0]).actor == "operator:ann"
 
 
-def test_bulk_by_name_counts_by_scanning_and_only_eligible_statuses(
-    operator: ConsoleClient, store: JobStore
-) -> None:
+def test_bulk_by_name_counts_only_eligible_statuses(operator: ConsoleClient, store: JobStore) -> None:
     failed = [job_in(store, S.Failed).id for _ in range(2)]
     store.enqueue("t", {})  # Queued: not retryable
-    preview = operator.post("/jobs/bulk", {"action": "retry", "name": "t"})
+    form = {"action": "retry", "name": "t"}
+    preview = operator.post("/jobs/bulk", form)
     assert preview.status_code == 200 and "<html" in preview.text
     assert re.search(r"<strong>2</strong> job\(s\) match and can be retried now", preview.text)
-    result = operator.post("/jobs/bulk", {"action": "retry", "name": "t", "confirm": "1"})
-    assert "2 done, 0 skipped" in result.text
+    started = operator.post("/jobs/bulk", confirm_form(preview.text, form))
+    [op] = store.operations()
+    assert started.status_code == 303 and started.headers["Location"] == f"/operations/{op.id}"
+    bulk.run_pending(store, "test")
     assert all(store.get(i).status is S.Queued for i in failed)
+    assert store.get_operation(op.id).changed == 2
 
 
-def test_bulk_is_bounded_per_request(
+def test_bulk_by_name_past_the_count_scan_is_a_lower_bound(
     operator: ConsoleClient, store: JobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(queries, "BULK_LIMIT", 3)
+    monkeypatch.setattr(operations, "COUNT_SCAN", 3)
     store.enqueue_many([("t", {"i": i}) for i in range(5)])
     preview = operator.post("/jobs/bulk", {"action": "cancel", "name": "t"}, htmx=True)
     assert "More than 3" in preview.text
-    result = operator.post("/jobs/bulk", {"action": "cancel", "name": "t", "confirm": "1"}, htmx=True)
-    assert "3 done" in result.text and "limit was reached" in result.text
-    assert store.counts().by_status["Canceled"] == 3
+
+
+def test_bulk_refuses_an_id_filter_and_a_forged_confirmation(
+    operator: ConsoleClient, store: JobStore
+) -> None:
+    store.enqueue("t", {})
+    refused = operator.post("/jobs/bulk", {"action": "cancel", "id": "abc"}, htmx=True)
+    assert refused.status_code == 400 and "clear the id filter" in refused.text
+    bad = operator.post(
+        "/jobs/bulk", {"action": "cancel", "confirm": "1", "expected": "1", "operation_id": "a b"}
+    )
+    assert bad.status_code == 400
+    assert store.operations() == []
 
 
 def test_bulk_with_nothing_eligible_and_bad_action(operator: ConsoleClient, store: JobStore) -> None:

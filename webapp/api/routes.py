@@ -26,6 +26,7 @@ from store.errors import StoreUnavailable
 from store.lifecycle import JobStatus
 from store.models import JobSpec, iso
 from webapp import metrics
+from webapp.api import control
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.common import context_of, job_json
@@ -40,6 +41,8 @@ from webapp.api.schemas import (
     JobOut,
     JobPage,
     ListJobsQuery,
+    OperationOut,
+    OperationRequest,
     PurgeOut,
     PurgeQuery,
     PurgeRequest,
@@ -51,6 +54,7 @@ from webapp.api.schemas import (
     ScheduleList,
     ScheduleOut,
     StatsOut,
+    WorkerCommandOut,
     WorkerList,
 )
 from webapp.api.state import api_state, job_store
@@ -222,6 +226,7 @@ _OPS = ("ops",)
 _QUEUES = ("queues",)
 _RETENTION = ("retention",)
 _PERIODIC = ("periodic",)
+_OPERATIONS = ("operations",)
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -310,6 +315,34 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("/api/stats", stats, responses={"HTTP_200": StatsOut, **_READ}, tags=_OPS),
     Route("/api/workers", list_workers, responses={"HTTP_200": WorkerList, **_READ}, tags=_OPS),
+    Route(
+        "/api/workers/<worker_id>/quiet",
+        control.quiet_worker,
+        ("POST",),
+        responses={"HTTP_200": WorkerCommandOut, **_ACT},
+        tags=_OPS,
+    ),
+    Route(
+        "/api/workers/<worker_id>/stop",
+        control.stop_worker,
+        ("POST",),
+        responses={"HTTP_200": WorkerCommandOut, **_ACT},
+        tags=_OPS,
+    ),
+    Route(
+        "/api/operations",
+        control.create_operation,
+        ("POST",),
+        json=OperationRequest,
+        responses={"HTTP_202": OperationOut, "HTTP_200": OperationOut, **_ACT, **_BODY},
+        tags=_OPERATIONS,
+    ),
+    Route(
+        "/api/operations/<operation_id>",
+        control.get_operation,
+        responses={"HTTP_200": OperationOut, "HTTP_404": E, **_READ},
+        tags=_OPERATIONS,
+    ),
     Route("/metrics", prometheus_metrics, responses={"HTTP_200": None, **_READ}, tags=_OPS),
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),
 )

@@ -353,3 +353,51 @@ class ScheduleList(BaseModel):
 class HealthOut(BaseModel):
     status: str
     store: str | None = None
+
+
+# ------------------------------------- bulk operations, attempts, workers
+class OperationFilter(_Body):
+    """Which jobs a bulk operation acts on (every key optional: none is every job)."""
+
+    status: str | None = Field(None, description=f"one of {STATUS_NAMES}")
+    queue: QueueName | None = None
+    name: JobName | None = None
+
+
+class OperationRequest(_Body):
+    """A bulk action on every job matching ``filter``, run in the background."""
+
+    action: str = Field(description="cancel, requeue, retry or delete")
+    filter: OperationFilter = Field(default_factory=OperationFilter)
+    expected: int | None = Field(
+        None, ge=0, description="the count the caller previewed; counted now when omitted"
+    )
+
+
+class OperationOut(BaseModel):
+    id: str
+    action: str
+    filter: dict[str, str]
+    actor: str
+    expected: int = Field(description="the count at preview")
+    state: str = Field(description="queued, running, done or failed")
+    changed: int
+    skipped: int = Field(description="jobs whose status no longer allowed the action")
+    progress: float = Field(description="0.0 to 1.0")
+    error: str | None
+    created_at: str | None
+    updated_at: str | None
+
+
+class AttemptOut(BaseModel):
+    attempt: int = Field(description="1 for the first run")
+    token: int
+    worker_id: str | None
+    error: JobError | None
+    started_at: str | None
+    finished_at: str | None
+
+
+class WorkerCommandOut(WorkerOut):
+    command: str | None = Field(description="the operator's command waiting for or taken by it: quiet, stop")
+    command_by: str | None = Field(description="who sent it (operator:<name>)")

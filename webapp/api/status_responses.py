@@ -21,7 +21,7 @@ from flask import Flask, current_app
 
 from store.lifecycle import JobStatus
 from store.models import Job
-from webapp.api.state import StatusResponseFactory, api_state
+from webapp.api.state import StatusResponseFactory, api_state, job_store
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -33,8 +33,9 @@ def set_job_status_response(app: Flask, factory: StatusResponseFactory | None) -
 
 
 def default_status_response(job: Job) -> dict[str, Any]:
-    """The job JSON (DESIGN.md section 7)."""
-    return job.to_json()
+    """The job JSON (DESIGN.md section 7) with its failed ``attempts``, oldest
+    first (only here: job lists leave them out)."""
+    return {**job.to_json(), "attempts": [a.to_json() for a in job_store().attempts(job.id)]}
 
 
 def summary_status_response(job: Job) -> dict[str, Any]:

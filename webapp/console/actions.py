@@ -17,9 +17,9 @@ from flask import Response, abort, flash, make_response, redirect, request, url_
 from store.errors import InvalidTransition, JobNotFound
 from store.lifecycle import Operation
 from store.models import Job
-from webapp.console import auth, queries, recovery
+from webapp.console import auth, recovery
 from webapp.console.blueprint import bp, is_htmx, render_view, store
-from webapp.console.views import BULK_ACTIONS, job_context, recovery_context
+from webapp.console.views import job_context, recovery_context
 
 DONE = {
     Operation.CANCEL: "Canceled",
@@ -117,41 +117,6 @@ def delete(job_id: str) -> Response:
         response.headers["HX-Redirect"] = target
         return response
     return redirect(target, 303)
-
-
-# ------------------------------------------------------------------ bulk
-@bp.post("/jobs/bulk")
-@auth.operator_required
-def bulk() -> Response:
-    """First post (no ``confirm``): count preview and a confirmation form.
-    Second post with ``confirm=1``: apply to at most BULK_LIMIT matching jobs."""
-    action = BULK_ACTIONS.get(request.form.get("action", ""))
-    if action is None:
-        abort(400, f"action must be one of {', '.join(BULK_ACTIONS)}.")
-    filters, problems = queries.parse_filters(request.form)
-    if problems:
-        abort(400, " ".join(problems))
-    context: dict[str, Any] = {
-        "action": action,
-        "filters": filters,
-        "query": filters.as_query(),
-        "limit": queries.BULK_LIMIT,
-        "bulk_actions": BULK_ACTIONS,
-    }
-    if request.form.get("confirm") != "1":
-        selection = queries.select_for_bulk(store(), filters, action.statuses)
-        return render_view("bulk.html", "partials/bulk_panel.html", selection=selection, **context)
-    done = skipped = 0
-    for job in list(queries.eligible_jobs(store(), filters, action.statuses, queries.BULK_LIMIT)):
-        try:
-            apply(action.operation, job.id, reset_retries=True)
-            done += 1
-        except (InvalidTransition, JobNotFound):
-            skipped += 1  # changed or deleted since it was listed
-    capped = done + skipped >= queries.BULK_LIMIT
-    return render_view(
-        "bulk.html", "partials/bulk_panel.html", done=done, skipped=skipped, capped=capped, **context
-    )
 
 
 # -------------------------------------------------------------- recovery

@@ -19,10 +19,8 @@ from webapp.console.diagnosis import epoch, is_alive
 
 S = JobStatus
 
-#: Most jobs an id search (part of an id) or a bulk count scans.
+#: Most jobs an id search (part of an id) scans.
 SCAN_LIMIT = 5000
-#: Most jobs one bulk request changes.
-BULK_LIMIT = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,51 +145,6 @@ def search(store: JobStore, filters: Filters, limit: int, cursor: str | None) ->
     order = "asc" if filters.oldest_first else "desc"
     page = store.list_jobs(**filters.store_kwargs(), limit=limit, cursor=cursor, order=order)
     return Search(page.items, page.next_cursor)
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """What a bulk action would touch: ``eligible`` counted (exact unless
-    ``at_least``), ``matching`` all jobs passing the filter where known."""
-
-    eligible: int
-    at_least: bool
-    matching: int | None
-
-
-def _counted(counts: Counts, filters: Filters, statuses: frozenset[JobStatus]) -> tuple[int, int]:
-    source = counts.by_queue.get(filters.queue, {}) if filters.queue else counts.by_status
-    chosen = {filters.status} if filters.status else set(JobStatus)
-    matching = sum(source.get(s.name, 0) for s in chosen)
-    eligible = sum(source.get(s.name, 0) for s in chosen & statuses)
-    return matching, eligible
-
-
-def select_for_bulk(store: JobStore, filters: Filters, statuses: frozenset[JobStatus]) -> Selection:
-    """Count the jobs a bulk action on ``statuses`` would change. Exact from the
-    counters when only status/queue filter; else counted by a bounded scan."""
-    if not (filters.name or filters.id_part):
-        matching, eligible = _counted(store.counts(), filters, statuses)
-        return Selection(eligible, False, matching)
-    jobs = list(eligible_jobs(store, filters, statuses, BULK_LIMIT + 1))
-    return Selection(min(len(jobs), BULK_LIMIT), len(jobs) > BULK_LIMIT, None)
-
-
-def eligible_jobs(
-    store: JobStore, filters: Filters, statuses: frozenset[JobStatus], limit: int
-) -> Iterator[Job]:
-    """Up to ``limit`` jobs passing ``filters`` whose status is in ``statuses``,
-    one listing per status (so ineligible jobs are never read)."""
-    wanted = sorted(statuses & ({filters.status} if filters.status else set(JobStatus)))
-    given = 0
-    for status in wanted:
-        for job in _pages(store, filters, status, SCAN_LIMIT):
-            if filters.id_part and filters.id_part not in job.id:
-                continue
-            yield job
-            given += 1
-            if given >= limit:
-                return
 
 
 def since(value: datetime | None, now_s: float) -> float | None:

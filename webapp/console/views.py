@@ -21,6 +21,7 @@ from store.models import JobEvent, ts
 from webapp.console import auth, diagnosis, history, queries
 from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
 from webapp.console.recovery import operator_name
+from webapp.operations import OPERATION_IN_TEXT
 
 S = JobStatus
 PAGE_SIZES = (25, 50, 100, 200)
@@ -209,6 +210,8 @@ def job_context(job_id: str, message: str | None = None, error: str | None = Non
         "can": {op.value: job.status in rule.sources for op, rule in OPERATIONS.items()},
         "lease_left": queries.since(job.lease_expires_at, now_s),
         "heartbeat_age": queries.since(job.last_heartbeat_at, now_s),
+        "attempts": st.attempts(job_id),
+        "progress_age": now_s - float(job.progress["at"]) if job.progress else None,
         "message": message,
         "error": error,
         "now_s": now_s,
@@ -283,15 +286,18 @@ class AuditEntry:
     detail: str
     queue: str | None = None
     job_gone: bool = False
+    operation: str | None = None
 
 
 _QUEUE_EVENTS = frozenset({EventKind.QUEUE_PAUSED, EventKind.QUEUE_RESUMED})
+_BULK_EVENTS = frozenset({EventKind.BULK_STARTED, EventKind.BULK_FINISHED})
 
 
 def _audit_entry(e: JobEvent) -> AuditEntry:
     change = " → ".join(s.name for s in (e.from_status, e.to_status) if s)
     detail = " · ".join(part for part in (change, e.message or "") if part)
     queue = (e.message or "").removeprefix("queue ") if e.kind in _QUEUE_EVENTS else None
+    found = OPERATION_IN_TEXT.search(e.message or "") if e.kind in _BULK_EVENTS else None
     return AuditEntry(
         e.at,
         operator_name(e.actor or ""),
@@ -300,6 +306,7 @@ def _audit_entry(e: JobEvent) -> AuditEntry:
         detail,
         queue=queue or None,
         job_gone=e.kind == EventKind.DELETED,
+        operation=found.group(1) if found else None,
     )
 
 

@@ -1,0 +1,133 @@
+"""API views for control at scale (issue 16): bulk operations on the whole
+filter, run in the background (``POST /api/operations``), and worker
+commands (``POST /api/workers/<id>/quiet``, ``/stop``).
+
+Registered by ``webapp.api.routes`` (its ROUTES table); authentication and
+roles are the blueprint's (GET viewer, everything else operator). Actions
+are made with the token's actor ``operator:<name>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, current_app, request, url_for
+
+from store import bulk
+from store.errors import WorkerNotFound
+from store.lifecycle import JobStatus
+from store.models import BULK_ACTIONS, iso
+from store.records import WorkerInfo
+from webapp import operations
+from webapp.api.auth import current_token
+from webapp.api.common import context_of, json_response
+from webapp.api.enqueue import IDEMPOTENCY_HEADER
+from webapp.api.errors import APIError
+from webapp.api.schemas import OperationRequest
+from webapp.api.state import job_store
+
+
+# ------------------------------------------------------------- operations
+def operation_location(operation_id: str) -> str:
+    return url_for("api.get_operation", operation_id=operation_id)
+
+
+def _operation_key() -> str | None:
+    """The request's Idempotency-Key, used as the operation's id. Raises
+    APIError 422 naming the header when it is not a URL-safe id."""
+    raw = request.headers.get(IDEMPOTENCY_HEADER)
+    if raw is None:
+        return None
+    key = raw.strip()
+    if not operations.OPERATION_ID.match(key):
+        raise APIError(
+            422, f"{IDEMPOTENCY_HEADER}: must be 1-100 characters of A-Z a-z 0-9 . _ ~ -", IDEMPOTENCY_HEADER
+        )
+    return key
+
+
+def create_operation() -> Response:
+    """Start a bulk action (`cancel`, `requeue`, `retry`, `delete`) on every
+    job matching `filter`: 202 with the operation and `Location` at once; a
+    worker's maintenance thread runs it in bounded batches. `expected` is the
+    count the caller previewed (counted now when omitted). With an
+    `Idempotency-Key` (the operation's id) already used for the same action
+    and filter, 200 with that operation; for another, 409."""
+    body: OperationRequest = context_of("json", OperationRequest)
+    if body.action not in BULK_ACTIONS:
+        raise APIError(422, f"action: must be one of {', '.join(BULK_ACTIONS)}", "action")
+    key = _operation_key()
+    store = job_store()
+    filter_ = bulk.check_filter(body.filter.model_dump(exclude_none=True))
+    if key is not None:
+        found = store.get_operation(key)
+        if found is not None:
+            if (found.action, found.filter) != (body.action, filter_):
+                raise APIError(409, f"{IDEMPOTENCY_HEADER} was already used for a different operation")
+            response = json_response(found.to_json(), 200)
+            response.headers["Location"] = operation_location(found.id)
+            return response
+    expected = body.expected
+    if expected is None:
+        status = JobStatus[filter_["status"]] if "status" in filter_ else None
+        expected = operations.preview(
+            store, body.action, status, filter_.get("queue"), filter_.get("name")
+        ).eligible
+    operation = bulk.start(store, body.action, filter_, current_token().actor, expected, operation_id=key)
+    current_app.logger.info("bulk operation started by %s: %s", operation.actor, bulk.describe(operation))
+    response = json_response(operation.to_json(), 202)
+    response.headers["Location"] = operation_location(operation.id)
+    return response
+
+
+def get_operation(operation_id: str) -> dict[str, Any]:
+    """A bulk operation: its filter, count at preview, state, changed and
+    skipped jobs and progress (0.0 to 1.0). 404 for an unknown id."""
+    operation = job_store().get_operation(operation_id)
+    if operation is None:
+        raise APIError(404, f"no operation {operation_id!r}")
+    return operation.to_json()
+
+
+# ---------------------------------------------------------------- workers
+def worker_json(w: WorkerInfo, now_s: float) -> dict[str, Any]:
+    """A registry entry with the operator's command (``command``, ``command_by``)."""
+    seen = None if w.last_seen_at is None else round(max(0.0, now_s - w.last_seen_at.timestamp()), 3)
+    return {
+        "id": w.id,
+        "host": w.host,
+        "pid": w.pid,
+        "queues": list(w.queues),
+        "concurrency": w.concurrency,
+        "jobs_in_hand": list(w.jobs_in_hand),
+        "started_at": iso(w.started_at),
+        "last_seen_at": iso(w.last_seen_at),
+        "seen_seconds_ago": seen,
+        "command": w.command,
+        "command_by": w.command_by,
+    }
+
+
+def _command(worker_id: str, command: str) -> dict[str, Any]:
+    store = job_store()
+    actor = current_token().actor
+    try:
+        info = store.command_worker(worker_id, command, actor=actor)
+    except WorkerNotFound as exc:
+        raise APIError(404, str(exc)) from None
+    current_app.logger.warning("worker %s: %s sent by %s", worker_id, command, actor)
+    return worker_json(info, store.now())
+
+
+def quiet_worker(worker_id: str) -> dict[str, Any]:
+    """Quiet a worker: at its next registry heartbeat it stops claiming and
+    finishes the jobs it holds. The worker with its `command` and
+    `command_by`; 404 for a worker not registered."""
+    return _command(worker_id, "quiet")
+
+
+def stop_worker(worker_id: str) -> dict[str, Any]:
+    """Stop a worker gracefully (the SIGTERM path: it finishes within its
+    grace period and releases the rest) at its next registry heartbeat.
+    404 for a worker not registered."""
+    return _command(worker_id, "stop")

@@ -1,0 +1,135 @@
+"""Bulk actions on the whole filter (issue 16, point 3) and an operation's page.
+
+``POST /jobs/bulk`` without ``confirm`` previews: how many jobs the action
+would change (``webapp.operations.preview``). With ``confirm=1`` it records a
+bulk operation for every job matching the filter (``store.bulk.start``, no
+cap: a worker's maintenance thread runs it in batches) and redirects to
+``/operations/<id>``, whose live fragment polls itself every second until the
+operation is done or failed. A destructive action on more than
+``operations.CONFIRM_ABOVE`` jobs needs the operator to type the count: the
+server checks it against the count the preview showed (422 otherwise).
+
+The form carries an operation id made at preview, so a confirmation posted
+twice starts one operation.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import Response, abort, current_app, make_response, redirect, request, url_for
+
+from store import bulk as store_bulk
+from store.models import BulkOperation
+from webapp import operations
+from webapp.console import auth, queries
+from webapp.console.actions import actor
+from webapp.console.blueprint import bp, is_htmx, render_view, store
+from webapp.console.views import BULK_ACTIONS, BulkAction
+
+
+def _panel(status: int = 200, **context: Any) -> Response:
+    return render_view("bulk.html", "partials/bulk_panel.html", status=status, **context)
+
+
+def _preview_context(
+    action: BulkAction, filters: queries.Filters, error: str | None = None
+) -> dict[str, Any]:
+    selection = operations.preview(store(), action.key, filters.status, filters.queue, filters.name)
+    return {
+        "selection": selection,
+        "type_count": operations.needs_typed_count(action.key, selection.eligible),
+        "operation_id": str(uuid.uuid4()),
+        "confirm_above": operations.CONFIRM_ABOVE,
+        "error": error,
+    }
+
+
+def _filter_of(filters: queries.Filters) -> dict[str, str]:
+    """The operation's filter: the status (by name), queue and name given."""
+    return {k: v for k, v in filters.as_query().items() if k in ("status", "queue", "name")}
+
+
+def _typed(raw: str | None) -> int | None:
+    text = (raw or "").replace(",", "").replace("_", "").replace(" ", "").strip()
+    return int(text) if text.isdigit() else None
+
+
+@bp.post("/jobs/bulk")
+@auth.operator_required
+def bulk() -> Response:
+    """First post: count preview and a confirmation form. Second post
+    (``confirm=1``, ``expected``, ``operation_id``, and ``typed`` for a large
+    destructive action): start the operation and go to its page."""
+    action = BULK_ACTIONS.get(request.form.get("action", ""))
+    if action is None:
+        abort(400, f"action must be one of {', '.join(BULK_ACTIONS)}.")
+    filters, problems = queries.parse_filters(request.form)
+    if problems:
+        abort(400, " ".join(problems))
+    context: dict[str, Any] = {
+        "action": action,
+        "filters": filters,
+        "query": filters.as_query(),
+        "bulk_actions": BULK_ACTIONS,
+    }
+    if filters.id_part:
+        refusal = "A bulk action acts on status, queue and name: clear the id filter first."
+        return _panel(400, refused=refusal, **context)
+    if request.form.get("confirm") != "1":
+        return _panel(**context, **_preview_context(action, filters))
+    expected = _typed(request.form.get("expected"))
+    operation_id = request.form.get("operation_id", "")
+    if expected is None or not operations.OPERATION_ID.match(operation_id):
+        abort(400, "The confirmation lacks its count or operation id. Preview again.")
+    if operations.needs_typed_count(action.key, expected) and _typed(request.form.get("typed")) != expected:
+        message = (
+            f"Type the number of jobs, {expected:,}, to confirm this {action.key} "
+            "(the preview below is counted again)."
+        )
+        return _panel(422, **context, **_preview_context(action, filters, error=message))
+    operation = store_bulk.start(
+        store(), action.key, _filter_of(filters), actor(), expected, operation_id=operation_id
+    )
+    current_app.logger.info("bulk operation started by %s: %s", actor(), store_bulk.describe(operation))
+    target = url_for("console.operation", operation_id=operation.id)
+    if is_htmx():
+        response = make_response("", 200)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, 303)
+
+
+# -------------------------------------------------------------- operation
+#: The console's words for an operation's state.
+STATES = {"queued": "waiting for a worker", "running": "running", "done": "done", "failed": "failed"}
+
+
+def display_fraction(operation: BulkOperation) -> float:
+    """The bar's fraction: 1.0 only when the operation is finished (the walk
+    also visits jobs of other statuses when the filter names none, so
+    changed + skipped can pass the count at preview before the end)."""
+    if operation.finished:
+        return 1.0
+    return min(0.99, float(operation.to_json()["progress"]))
+
+
+def operation_context(operation_id: str) -> dict[str, Any]:
+    operation = store().get_operation(operation_id)
+    if operation is None:
+        abort(404, f"No bulk operation has id {operation_id}.")
+    action = BULK_ACTIONS.get(operation.action)
+    return {
+        "op": operation,
+        "action": action,
+        "state_text": STATES.get(operation.state, operation.state),
+        "fraction": display_fraction(operation),
+        "who": operation.actor.removeprefix("operator:"),
+        "jobs_query": dict(operation.filter),
+    }
+
+
+@bp.get("/operations/<operation_id>")
+def operation(operation_id: str) -> Response:
+    return render_view("operation.html", "partials/operation_live.html", **operation_context(operation_id))
