@@ -183,11 +183,15 @@ class JobStore(abc.ABC):
         limit: int = 50,
         cursor: str | None = None,
         order: str = "desc",
+        before: str | None = None,
     ) -> Page:
         """Jobs, filtered, newest update first (``order="asc"``: oldest first);
         keyset paging by ``(last_updated_at, id)`` so a page costs the same at
-        any depth. ``limit`` 1..MAX_PAGE_SIZE. Raises ValidationError for a bad
-        cursor, limit or order."""
+        any depth, exact for every filter on every store. ``cursor`` (a page's
+        ``next_cursor``) reads forward; ``before`` (a page's ``prev_cursor``)
+        reads the ``limit`` jobs just before it, in the same order, and gives
+        the first page when fewer remain. ``limit`` 1..MAX_PAGE_SIZE. Raises
+        ValidationError for a bad cursor, limit or order, or both directions."""
 
     @abc.abstractmethod
     def counts(self) -> Counts:

@@ -121,12 +121,22 @@ class SharedStore(JobStore):
         limit: int = 50,
         cursor: str | None = None,
         order: str = "desc",
+        before: str | None = None,
     ) -> Page:
         if order not in ("asc", "desc"):
             raise ValidationError("order", "must be asc or desc")
         if not 1 <= limit <= MAX_PAGE_SIZE:
             raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
-        return self._list(status, queue, name, limit, cursor, order == "asc")
+        if cursor and before:
+            raise ValidationError("before", "give cursor or before, not both")
+        ascending = order == "asc"
+        if not before:
+            return self._list(status, queue, name, limit, cursor, ascending)
+        # Backwards: read the other way from ``before``, then turn the page round.
+        back = self._list(status, queue, name, limit, before, not ascending)
+        if back.next_cursor is None:
+            return self._list(status, queue, name, limit, None, ascending)  # reached the start
+        return Page(back.items[::-1], back.prev_cursor, back.next_cursor)
 
     @abc.abstractmethod
     def _list(
@@ -138,7 +148,9 @@ class SharedStore(JobStore):
         cursor: str | None,
         ascending: bool,
     ) -> Page:
-        """Engine half of list_jobs (``limit`` and order checked)."""
+        """Engine half of list_jobs (``limit`` and order checked): the page
+        after ``cursor``, with ``prev_cursor`` the key of its first item when
+        a cursor was given (list_jobs reads backwards with it)."""
 
     def counts(self) -> Counts:
         return Counts.from_counters(self._counter_rows())

@@ -156,7 +156,8 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SharedStor
         rows = self.read(sql.list_jobs(filters, bool(cursor), ascending=ascending), params)
         items = [job_from_row(r) for r in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
-        return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None)
+        first = encode_cursor(rows[0]["last_updated_at"], rows[0]["id"]) if cursor and rows else None
+        return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None, first)
 
     def _counter_rows(self) -> Iterable[tuple[str, int]]:
         return self.tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)
