@@ -50,11 +50,11 @@ from store.redis import codec
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.keys import rank_job_id
-from store.redis.listing import ListingMixin
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import GUARD_ATTEMPTS, SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
+from store.redis.search import SearchMixin
 from store.redis.wakeups import RedisWakeups
 from store.shared import EncodedAck, SharedStore
 
@@ -64,7 +64,7 @@ CLAIM_ROUNDS = 8
 
 
 class RedisStore(
-    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, ListingMixin, SharedStore
+    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, SearchMixin, SharedStore
 ):
     """JobStore on Redis or Redis Cluster.
 

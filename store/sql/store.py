@@ -32,11 +32,12 @@ from store.sql.recovery import SqlRecoveryMixin
 from store.sql.registry import SqlRegistryMixin
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
+from store.sql.search import SqlSearchMixin
 
 S = JobStatus
 
 
-class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
+class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
 
     def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
