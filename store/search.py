@@ -64,6 +64,10 @@ class SearchPage:
     complete: bool
     scanned: int
 
+    def summary(self) -> dict[str, bool | int]:
+        """``complete`` and ``scanned`` as the API shows them."""
+        return {"complete": self.complete, "scanned": self.scanned}
+
 
 def parse_payload_filter(text: str) -> tuple[str, Any]:
     """``key=value`` as ``(key, value)``: the value read as JSON when it
