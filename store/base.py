@@ -52,6 +52,7 @@ from store.models import (
     Schedule,
     WorkerInfo,
 )
+from store.search import SEARCH_SCAN_LIMIT, SearchPage
 
 __all__ = [
     "Counts",
@@ -183,11 +184,15 @@ class JobStore(abc.ABC):
         limit: int = 50,
         cursor: str | None = None,
         order: str = "desc",
+        before: str | None = None,
     ) -> Page:
         """Jobs, filtered, newest update first (``order="asc"``: oldest first);
         keyset paging by ``(last_updated_at, id)`` so a page costs the same at
-        any depth. ``limit`` 1..MAX_PAGE_SIZE. Raises ValidationError for a bad
-        cursor, limit or order."""
+        any depth, exact for every filter on every store. ``cursor`` (a page's
+        ``next_cursor``) reads forward; ``before`` (a page's ``prev_cursor``)
+        reads the ``limit`` jobs just before it, in the same order, and gives
+        the first page when fewer remain. ``limit`` 1..MAX_PAGE_SIZE. Raises
+        ValidationError for a bad cursor, limit or order, or both directions."""
 
     @abc.abstractmethod
     def counts(self) -> Counts:
@@ -526,3 +531,24 @@ class JobStore(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -------------------------------------------------------------- search
+    @abc.abstractmethod
+    def search_jobs(
+        self,
+        *,
+        id_part: str | None = None,
+        error: str | None = None,
+        payload: tuple[str, Any] | str | None = None,
+        status: JobStatus | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        scan_limit: int = SEARCH_SCAN_LIMIT,
+    ) -> SearchPage:
+        """Jobs matching every criterion given, newest update first (store/search.py):
+        part of the id, text of the error (Failed and Scheduled jobs), a payload
+        field (``(key, value)`` or ``"key=value"``), and the listing filters.
+        A store that cannot index a criterion examines at most ``scan_limit``
+        jobs and says so (``SearchPage.complete`` False). ``limit``
+        1..MAX_PAGE_SIZE. Raises ValidationError for a bad criterion or limit."""

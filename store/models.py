@@ -233,10 +233,13 @@ class JobEvent:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One page of a listing. ``next_cursor`` is opaque; None on the last page."""
+    """One page of a listing. ``next_cursor`` is opaque; None on the last page.
+    ``prev_cursor`` (pass it as ``before``) reads the page before this one;
+    None on the first page."""
 
     items: list[Job]
     next_cursor: str | None
+    prev_cursor: str | None = None
 
 
 #: Longest traceback kept with an attempt's error, characters (the end is kept).

@@ -22,6 +22,7 @@ from store.counters import event_totals
 from store.errors import LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, JobStatus
 from store.models import Counts, Job, JobSpec, Page, RecoveredJob, RecoveryReport, as_spec, validate_spec
+from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
 from store.spec import unique_key_of
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
@@ -121,12 +122,22 @@ class SharedStore(JobStore):
         limit: int = 50,
         cursor: str | None = None,
         order: str = "desc",
+        before: str | None = None,
     ) -> Page:
         if order not in ("asc", "desc"):
             raise ValidationError("order", "must be asc or desc")
         if not 1 <= limit <= MAX_PAGE_SIZE:
             raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
-        return self._list(status, queue, name, limit, cursor, order == "asc")
+        if cursor and before:
+            raise ValidationError("before", "give cursor or before, not both")
+        ascending = order == "asc"
+        if not before:
+            return self._list(status, queue, name, limit, cursor, ascending)
+        # Backwards: read the other way from ``before``, then turn the page round.
+        back = self._list(status, queue, name, limit, before, not ascending)
+        if back.next_cursor is None:
+            return self._list(status, queue, name, limit, None, ascending)  # reached the start
+        return Page(back.items[::-1], back.prev_cursor, back.next_cursor)
 
     @abc.abstractmethod
     def _list(
@@ -138,7 +149,9 @@ class SharedStore(JobStore):
         cursor: str | None,
         ascending: bool,
     ) -> Page:
-        """Engine half of list_jobs (``limit`` and order checked)."""
+        """Engine half of list_jobs (``limit`` and order checked): the page
+        after ``cursor``, with ``prev_cursor`` the key of its first item when
+        a cursor was given (list_jobs reads backwards with it)."""
 
     def counts(self) -> Counts:
         return Counts.from_counters(self._counter_rows())
@@ -219,3 +232,39 @@ class SharedStore(JobStore):
     @abc.abstractmethod
     def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
         """Engine half of preview_recovery; reads only."""
+
+    # -------------------------------------------------------------- search
+    def search_jobs(
+        self,
+        *,
+        id_part: str | None = None,
+        error: str | None = None,
+        payload: tuple[str, Any] | str | None = None,
+        status: JobStatus | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        scan_limit: int = SEARCH_SCAN_LIMIT,
+    ) -> SearchPage:
+        if not 1 <= limit <= MAX_PAGE_SIZE:
+            raise ValidationError("limit", f"must be within [1, {MAX_PAGE_SIZE}]")
+        if not 1 <= scan_limit <= MAX_SCAN_LIMIT:
+            raise ValidationError("scan_limit", f"must be within [1, {MAX_SCAN_LIMIT}]")
+        if isinstance(payload, str):
+            payload = parse_payload_filter(payload)
+        query = SearchQuery(
+            id_part=(id_part or "").strip().lower() or None,
+            error=(error or "").strip() or None,
+            payload=payload,
+            status=None if status is None else JobStatus(status),
+            queue=queue or None,
+            name=name or None,
+        )
+        if not query.statuses():
+            return SearchPage([], True, 0)  # errors are kept on Failed and Scheduled jobs only
+        return self._search(query, limit, scan_limit)
+
+    @abc.abstractmethod
+    def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
+        """Engine half of search_jobs (criteria validated and normalised; at
+        least one status left to search)."""

@@ -16,6 +16,13 @@ Key schema (``P`` = prefix):
 ``{P}:leases``            zset: InProgress jobs, score lease_expires_at
 ``{P}:updated``           zset: every job, score last_updated_at (listing)
 ``{P}:updated:<status>``  zset: the jobs of one status, score last_updated_at
+``{P}:updated:<status>:<by>`` zset, every score 0, for ``by`` in ``queue``,
+                          ``name``, ``queue_name``: the jobs of one status by
+                          queue, name, or both, member ``<queue>\0<at>:<id>``,
+                          ``<name>\0<at>:<id>``, ``<queue>\0<name>\0<at>:<id>``
+                          (``<at>`` = ``%017d`` of last_updated_at in µs): a
+                          BYLEX range is one queue/name's jobs in listing order
+                          (lua/lib/job.lua ``list_job``, store/redis/listing.py)
 ``{P}:counters``          hash: ``s:<status>:<queue>`` counts, ``e:<kind>`` totals
 ``{P}:idempotency``       hash: idempotency key -> job id
 ``{P}:unique``            hash: unique key -> id of the job holding it (the job
@@ -59,6 +66,8 @@ from store.lifecycle import JobStatus
 DEFAULT_PREFIX = "leasehold"
 #: Length of ``rank`` before the ``:`` that precedes the job id.
 RANK_HEAD = 7 + 17
+#: The listing zsets of each status, in the order of lua/lib/job.lua's listing block.
+LISTING_BY = ("queue", "name", "queue_name")
 
 # lua/lib/job.lua finds the zset of status s at KEYS[2 + s / 100].
 assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
@@ -85,6 +94,7 @@ class Keys:
 
     prefix: str
     _common: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _listing: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
@@ -97,6 +107,8 @@ class Keys:
             self.audit,
         )
         object.__setattr__(self, "_common", common)
+        listing = tuple(self.listed(s, by) for s in JobStatus for by in LISTING_BY)
+        object.__setattr__(self, "_listing", listing)
 
     def _key(self, *parts: str) -> str:
         return ":".join((f"{{{self.prefix}}}", *parts))
@@ -118,6 +130,16 @@ class Keys:
 
     def updated(self, status: JobStatus | None = None) -> str:
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
+
+    def listed(self, status: JobStatus, by: str) -> str:
+        """The lex zset of the jobs of ``status`` by ``by`` (one of LISTING_BY)."""
+        return self._key("updated", str(int(status)), by)
+
+    def listing(self) -> list[str]:
+        """The listing block (lua/lib/job.lua ``listing_last``), the last 18
+        KEYS of every script that changes a job's status or removes jobs:
+        ``listed(s, by)`` for each status in order, each ``by`` of LISTING_BY."""
+        return list(self._listing)
 
     @property
     def leases(self) -> str:

@@ -1,24 +1,34 @@
 """``list_jobs`` of the Redis store (a mixin of RedisStore; SharedStore checks
-the limit and order): keyset pages over the ``updated`` zsets.
+the limit and order and turns ``before`` into a reversed read): exact keyset
+pages at any depth, whatever the filter.
 
-The index is ``{P}:updated:<status>`` when a status is given, else
-``{P}:updated`` (score last_updated_at, member id). Redis orders equal scores
-by member, so ``ZRANGE … REV`` yields ``(last_updated_at, id)`` descending,
-the order of the SQL store. A cursor ``(at, id)`` is turned into a start rank
-with ``ZCOUNT (at +inf`` plus the members tied at ``at`` that sort at or after
-``id`` (O(log N) plus the tie group), so a page costs the same at any depth.
+Without a queue or name filter the index is ``{P}:updated:<status>`` (or
+``{P}:updated`` with no status): score last_updated_at, member id. Redis
+orders equal scores by member, so ``ZRANGE … REV`` yields
+``(last_updated_at, id)`` descending, the order of the SQL store. A cursor
+``(at, id)`` is turned into a start rank with ``ZCOUNT (at +inf`` plus the
+members tied at ``at`` that sort at or after ``id``: O(log N) plus the tie group.
 
-Cost: without queue/name filters a page reads ``limit + 1`` entries and job
-hashes (three round trips with a cursor). With a queue or name filter the
-index is scanned in chunks and the non-matching jobs are read and skipped; one
-call reads at most SCAN_BUDGET entries. When the budget runs out first, the
-page holds the matches found so far (possibly fewer than ``limit``, even none)
-and ``next_cursor`` resumes after the last entry scanned.
+With a queue and/or name filter the indexes are the lex zsets
+``{P}:updated:<status>:queue|name|queue_name`` (keys.py), kept by the scripts
+that change a job (lua/lib/job.lua ``move``): every member of one queue/name
+starts with the same prefix and then sorts by ``(last_updated_at µs, id)``, so
+a BYLEX range after the cursor's member is exactly the next page, O(log N +
+limit). With no status the six statuses' ranges are read in one round trip
+and merged here (each at most ``limit + 1`` entries). No entry that does not
+match is ever read, so a rare name under millions of other jobs costs the
+same as a common one.
+
+Cost of a page: one round trip for the index range(s) (two with a cursor on
+the score indexes), one for the ``limit`` job hashes.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from store.cursor import decode_cursor, encode_cursor
@@ -28,18 +38,50 @@ from store.redis.codec import job_from_hash
 from store.redis.keys import Keys
 from store.redis.plumbing import RedisPlumbing
 
-#: Most index entries (and job hashes) one filtered ``list_jobs`` call reads.
-SCAN_BUDGET = 5000
-#: Entries read per round trip when filtering by queue or name.
-SCAN_CHUNK = 200
-
 #: Runs commands queued on a pipeline by the callable; returns their replies.
 Pipe = Callable[[Callable[[Any], object]], list[Any]]
+#: Digits of the microsecond stamp in a lex member (lua/lib/job.lua ``list_job``).
+STAMP_DIGITS = 17
+#: An index entry: (last_updated_at, job id); sorts as the listing does.
+Entry = tuple[float, str]
 
 
-def _start_rank(pipe: Pipe, index: str, cursor: str, ascending: bool) -> int:
-    """Rank (0-based, in the page order) of the first entry after the cursor."""
-    at, after_id = decode_cursor(cursor)
+def stamp(at: float) -> str:
+    """``at`` (epoch seconds) as the scripts write it in a lex member: the
+    same double arithmetic as lua/lib/job.lua, so the text is identical."""
+    return f"{math.floor(at * 1_000_000 + 0.5):0{STAMP_DIGITS}d}"
+
+
+def lex_source(keys: Keys, status: JobStatus, queue: str | None, name: str | None) -> tuple[str, str]:
+    """The lex zset and member prefix of the jobs of ``status`` in ``queue``
+    and/or named ``name`` (at least one given)."""
+    if queue is not None and name is not None:
+        return keys.listed(status, "queue_name"), f"{queue}\0{name}\0"
+    if queue is not None:
+        return keys.listed(status, "queue"), f"{queue}\0"
+    return keys.listed(status, "name"), f"{name}\0"
+
+
+def _lex_range(p: Any, index: str, prefix: str, after: Entry | None, count: int, ascending: bool) -> None:
+    """Queue the next ``count`` members of ``prefix`` after ``after`` on ``p``."""
+    low, high = f"[{prefix}", f"({prefix}:"  # ':' sorts after every stamp digit
+    if after is not None:
+        bound = f"({prefix}{stamp(after[0])}:{after[1]}"
+        low, high = (bound, high) if ascending else (low, bound)
+    if ascending:
+        p.zrangebylex(index, low, high, start=0, num=count)
+    else:
+        p.zrevrangebylex(index, high, low, start=0, num=count)
+
+
+def _lex_entry(prefix: str, member: str) -> Entry:
+    rest = member[len(prefix) :]
+    return int(rest[:STAMP_DIGITS]) / 1_000_000, rest[STAMP_DIGITS + 1 :]
+
+
+def start_rank(pipe: Pipe, index: str, after: Entry, ascending: bool) -> int:
+    """Rank (0-based, in the page order) of the first entry after ``after``."""
+    at, after_id = after
     if ascending:
         older, ties = pipe(lambda p: (p.zcount(index, "-inf", f"({at!r}"), p.zrangebyscore(index, at, at)))
         return older + sum(1 for member in ties if member <= after_id)
@@ -47,18 +89,35 @@ def _start_rank(pipe: Pipe, index: str, cursor: str, ascending: bool) -> int:
     return newer + sum(1 for member in ties if member >= after_id)
 
 
-def _read_chunk(
-    pipe: Pipe, keys: Keys, index: str, rank: int, count: int, ascending: bool
-) -> list[tuple[str, float, dict]]:
-    """``count`` index entries from ``rank`` on (in the page order), each with
-    its job hash (empty when the job was deleted meanwhile): two round trips."""
-    [entries] = pipe(lambda p: p.zrange(index, rank, rank + count - 1, desc=not ascending, withscores=True))
-    hashes = pipe(lambda p: [p.hgetall(keys.job(job_id)) for job_id, _ in entries])
-    return [(job_id, score, h) for (job_id, score), h in zip(entries, hashes, strict=True)]
-
-
 class ListingMixin(RedisPlumbing):
     """The engine half of ``list_jobs``."""
+
+    def _entries(
+        self,
+        status: JobStatus | None,
+        queue: str | None,
+        name: str | None,
+        count: int,
+        after: Entry | None,
+        ascending: bool,
+    ) -> list[Entry]:
+        """The next ``count`` index entries after ``after`` in the page order."""
+        keys, pipe = self.keys, self._pipe
+        if queue is None and name is None:
+            index = keys.updated(status)
+            rank = start_rank(pipe, index, after, ascending) if after else 0
+            [got] = pipe(
+                lambda p: p.zrange(index, rank, rank + count - 1, desc=not ascending, withscores=True)
+            )
+            return [(score, job_id) for job_id, score in got]
+        sources = [lex_source(keys, s, queue, name) for s in ([status] if status else JobStatus)]
+        replies = pipe(lambda p: [_lex_range(p, i, pre, after, count, ascending) for i, pre in sources])
+        runs = [[_lex_entry(pre, m) for m in got] for (_, pre), got in zip(sources, replies, strict=True)]
+        if len(runs) == 1:
+            return runs[0]
+        merged = heapq.merge(*runs, reverse=not ascending)
+        seen: set[str] = set()  # a job moved between two reads of the pipeline shows once
+        return list(islice((e for e in merged if not (e[1] in seen or seen.add(e[1]))), count))
 
     def _list(
         self,
@@ -70,38 +129,23 @@ class ListingMixin(RedisPlumbing):
         ascending: bool,
     ) -> Page:
         """One page of at most ``limit`` jobs, newest update first, or oldest
-        first when ``ascending`` (see the module docstring). Raises
-        ValidationError for a bad cursor."""
-        pipe, keys = self._pipe, self.keys
-        index = keys.updated(status)
-        rank = _start_rank(pipe, index, cursor, ascending) if cursor else 0
-        filtered = queue is not None or name is not None
-        chunk = max(limit + 1, SCAN_CHUNK) if filtered else limit + 1
-        found: list[tuple[Job, float]] = []
-        last: tuple[float, str] | None = None
-        scanned, exhausted = 0, False
-        while len(found) <= limit and scanned < SCAN_BUDGET:
-            entries = _read_chunk(pipe, keys, index, rank, chunk, ascending)
-            for job_id, score, fields in entries:
-                scanned, rank, last = scanned + 1, rank + 1, (score, job_id)
-                if not fields:
-                    continue  # deleted since the index was read
-                job = job_from_hash(fields)
-                if (
-                    (status is None or job.status is status)
-                    and (queue is None or job.queue == queue)
-                    and (name is None or job.name == name)
-                ):
-                    found.append((job, score))
-                    if len(found) > limit:
-                        break
-            if len(found) <= limit and len(entries) < chunk:
-                exhausted = True
-                break
-        items = [job for job, _ in found[:limit]]
-        if len(found) > limit:
-            job, score = found[limit - 1]
-            return Page(items, encode_cursor(score, job.id))
-        if not exhausted and last is not None:
-            return Page(items, encode_cursor(*last))  # budget spent: resume after the last entry read
-        return Page(items, None)
+        first when ``ascending`` (see the module docstring); ``prev_cursor`` is
+        the first item's key when a cursor was given. Raises ValidationError
+        for a bad cursor."""
+        after = decode_cursor(cursor) if cursor else None
+        entries = self._entries(status, queue, name, limit + 1, after, ascending)
+        hashes = self._pipe(lambda p: [p.hgetall(self.keys.job(job_id)) for _, job_id in entries[:limit]])
+        items: list[Job] = []
+        for fields in hashes:
+            if not fields:
+                continue  # deleted since the index was read
+            job = job_from_hash(fields)
+            if (
+                (status is None or job.status is status)
+                and (queue is None or job.queue == queue)
+                and (name is None or job.name == name)
+            ):
+                items.append(job)  # else: changed since the index was read
+        more = len(entries) > limit
+        first = encode_cursor(*entries[0]) if cursor and entries else None
+        return Page(items, encode_cursor(*entries[limit - 1]) if more else None, first)

@@ -50,6 +50,7 @@ class OperatingMixin(RedisPlumbing):
                 k.ready(queue),
                 k.scheduled(queue),
                 k.attempts(job_id),
+                *k.listing(),
             ]
             reply = self._eval(
                 self._lua.delete, keys, self._args(*op_args(Operation.DELETE), job_id, code, actor)
@@ -71,7 +72,7 @@ class OperatingMixin(RedisPlumbing):
         deleted = 0
         for chunk in chunks(ids):
             per_job = (key for i in chunk for key in (k.job(i), k.events(i), k.attempts(i)))
-            keys = [*k.common(), *k.removal(), *per_job]
+            keys = [*k.common(), *k.removal(), *per_job, *k.listing()]
             deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(statuses), *chunk)))
         return deleted
 

@@ -174,7 +174,7 @@ class RedisPlumbing:
                     message,
                     f.actor or "",
                 ]
-            replies += self._eval(self._lua.apply_failures, keys, args)
+            replies += self._eval(self._lua.apply_failures, [*keys, *k.listing()], args)
         return replies
 
     def now(self) -> float:

@@ -65,6 +65,7 @@ class Scripts:
     schedule_save: Script
     schedule_enable: Script
     schedule_tick: Script
+    reindex: Script
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

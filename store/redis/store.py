@@ -50,11 +50,11 @@ from store.redis import codec
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.keys import rank_job_id
-from store.redis.listing import ListingMixin
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import GUARD_ATTEMPTS, SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
+from store.redis.search import SearchMixin
 from store.redis.wakeups import RedisWakeups
 from store.shared import EncodedAck, SharedStore
 
@@ -64,7 +64,7 @@ CLAIM_ROUNDS = 8
 
 
 class RedisStore(
-    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, ListingMixin, SharedStore
+    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, SearchMixin, SharedStore
 ):
     """JobStore on Redis or Redis Cluster.
 
@@ -101,7 +101,7 @@ class RedisStore(
                 *(fields.get(f, "") for f in codec.ENQUEUE_FIELDS),
             ]
             rows.append((fields, status, float(spec.delay_s)))
-        reply = self._eval(self._lua.enqueue, keys, args)
+        reply = self._eval(self._lua.enqueue, [*keys, *k.listing()], args)
         if reply[0] in ("duplicate", "unique"):
             return [], reply[2]
         now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
@@ -191,7 +191,7 @@ class RedisStore(
                 job_id = rank_job_id(member)
                 keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
                 args += [job_id, member]
-            lost, *jobs = self._eval(self._lua.claim, keys, args)
+            lost, *jobs = self._eval(self._lua.claim, [*keys, *k.listing()], args)
             claimed += [codec.job_from_flat(flat) for flat in jobs]
             if len(jobs) < want:
                 contended += 1
@@ -233,7 +233,7 @@ class RedisStore(
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, codec.NULL if text is None else text]
-            replies = self._eval(self._lua.complete, keys, args)
+            replies = self._eval(self._lua.complete, [*keys, *self.keys.listing()], args)
             stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
             lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):
@@ -303,7 +303,7 @@ class RedisStore(
         if queue is None:
             raise JobNotFound(job_id)
         k = self.keys
-        keys = [*k.common(), k.job(job_id), k.events(job_id), k.scheduled(queue)]
+        keys = [*k.common(), k.job(job_id), k.events(job_id), k.scheduled(queue), *k.listing()]
         args = self._args(*op_args(Operation.RELEASE), job_id, token, worker_id or "")
         reply = self._eval(self._lua.release, keys, args)
         if reply[0] == 1:
@@ -328,6 +328,7 @@ class RedisStore(
                 raise JobNotFound(job_id)
             lifecycle.check_operation(job_id, op, S(int(code)))
             keys = [*k.common(), k.job(job_id), k.events(job_id), k.ready(queue), k.scheduled(queue)]
+            keys += k.listing()
             reply = self._eval(script, keys, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
                 return codec.job_from_flat(reply[1])

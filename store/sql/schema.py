@@ -93,6 +93,13 @@ jobs = Table(
     Index("leasehold_ix_jobs_name_updated", "name", "last_updated_at", "id"),
     Index("leasehold_ix_jobs_updated", "last_updated_at", "id"),
     Index("leasehold_ux_jobs_idempotency_key", "idempotency_key", unique=True),
+    # Search by payload field, PostgreSQL only: payload @> '{"key": value}' (migration 0005).
+    Index(
+        "leasehold_ix_jobs_payload",
+        "payload",
+        postgresql_using="gin",
+        postgresql_ops={"payload": "jsonb_path_ops"},
+    ).ddl_if(dialect="postgresql"),
 )
 
 job_events = Table(
@@ -273,3 +280,10 @@ operations = Table(
     Column("body", Json, nullable=False),
     Index("leasehold_ix_operations_created", "created_at"),
 )
+
+
+def declared_for(item: object, dialect: str) -> bool:
+    """Whether a schema item (an index) exists on ``dialect``: False for one
+    declared with ``ddl_if`` for another dialect (leasehold_ix_jobs_payload)."""
+    condition = getattr(item, "_ddl_if", None)
+    return condition is None or condition.dialect in (None, dialect)

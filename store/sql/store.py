@@ -32,11 +32,12 @@ from store.sql.recovery import SqlRecoveryMixin
 from store.sql.registry import SqlRegistryMixin
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
+from store.sql.search import SqlSearchMixin
 
 S = JobStatus
 
 
-class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SharedStore):
+class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
 
     def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
@@ -156,7 +157,8 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SharedStor
         rows = self.read(sql.list_jobs(filters, bool(cursor), ascending=ascending), params)
         items = [job_from_row(r) for r in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
-        return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None)
+        first = encode_cursor(rows[0]["last_updated_at"], rows[0]["id"]) if cursor and rows else None
+        return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None, first)
 
     def _counter_rows(self) -> Iterable[tuple[str, int]]:
         return self.tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)

@@ -144,7 +144,7 @@ def test_list_filters_and_pages(api_client: FlaskClient) -> None:
         query = "/api/jobs?queue=a&limit=2" + (f"&cursor={cursor}" if cursor else "")
         page = api_client.get(query, headers=VIEWER)
         assert page.status_code == 200, page.json
-        assert set(page.json) == {"items", "next_cursor"}
+        assert set(page.json) == {"items", "next_cursor", "prev_cursor"}
         assert len(page.json["items"]) <= 2
         seen += [item["id"] for item in page.json["items"]]
         cursor = page.json["next_cursor"]

@@ -95,16 +95,29 @@ def enqueue_job() -> Response:
 
 
 def list_jobs() -> dict[str, Any]:
-    """Jobs, newest update first, filtered by status, queue and name; keyset paging."""
+    """Jobs, newest update first, filtered by status, queue and name; keyset
+    paging both ways (`cursor`, `before`). With `id`, `error` or `payload` a
+    search: one page, with `complete` false when the store stopped at its scan
+    limit after `scanned` jobs."""
     q: ListJobsQuery = context_of("query", ListJobsQuery)
+    status = JobStatus[q.status] if q.status else None
+    if q.searching:
+        found = job_store().search_jobs(
+            id_part=q.id,
+            error=q.error,
+            payload=q.payload,
+            status=status,
+            queue=q.queue,
+            name=q.name,
+            limit=q.limit,
+        )
+        items = [job.to_json() for job in found.items]
+        return {"items": items, "next_cursor": None, "prev_cursor": None, **found.summary()}
     page = job_store().list_jobs(
-        status=JobStatus[q.status] if q.status else None,
-        queue=q.queue,
-        name=q.name,
-        limit=q.limit,
-        cursor=q.cursor,
+        status=status, queue=q.queue, name=q.name, limit=q.limit, cursor=q.cursor, before=q.before
     )
-    return {"items": [job.to_json() for job in page.items], "next_cursor": page.next_cursor}
+    items = [job.to_json() for job in page.items]
+    return {"items": items, "next_cursor": page.next_cursor, "prev_cursor": page.prev_cursor}
 
 
 def get_job(job_id: uuid.UUID) -> Any:

@@ -127,6 +127,33 @@ class ListJobsQuery(_Query):
     name: JobName | None = None
     limit: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
     cursor: str | None = Field(None, max_length=512, pattern=_CURSOR, description=CURSOR_FORMAT)
+    before: str | None = Field(
+        None, max_length=512, pattern=_CURSOR, description="prev_cursor of a page: the page before it"
+    )
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=36,
+        pattern=r"^[0-9a-fA-F-]+$",
+        description="search: part of the job id",
+    )
+    error: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="search: text of the error (Failed and Scheduled jobs)",
+    )
+    payload: str | None = Field(
+        None,
+        min_length=3,
+        max_length=500,
+        pattern=r"^[^=]+=.*$",
+        description="search: key=value, a payload field equal to a JSON value (or that text)",
+    )
+
+    @property
+    def searching(self) -> bool:
+        return bool(self.id or self.error or self.payload)
 
     @field_validator("status")
     @classmethod
@@ -250,6 +277,13 @@ class JobPage(BaseModel):
     next_cursor: str | None = Field(
         pattern=_CURSOR, description=f"pass as ?cursor= for the next page; null on the last. {CURSOR_FORMAT}"
     )
+    prev_cursor: str | None = Field(
+        None, description="pass as ?before= for the previous page; null on the first (and for a search)"
+    )
+    complete: bool | None = Field(
+        None, description="search only: false when the store stopped at its scan limit (scanned jobs)"
+    )
+    scanned: int | None = Field(None, description="search only: jobs the store examined")
 
 
 class EventOut(BaseModel):

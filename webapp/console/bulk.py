@@ -74,8 +74,8 @@ def bulk() -> Response:
         "query": filters.as_query(),
         "bulk_actions": BULK_ACTIONS,
     }
-    if filters.id_part:
-        refusal = "A bulk action acts on status, queue and name: clear the id filter first."
+    if filters.searching:
+        refusal = "A bulk action acts on status, queue and name: clear the search fields (id, error, payload) first."
         return _panel(400, refused=refusal, **context)
     if request.form.get("confirm") != "1":
         return _panel(**context, **_preview_context(action, filters))

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from store.base import MAX_PAGE_SIZE, JobStore
+from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.models import Counts, Job, QueueState, WorkerInfo
+from store.search import SearchQuery, matches, parse_payload_filter
 from webapp.console.diagnosis import epoch, is_alive
 
 S = JobStatus
@@ -63,9 +65,26 @@ class Filters:
     name: str | None = None
     id_part: str | None = None
     oldest_first: bool = False
+    #: Search criteria (store/search.py): text of the error, ``key=value`` of the payload.
+    error: str | None = None
+    payload: str | None = None
 
     def store_kwargs(self) -> dict[str, object]:
         return {"status": self.status, "queue": self.queue, "name": self.name}
+
+    @property
+    def searching(self) -> bool:
+        """Whether a search criterion is set (the list is a search_jobs page)."""
+        return bool(self.id_part or self.error or self.payload)
+
+    def search_kwargs(self) -> dict[str, object]:
+        return {**self.store_kwargs(), "id_part": self.id_part, "error": self.error, "payload": self.payload}
+
+    def passes(self, job: Job) -> bool:
+        """Whether ``job`` passes every filter (bulk actions check each job)."""
+        payload = parse_payload_filter(self.payload) if self.payload else None
+        query = SearchQuery(self.id_part, self.error, payload, self.status, self.queue, self.name)
+        return matches(job, query)
 
     def as_query(self) -> dict[str, str]:
         """Non-empty filters as query parameters (for links and hidden fields)."""
@@ -74,13 +93,15 @@ class Filters:
             "queue": self.queue or "",
             "name": self.name or "",
             "id": self.id_part or "",
+            "error": self.error or "",
+            "payload": self.payload or "",
             "sort": "oldest" if self.oldest_first else "",
         }
         return {k: v for k, v in out.items() if v}
 
     @property
     def any(self) -> bool:
-        return bool(self.status or self.queue or self.name or self.id_part)
+        return bool(self.status or self.queue or self.name or self.searching)
 
 
 def parse_filters(args: dict[str, str]) -> tuple[Filters, list[str]]:
@@ -103,8 +124,23 @@ def parse_filters(args: dict[str, str]) -> tuple[Filters, list[str]]:
         name=(args.get("name") or "").strip() or None,
         id_part=part,
         oldest_first=args.get("sort") == "oldest",
+        error=(args.get("error") or "").strip() or None,
+        payload=_payload(args.get("payload"), problems),
     )
     return filters, problems
+
+
+def _payload(text: str | None, problems: list[str]) -> str | None:
+    """The payload filter ``key=value`` as typed, or None (with a problem) when malformed."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        parse_payload_filter(text)
+    except ValidationError as exc:
+        problems.append(str(exc))
+        return None
+    return text
 
 
 def _pages(store: JobStore, filters: Filters, status: JobStatus | None, budget: int) -> Iterator[Job]:
@@ -124,27 +160,33 @@ def _pages(store: JobStore, filters: Filters, status: JobStatus | None, budget: 
 
 @dataclass
 class Search:
-    """A page of matching jobs, the cursor of the next one, and notes on how
-    the result was obtained (shown under the table)."""
+    """A page of matching jobs, the cursors of the next and previous ones, and
+    notes on how the result was obtained (shown under the table)."""
 
     items: list[Job]
     next_cursor: str | None
     notes: list[str] = field(default_factory=list)
+    prev_cursor: str | None = None
 
 
-def search(store: JobStore, filters: Filters, limit: int, cursor: str | None) -> Search:
-    """One page of the job list. Part of an id scans the SCAN_LIMIT newest
-    matching jobs (the contract has no query by part of an id)."""
-    if filters.id_part:
-        found = [j for j in _pages(store, filters, filters.status, SCAN_LIMIT) if filters.id_part in j.id]
-        note = (
-            f"Part of an id is matched among the {SCAN_LIMIT:,} most recently updated jobs "
-            "that pass the other filters."
-        )
-        return Search(found[:limit], None, [note])
+def search(
+    store: JobStore, filters: Filters, limit: int, cursor: str | None, before: str | None = None
+) -> Search:
+    """One page of the job list: a keyset page (both ways), or with a search
+    criterion one page of store.search_jobs, noting how far the store searched
+    when it stopped at its scan limit."""
+    if filters.searching:
+        found = store.search_jobs(**filters.search_kwargs(), limit=limit)  # type: ignore[arg-type]
+        notes = []
+        if not found.complete:
+            notes.append(
+                f"Searched the newest {found.scanned:,} jobs that pass the other filters; "
+                "older matches are not shown. Narrow the filters to search further back."
+            )
+        return Search(found.items, None, notes)
     order = "asc" if filters.oldest_first else "desc"
-    page = store.list_jobs(**filters.store_kwargs(), limit=limit, cursor=cursor, order=order)
-    return Search(page.items, page.next_cursor)
+    page = store.list_jobs(**filters.store_kwargs(), limit=limit, cursor=cursor, order=order, before=before)
+    return Search(page.items, page.next_cursor, [], page.prev_cursor)
 
 
 def since(value: datetime | None, now_s: float) -> float | None:

@@ -130,7 +130,10 @@ def jobs() -> Response:
             return redirect(target, 303)
     status = 200
     try:
-        found = queries.search(st, filters, _page_size(), request.args.get("cursor") or None)
+        args = request.args
+        found = queries.search(
+            st, filters, _page_size(), args.get("cursor") or None, args.get("before") or None
+        )
     except ValidationError as exc:
         problems.append(str(exc))
         found, status = queries.Search([], None), 400
@@ -146,7 +149,7 @@ def jobs() -> Response:
         query=filters.as_query(),
         limit=_page_size(),
         page_sizes=PAGE_SIZES,
-        first_page=not request.args.get("cursor"),
+        first_page=found.prev_cursor is None and not request.args.get("cursor"),
         statuses=list(S),
         queues=sorted(counts.by_queue),
         bulk_actions=BULK_ACTIONS,

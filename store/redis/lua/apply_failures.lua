@@ -9,6 +9,7 @@
 -- for job i = 1..n, KEYS[10 + h + 4i - 3] .. KEYS[10 + h + 4i]:
 --              job hash, event list, scheduled zset of the job's queue,
 --              attempts list of the job
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   FAIL's row (lib/job.lua `operation`): sources ("300"), '' target
 --              and '' event kind (both per job, below), stamped fields ('' none),
@@ -38,8 +39,9 @@
 local op = operation(4)
 local want_jobs = ARGV[9] == '1'
 local h = history_at(11, 10)
+local l = listing_last()
 local out = {}
-for i = 1, (#KEYS - 10 - h) / 4 do
+for i = 1, (#KEYS - 10 - h - l) / 4 do
   local k, a = 10 + h + 4 * (i - 1), 12 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
@@ -54,6 +56,7 @@ for i = 1, (#KEYS - 10 - h) / 4 do
   if not ok then
     out[i] = 0
   else
+    move(k + 1, id, f[5], old, target)
     local written = {'retry_count', retries, 'error', ARGV[a + 6], 'lease_expirations', tonumber(f[7]) + expired}
     if delay then
       local due = now + delay
@@ -69,7 +72,6 @@ for i = 1, (#KEYS - 10 - h) / 4 do
       started_at = f[9] or nil, finished_at = fmt(now),
     }))
     redis.call('ZREM', KEYS[9], id)
-    move(id, f[5], old, target)
     append_event(k + 2, id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
     count_history(f[5], ARGV[a + 8])
     if want_jobs then

@@ -6,6 +6,7 @@
 -- KEYS[12]     event list of the job
 -- KEYS[13]     ready zset of the job's queue
 -- KEYS[14]     scheduled zset of the job's queue
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   CANCEL's row (lib/job.lua `operation`): sources, target
 --              (Canceled), event kind, stamped fields, cleared fields
@@ -20,6 +21,7 @@
 -- @include lib/job.lua
 
 local op = operation(4)
+listing_last()
 local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
 local f, refused = operator_guard(11, op, expected, 'lease_token', 'queue', 'rank')
 if not f then
@@ -27,9 +29,9 @@ if not f then
 end
 local old = tonumber(f[1])
 unqueue(f[4], 13, 14)
+move(11, id, f[3], old, op.target)
 change(11, op, op.target, nil, {'rank'})
 redis.call('ZREM', KEYS[9], id)
-move(id, f[3], old, op.target)
 append_event(12, id, op.event, old, op.target, actor, tonumber(f[2]), nil)
 flush_counts()
 return {1, redis.call('HGETALL', KEYS[11])}

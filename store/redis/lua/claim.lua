@@ -4,6 +4,7 @@
 -- KEYS[11]     paused set: names of the paused queues
 -- for candidate i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
 --              job hash, event list, ready zset holding the candidate's member
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   CLAIM's row (lib/job.lua `operation`): sources ("100 200"), target
 --              (InProgress), event kind, stamped fields, cleared fields
@@ -22,6 +23,7 @@
 -- @include lib/job.lua
 
 local op = operation(4)
+local l = listing_last()
 local worker, ttl, want = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 local out, paused = {0}, {}
 
@@ -33,7 +35,7 @@ local function is_paused(queue)
   return paused[queue]
 end
 
-for i = 1, (#KEYS - 11) / 3 do
+for i = 1, (#KEYS - 11 - l) / 3 do
   if #out > want then
     break
   end
@@ -48,9 +50,9 @@ for i = 1, (#KEYS - 11) / 3 do
     if old and op.sources[old] then
       local token = tonumber(f[4]) + 1
       local expires = now + (tonumber(f[3]) or ttl)
+      move(k + 1, id, f[2], old, op.target)
       change(k + 1, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires}, {'rank'})
       redis.call('ZADD', KEYS[9], expires, id)
-      move(id, f[2], old, op.target)
       append_event(k + 2, id, op.event, old, op.target, worker, token, nil)
       out[#out + 1] = redis.call('HGETALL', KEYS[k + 1])
     end

@@ -4,6 +4,7 @@
 -- KEYS[11..10 + h] history block (lib/job.lua `history_at`): a hash and a zset
 --              per bucket width, h keys in all
 -- for ack i = 1..n, KEYS[10 + h + 2i - 1], KEYS[10 + h + 2i]: job hash, event list
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   COMPLETE's row (lib/job.lua `operation`): sources ("300"), target
 --              (Completed), event kind, stamped fields, cleared fields
@@ -23,8 +24,9 @@
 local op = operation(4)
 local actor, want_jobs = none(ARGV[9]), ARGV[10] == '1'
 local h = history_at(11, 11)
+local l = listing_last()
 local out = {}
-for i = 1, (#KEYS - 10 - h) / 2 do
+for i = 1, (#KEYS - 10 - h - l) / 2 do
   local k, a = 10 + h + 2 * (i - 1), 13 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'queue')
@@ -34,9 +36,9 @@ for i = 1, (#KEYS - 10 - h) / 2 do
   elseif not op.sources[old] or tonumber(f[2]) ~= token then
     out[i] = {0, f[2], f[1]}
   else
+    move(k + 1, id, f[3], old, op.target)
     change(k + 1, op, op.target, {'result', ARGV[a + 2]})
     redis.call('ZREM', KEYS[9], id)
-    move(id, f[3], old, op.target)
     append_event(k + 2, id, op.event, old, op.target, actor, token, nil)
     count_history(f[3], op.event)
     if want_jobs then

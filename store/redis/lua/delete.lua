@@ -13,6 +13,7 @@
 -- KEYS[16]     ready zset of the job's queue
 -- KEYS[17]     scheduled zset of the job's queue
 -- KEYS[18]     attempts list of the job
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   DELETE's row (lib/job.lua `operation`): sources, target (''),
 --              event kind, stamped fields, cleared fields (none)
@@ -27,6 +28,7 @@
 -- @include lib/job.lua
 
 local op = operation(4)
+listing_last()
 local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
 local f, refused = operator_guard(14, op, expected, 'queue', 'rank', 'lease_token', 'idempotency_key', 'unique_key')
 if not f then

@@ -9,6 +9,7 @@
 --              per bucket width, h keys in all
 -- for job i = 1..n, KEYS[13 + h + 3i - 2] .. KEYS[13 + h + 3i]:
 --              job hash, event list, index zset (ready when delay is 0, else scheduled)
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      Pub/Sub channel: each queue that got a ready (undelayed) job is
 --              published on it once (wakes idle workers; a channel, not a key)
@@ -46,7 +47,7 @@ for j, field in ipairs(FIELDS) do
   AT[field] = 2 + j
 end
 local h = history_at(14, 7)
-local n = (#KEYS - 13 - h) / 3
+local n = (#KEYS - 13 - h - listing_last()) / 3
 local holding = status_set(ARGV[6])
 
 -- The value of `name` in job i's ARGV.
@@ -137,7 +138,7 @@ for i = 1, n do
     redis.call('HSET', KEYS[12], unique, id)
     redis.call('HSET', KEYS[13], unique, fmt(now + (tonumber(arg(i, 'unique_for')) or 0)))
   end
-  move(id, queue, nil, status)
+  move(k + 1, id, queue, nil, status, arg(i, 'name'))
   append_event(k + 2, id, ARGV[5], nil, status, nil, 0, nil)
   count_history(queue, ARGV[5])
 end

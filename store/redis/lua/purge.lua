@@ -8,6 +8,7 @@
 -- KEYS[13]     unique-until hash
 -- for job i = 1..n, KEYS[13 + 3i - 2] .. KEYS[13 + 3i]: job hash, event list,
 --              attempts list
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      age, seconds
 -- ARGV[5]      statuses purged, finished ones only (e.g. "400 500 600")
@@ -20,7 +21,8 @@
 
 local before, finished = now - tonumber(ARGV[4]), status_set(ARGV[5])
 local deleted = 0
-for i = 1, (#KEYS - 13) / 3 do
+local l = listing_last()
+for i = 1, (#KEYS - 13 - l) / 3 do
   local k, id = 13 + 3 * (i - 1), ARGV[5 + i]
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'last_updated_at', 'idempotency_key', 'unique_key')
   local status = tonumber(f[1])

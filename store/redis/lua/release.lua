@@ -5,6 +5,7 @@
 -- KEYS[11]     job hash
 -- KEYS[12]     event list of the job
 -- KEYS[13]     scheduled zset of the job's queue
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   RELEASE's row (lib/job.lua `operation`): sources ("300"), target
 --              (Scheduled), event kind, stamped fields, cleared fields
@@ -19,6 +20,7 @@
 -- @include lib/job.lua
 
 local op = operation(4)
+listing_last()
 local id, token, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
 local f = redis.call('HMGET', KEYS[11], 'status', 'lease_token', 'queue', 'priority')
 if not f[1] then
@@ -29,10 +31,10 @@ if not op.sources[old] or tonumber(f[2]) ~= token then
   return {0, f[2], f[1]}
 end
 local member = rank(f[4], now, id)
+move(11, id, f[3], old, op.target)
 change(11, op, op.target, {'rank', member})
 redis.call('ZREM', KEYS[9], id)
 redis.call('ZADD', KEYS[13], now, member)
-move(id, f[3], old, op.target)
 append_event(12, id, op.event, old, op.target, actor, token, nil)
 flush_counts()
 return {1, redis.call('HGETALL', KEYS[11])}

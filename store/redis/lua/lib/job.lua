@@ -29,9 +29,18 @@
 --              (member the same field, score its bucket start) of width w
 -- ARGV[a]      bucket widths, seconds, space-separated ("60 3600"), in KEYS order
 -- ARGV[a + 1]  event kinds counted (HISTORY_KINDS), space-separated
+-- Scripts that change a job's status or remove jobs (`move`, `remove_job`)
+-- pass the listing block as their last 18 keys (`listing_last`, which returns
+-- 18): for status s = 100..600 and j = #KEYS - 17 + 3(s/100 - 1),
+-- KEYS[j], KEYS[j + 1], KEYS[j + 2]: the jobs of status s by queue, by name,
+--              and by queue and name: zsets, every score 0, members
+--              "<queue>\0<at>:<id>", "<name>\0<at>:<id>", "<queue>\0<name>\0<at>:<id>"
+--              with <at> = %017d of last_updated_at in microseconds, so byte
+--              order within one queue/name is (last_updated_at, id), the
+--              order of listings (store/redis/listing.py reads them BYLEX)
 -- Returns: nothing. Defines status_set, none, words, operation, rank,
 -- status_counter, event_counter, count, history_at, count_history,
--- flush_counts, move, change, operator_guard, unqueue, append_event,
+-- flush_counts, listing_last, move, change, operator_guard, unqueue, append_event,
 -- audit_event, remove_job. A script that counts calls flush_counts() once,
 -- before it returns.
 
@@ -134,14 +143,45 @@ local function flush_counts()
   history_deltas = {}
 end
 
--- Index and count job `id` of `queue` under status `new` (`old` nil for a new job).
-local function move(id, queue, old, new)
+-- The listing block (see the header): inactive until listing_last.
+local listing = {first = nil}
+local function listing_last()
+  listing.first = #KEYS - 17
+  return 18
+end
+
+-- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
+-- `at`, in the listing block's zsets of that status.
+local function list_job(command, status, queue, name, at, id)
+  local tail = string.format('%017d', math.floor(tonumber(at) * 1000000 + 0.5)) .. ':' .. id
+  local j = listing.first + 3 * (status / 100 - 1)
+  local members = {queue .. '\0' .. tail, name .. '\0' .. tail, queue .. '\0' .. name .. '\0' .. tail}
+  if command == 'ZADD' then
+    redis.call('ZADD', KEYS[j], 0, members[1])
+    redis.call('ZADD', KEYS[j + 1], 0, members[2])
+    redis.call('ZADD', KEYS[j + 2], 0, members[3])
+  else
+    redis.call('ZREM', KEYS[j], members[1])
+    redis.call('ZREM', KEYS[j + 1], members[2])
+    redis.call('ZREM', KEYS[j + 2], members[3])
+  end
+end
+
+-- Index and count job `id` (hash KEYS[hash]) of `queue` under status `new`,
+-- last updated now: out of the `old` status's zsets (`old` nil for a new job,
+-- whose `name` is then given). Call it before `change`: it reads the job's
+-- name and previous last_updated_at from the hash.
+local function move(hash, id, queue, old, new, name)
   if old then
+    local f = redis.call('HMGET', KEYS[hash], 'name', 'last_updated_at')
+    name = f[1]
     redis.call('ZREM', KEYS[2 + old / 100], id)
+    list_job('ZREM', old, queue, name, f[2], id)
     count(status_counter(old, queue), -1)
   end
   redis.call('ZADD', KEYS[2 + new / 100], now, id)
   redis.call('ZADD', KEYS[2], now, id)
+  list_job('ZADD', new, queue, name, now, id)
   count(status_counter(new, queue), 1)
 end
 
@@ -232,10 +272,12 @@ end
 
 -- Remove job `id` (`status`, `queue`): its hash KEYS[hash], its event list
 -- KEYS[list] and attempts list KEYS[attempts], its entries in the updated,
--- updated:<status> and leases zsets, its idempotency key `idem` and unique key `unique` when they still name it
+-- updated:<status>, listing block and leases zsets, its idempotency key `idem` and unique key `unique` when they still name it
 -- (KEYS[11..13], see the header), and its status count. The caller takes its
 -- rank out of the ready/scheduled zsets (`unqueue`); audit entries stay.
 local function remove_job(hash, list, attempts, id, status, queue, idem, unique)
+  local f = redis.call('HMGET', KEYS[hash], 'name', 'last_updated_at')
+  list_job('ZREM', status, queue, f[1], f[2], id)
   redis.call('DEL', KEYS[hash], KEYS[list], KEYS[attempts])
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[2 + status / 100], id)

@@ -1,0 +1,26 @@
+-- reindex: put existing jobs into the listing zsets (a one-off after upgrading
+-- from a version without them; store/redis/reindex.py). Each job is read and
+-- indexed in this script, so it is safe beside running workers: a later
+-- status change removes exactly the member written here.
+--
+-- KEYS[1..10]  common block (lib/job.lua)
+-- for job i = 1..n, KEYS[10 + i]: job hash
+-- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
+-- ARGV[3 + i]  job i's id
+-- Jobs deleted meanwhile are skipped; ZADD of a member already there is a no-op.
+-- Returns:     number of jobs indexed
+--
+-- @include lib/clock.lua
+-- @include lib/job.lua
+
+local indexed = 0
+local l = listing_last()
+for i = 1, #KEYS - 10 - l do
+  local f = redis.call('HMGET', KEYS[10 + i], 'status', 'queue', 'name', 'last_updated_at')
+  if f[1] and f[2] and f[3] and f[4] then
+    list_job('ZADD', tonumber(f[1]), f[2], f[3], f[4], ARGV[3 + i])
+    indexed = indexed + 1
+  end
+end
+return indexed

@@ -1,0 +1,60 @@
+"""``search_jobs`` of the Redis store (a mixin of RedisStore): an honest,
+bounded scan. Redis has no index on part of an id, on error text or on
+payload fields, so the search reads the filtered listing index (status,
+queue and name narrow it exactly, store/redis/listing.py) newest first, at
+most ``scan_limit`` entries, and tests each job with store/search.py
+``matches``. Part of an id is tested on the index entry itself, so only
+jobs whose id matches are read.
+
+Cost: ``scan_limit / CHUNK`` round trips for the index, one pipelined read of
+the candidate hashes per chunk. ``complete`` is False when the scan limit is
+reached before the page fills.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from itertools import islice
+
+from store.lifecycle import JobStatus
+from store.redis.codec import job_from_hash
+from store.redis.listing import Entry, ListingMixin
+from store.search import SearchPage, SearchQuery, matches
+
+#: Index entries (and at most as many job hashes) read per round trip.
+CHUNK = 500
+
+
+class SearchMixin(ListingMixin):
+    """The engine half of ``search_jobs``."""
+
+    def _stream(self, status: JobStatus | None, query: SearchQuery) -> Iterator[Entry]:
+        """Entries of the listing index of ``status`` (None: all) filtered by
+        the query's queue and name, newest first, read CHUNK at a time."""
+        after: Entry | None = None
+        while True:
+            chunk = self._entries(status, query.queue, query.name, CHUNK, after, False)
+            yield from chunk
+            if len(chunk) < CHUNK:
+                return
+            after = chunk[-1]
+
+    def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
+        statuses = query.statuses()
+        if len(statuses) == len(JobStatus):
+            stream = self._stream(None, query)
+        else:
+            stream = heapq.merge(*(self._stream(s, query) for s in statuses), reverse=True)
+        found, scanned = [], 0
+        while len(found) < limit and scanned < scan_limit:
+            chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
+            if not chunk:
+                break
+            scanned += len(chunk)
+            if query.id_part is not None:
+                chunk = [e for e in chunk if query.id_part in e[1].lower()]
+            hashes = self._pipe(lambda p, c=chunk: [p.hgetall(self.keys.job(job_id)) for _, job_id in c])
+            found += [job for job in (job_from_hash(h) for h in hashes if h) if matches(job, query)]
+        complete = len(found) >= limit or scanned < scan_limit or next(stream, None) is None
+        return SearchPage(found[:limit], complete, scanned)

@@ -1,0 +1,114 @@
+"""``search_jobs`` of the SQL store (a mixin of SqlStore) and its statements.
+
+Every criterion is SQL: part of the id and error text by a case-insensitive
+``LIKE`` (a full match, complete on both engines; error text only among
+Failed and Scheduled jobs, read through the status index). A payload field:
+
+* PostgreSQL: ``payload @> '{"key": value}'`` on the GIN index
+  leasehold_ix_jobs_payload (migration 0005): complete.
+* SQLite: ``json_type``/``json_extract`` of the field over the ``scan_limit``
+  newest jobs that pass the other criteria (no index can answer it), with a
+  second query counting that window: ``complete`` False when the window was
+  full and the page was not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from sqlalchemy import ColumnElement, Select, Text, and_, bindparam, cast, func, or_, select
+from sqlalchemy.dialects.postgresql import JSONB
+
+from store.search import SearchPage, SearchQuery, like_pattern
+from store.sql.plumbing import SqlPlumbing
+from store.sql.rows import job_from_row
+from store.sql.schema import jobs
+
+#: json_type of a value of each Python type, as SQLite's JSON functions name them.
+_SQLITE_JSON_TYPES: dict[type, tuple[str, ...]] = {
+    str: ("text",),
+    bool: ("true", "false"),
+    int: ("integer", "real"),
+    float: ("integer", "real"),
+    type(None): ("null",),
+}
+
+
+def search_filters(query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[str, Any]]:
+    """The WHERE terms of every criterion but the payload, and their params."""
+    terms: list[ColumnElement[bool]] = []
+    params: dict[str, Any] = {}
+    statuses = query.statuses()
+    if len(statuses) == 1:
+        terms.append(jobs.c.status == int(statuses[0]))
+    elif query.error is not None or query.status is not None:
+        terms.append(jobs.c.status.in_([int(s) for s in statuses]))
+    if query.queue is not None:
+        terms.append(jobs.c.queue == bindparam("s_queue"))
+        params["s_queue"] = query.queue
+    if query.name is not None:
+        terms.append(jobs.c.name == bindparam("s_name"))
+        params["s_name"] = query.name
+    if query.id_part is not None:
+        terms.append(func.lower(jobs.c.id).like(bindparam("s_id"), escape="\\"))
+        params["s_id"] = like_pattern(query.id_part)
+    if query.error is not None:
+        pattern = bindparam("s_error")
+        terms.append(
+            or_(
+                func.lower(jobs.c.error["message"].as_string()).like(pattern, escape="\\"),
+                func.lower(jobs.c.error["type"].as_string()).like(pattern, escape="\\"),
+            )
+        )
+        params["s_error"] = like_pattern(query.error)
+    return terms, params
+
+
+def payload_contains() -> ColumnElement[bool]:
+    """PostgreSQL: the payload contains the document. Param: s_doc (JSON text)."""
+    return jobs.c.payload.op("@>")(cast(bindparam("s_doc", type_=Text), JSONB))
+
+
+def payload_field_sqlite(table: Any, value: Any) -> ColumnElement[bool]:
+    """SQLite: the payload's field has ``value`` (type and value, as JSON
+    compares them). Params: s_path (``$."key"``), s_value."""
+    path = bindparam("s_path")
+    kind = func.json_type(table.c.payload, path).in_(_SQLITE_JSON_TYPES[type(value)])
+    if value is None or isinstance(value, bool):
+        return (
+            kind if value is None else func.json_type(table.c.payload, path) == ("true" if value else "false")
+        )
+    return and_(kind, func.json_extract(table.c.payload, path) == bindparam("s_value"))
+
+
+def newest(stmt: Select, table: Any, limit: str) -> Select:
+    """``stmt`` newest update first, at most the param ``limit`` rows."""
+    return stmt.order_by(table.c.last_updated_at.desc(), table.c.id.desc()).limit(bindparam(limit))
+
+
+class SqlSearchMixin(SqlPlumbing):
+    """The engine half of ``search_jobs``."""
+
+    def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
+        terms, params = search_filters(query)
+        params["s_limit"] = limit
+        if query.payload is None or self.read_engine.dialect.name == "postgresql":
+            if query.payload is not None:
+                key, value = query.payload
+                terms.append(payload_contains())
+                params["s_doc"] = orjson.dumps({key: value}).decode()
+            rows = self.read(newest(select(jobs).where(*terms), jobs, "s_limit"), params)
+            return SearchPage([job_from_row(r) for r in rows], True, len(rows))
+        key, value = query.payload
+        params.update(s_scan=scan_limit, s_path='$."' + key.replace('"', '\\"') + '"', s_value=value)
+        window = newest(select(jobs).where(*terms), jobs, "s_scan").subquery()
+        found = select(window).where(payload_field_sqlite(window, value))
+        rows = self.read(newest(found, window, "s_limit"), params)
+        counted = select(func.count()).select_from(
+            newest(select(jobs.c.id).where(*terms), jobs, "s_scan").subquery()
+        )
+        scanned = self.tx(lambda c: c.execute(counted, params).scalar_one(), write=False)
+        return SearchPage(
+            [job_from_row(r) for r in rows], len(rows) >= limit or scanned < scan_limit, scanned
+        )

@@ -1,0 +1,144 @@
+"""Contract: listings are exact at any depth for every filter, and page
+backwards as well as forwards — on every store (issue 16, point 1)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from store.base import MAX_BATCH, JobStore
+from store.errors import ValidationError
+from store.lifecycle import JobStatus
+from store.models import JobSpec, Page
+from tests.store.helpers import job_in
+
+S = JobStatus
+#: Newer non-matching jobs the rare ones sit under.
+NEWER = 10_000
+
+
+@pytest.mark.slow
+def test_rare_jobs_are_on_the_first_page_under_ten_thousand_newer_ones(store: JobStore) -> None:
+    rare = {
+        "name": [store.enqueue("target", queue="common") for _ in range(3)],
+        "queue": [store.enqueue("other", queue="rare") for _ in range(3)],
+        "both": [store.enqueue("target", queue="rare") for _ in range(3)],
+    }
+    store.clock_offset_s += 1  # the newer jobs are strictly newer
+    started = time.perf_counter()
+    spec = JobSpec("bulk", queue="common")
+    for _ in range(NEWER // MAX_BATCH):
+        store.enqueue_many([spec] * MAX_BATCH)
+    loaded = time.perf_counter() - started
+    named = {j.id for j in rare["name"] + rare["both"]}
+    queued = {j.id for j in rare["queue"] + rare["both"]}
+    both = {j.id for j in rare["both"]}
+    cases: dict[tuple[bool, bool, bool], set[str]] = {
+        (False, True, False): named,
+        (False, False, True): queued,
+        (False, True, True): both,
+    }
+    for with_status in (False, True):
+        for (_, with_name, with_queue), want in cases.items():
+            page = store.list_jobs(
+                status=S.Queued if with_status else None,
+                name="target" if with_name else None,
+                queue="rare" if with_queue else None,
+                limit=3 if want is both else 6,
+            )
+            assert {j.id for j in page.items} == want, (with_status, with_name, with_queue)
+            assert page.next_cursor is None
+    status_only = store.list_jobs(status=S.Queued, limit=5)  # newest first: bulk jobs
+    assert len(status_only.items) == 5 and {j.name for j in status_only.items} == {"bulk"}
+    assert store.list_jobs(status=S.Completed, name="target", limit=5).items == []
+    print(f"enqueued {NEWER:,} jobs in {loaded:.1f} s")
+
+
+def test_filtered_listing_follows_status_changes(store: JobStore) -> None:
+    b = job_in(store, S.Completed, queue="rare")  # claims every due job of its queue: first
+    a = store.enqueue("target", queue="rare")
+    store.enqueue("other", queue="rare")
+    assert [j.id for j in store.list_jobs(status=S.Queued, queue="rare", name="target").items] == [a.id]
+    store.cancel(a.id)
+    assert store.list_jobs(status=S.Queued, name="target").items == []
+    assert [j.id for j in store.list_jobs(status=S.Canceled, name="target", queue="rare").items] == [a.id]
+    assert [j.id for j in store.list_jobs(status=S.Completed, queue="rare").items] == [b.id]
+    store.delete(a.id)
+    assert store.list_jobs(name="target").items == []
+    assert store.list_jobs(status=S.Canceled, queue="rare").items == []
+
+
+def test_a_filter_without_status_merges_every_status_in_order(store: JobStore) -> None:
+    jobs = []
+    for status in (S.Queued, S.Completed, S.Canceled, S.Scheduled, S.Failed, S.Queued):
+        jobs.append(job_in(store, status, queue="mixed"))
+        store.clock_offset_s += 1
+    newest_first = [j.id for j in reversed(jobs)]
+    assert [j.id for j in _walk(store, queue="mixed", limit=2)] == newest_first
+    assert [j.id for j in _walk(store, queue="mixed", name="t", limit=4)] == newest_first
+    assert [j.id for j in _walk(store, queue="mixed", limit=4, order="asc")] == newest_first[::-1]
+
+
+def _walk(store: JobStore, **filters: object) -> list:
+    out, cursor = [], None
+    while True:
+        page = store.list_jobs(cursor=cursor, **filters)  # type: ignore[arg-type]
+        out += page.items
+        if (cursor := page.next_cursor) is None:
+            return out
+
+
+def _pages_forward(store: JobStore, **filters: object) -> list[Page]:
+    pages, cursor = [], None
+    while True:
+        page = store.list_jobs(cursor=cursor, **filters)  # type: ignore[arg-type]
+        pages.append(page)
+        if (cursor := page.next_cursor) is None:
+            return pages
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {},
+        {"status": S.Queued},
+        {"queue": "q1"},
+        {"name": "b"},
+        {"status": S.Queued, "queue": "q1", "name": "b"},
+    ],
+    ids=["all", "status", "queue", "name", "all-three"],
+)
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_paging_forward_then_backward_returns_the_same_pages(
+    store: JobStore, filters: dict[str, object], order: str
+) -> None:
+    for i in range(11):
+        store.enqueue("b" if i % 3 else "c", queue="q1" if i % 4 else "q2")
+        store.enqueue("b", queue="q1")  # same clock reading: ties broken by id
+        store.clock_offset_s += 0.5
+    pages = _pages_forward(store, limit=3, order=order, **filters)
+    assert len(pages) >= 3
+    assert pages[0].prev_cursor is None
+    back = pages[-1]
+    for expected in reversed(pages[:-1]):
+        assert back.prev_cursor is not None
+        back = store.list_jobs(before=back.prev_cursor, limit=3, order=order, **filters)  # type: ignore[arg-type]
+        assert [j.id for j in back.items] == [j.id for j in expected.items]
+        assert back.next_cursor is not None
+    assert back.prev_cursor is None  # the first page again
+    again = store.list_jobs(cursor=back.next_cursor, limit=3, order=order, **filters)  # type: ignore[arg-type]
+    assert [j.id for j in again.items] == [j.id for j in pages[1].items]
+
+
+def test_paging_back_near_the_start_gives_the_first_page(store: JobStore) -> None:
+    for _ in range(5):
+        store.enqueue("t")
+        store.clock_offset_s += 1
+    first = store.list_jobs(limit=2)
+    second = store.list_jobs(limit=2, cursor=first.next_cursor)
+    one_back = store.list_jobs(limit=3, before=second.prev_cursor)  # only 2 exist before it
+    assert [j.id for j in one_back.items] == [j.id for j in store.list_jobs(limit=3).items]
+    assert one_back.prev_cursor is None
+    with pytest.raises(ValidationError):
+        store.list_jobs(cursor=first.next_cursor, before=second.prev_cursor)
