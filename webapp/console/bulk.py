@@ -75,7 +75,7 @@ def bulk() -> Response:
         "bulk_actions": BULK_ACTIONS,
     }
     if filters.searching:
-        refusal = "A bulk action acts on status, queue and name: clear the search fields (id, error, payload) first."
+        refusal = "A bulk action acts on status, queue and name: clear the id, error and payload fields."
         return _panel(400, refused=refusal, **context)
     if request.form.get("confirm") != "1":
         return _panel(**context, **_preview_context(action, filters))
