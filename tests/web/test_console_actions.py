@@ -178,7 +178,7 @@ def test_bulk_refuses_an_id_filter_and_a_forged_confirmation(
 ) -> None:
     store.enqueue("t", {})
     refused = operator.post("/jobs/bulk", {"action": "cancel", "id": "abc"}, htmx=True)
-    assert refused.status_code == 400 and "clear the id filter" in refused.text
+    assert refused.status_code == 400 and "clear the id, error and payload fields" in refused.text
     bad = operator.post(
         "/jobs/bulk", {"action": "cancel", "confirm": "1", "expected": "1", "operation_id": "a b"}
     )
