@@ -37,12 +37,17 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 # Lint, then the test suite against PostgreSQL and Redis (started if needed by
-# scripts/services.sh, whose export lines are evaluated in the same shell).
+# scripts/services.sh, whose export lines are evaluated in the same shell): most of it
+# in PYTEST_WORKERS processes (pytest-xdist; every test makes its own store, so they
+# share nothing), then the fault-injection and browser tests one at a time (they time
+# real processes and a real browser, which sharing two cores would skew).
+PYTEST_WORKERS ?= 3
 test: $(STAMP) $(HTMX) chromium
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	$(BIN)/ruff format --check . && \
 	$(BIN)/ruff check . && \
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --ignore=tests/faults --ignore=tests/browser $(PYTEST_ARGS) && \
+	$(BIN)/pytest tests/faults tests/browser $(PYTEST_ARGS)
 
 # The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
 # the standard library indexed. STORE=postgresql+psycopg://… or redis://… for another store.
@@ -62,6 +67,13 @@ bench: $(STAMP)
 bench-scale: $(STAMP)
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	$(BIN)/python bench/run_all.py --scale --metrics enqueue,drain,latency $(BENCH_ARGS)
+
+# Issue 15: pruning 100,000 finished jobs on each store (time, longest batch) and the drain
+# with unique keys and a paused queue against a plain drain (bench/retention.py).
+.PHONY: bench-retention
+bench-retention: $(STAMP)
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	PYTHONPATH=. $(BIN)/python bench/retention.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
