@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import abc
 import socket
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from store.contract_operating import OperatingContract
 from store.errors import (
     InvalidTransition,
     JobNotFound,
@@ -32,10 +33,9 @@ from store.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from store.lifecycle import EventKind, JobStatus, RetryPolicy
+from store.lifecycle import JobStatus, RetryPolicy
 from store.models import (
     Attempt,
-    BulkOperation,
     Counts,
     HeartbeatResult,
     Job,
@@ -43,16 +43,12 @@ from store.models import (
     JobSpec,
     Lease,
     LockInfo,
-    MaintenanceRun,
     Page,
-    QueueState,
     RecoveredJob,
     RecoveryReport,
     RecoveryRun,
-    Schedule,
     WorkerInfo,
 )
-from store.search import SEARCH_SCAN_LIMIT, SearchPage
 
 __all__ = [
     "Counts",
@@ -128,8 +124,11 @@ class Wakeups(abc.ABC):
         """End the subscription and its connection."""
 
 
-class JobStore(abc.ABC):
-    """A job store. Thread-safe; open one per process (``store.open_store``)."""
+class JobStore(OperatingContract):
+    """A job store. Thread-safe; open one per process (``store.open_store``).
+    What a store does to be operated for months (queues, retention,
+    maintenance runs, bulk operations, failure counters, periodic jobs,
+    search) is declared in ``store.contract_operating``."""
 
     settings: StoreSettings
     #: Seconds added to the store's clock (0 in production). Tests and drills
@@ -367,151 +366,12 @@ class JobStore(abc.ABC):
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
         """Recovery history, newest first."""
 
-    # ----------------------------------------------------------------- locks
-    @abc.abstractmethod
-    def acquire_lock(self, name: str, owner: str, ttl_s: float) -> bool:
-        """Take or extend the named lock for ``ttl_s`` seconds. True when
-        ``owner`` holds it afterwards (free, expired, or already ours)."""
-
-    @abc.abstractmethod
-    def release_lock(self, name: str, owner: str) -> bool:
-        """Release the lock if ``owner`` holds it (compare-and-delete)."""
-
-    @abc.abstractmethod
-    def lock_info(self, name: str) -> LockInfo:
-        """Who holds the named lock, if anyone (expired holders count as none)."""
-
-    # --------------------------------------------------------------- workers
-    @abc.abstractmethod
-    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
-        """Register or refresh a worker process; ``last_seen_at`` is set from
-        the store's clock. Returns the operator's command waiting for it
-        (``quiet`` or ``stop``, see ``command_worker``), or None."""
-
-    @abc.abstractmethod
-    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
-        """Leave ``command`` (one of WORKER_COMMANDS) for a registered worker,
-        which acts on it at its next registry heartbeat: ``quiet`` stops
-        claiming and finishes what it holds, ``stop`` shuts down gracefully.
-        Raises WorkerNotFound, ValidationError (unknown command)."""
-
-    @abc.abstractmethod
-    def remove_worker(self, worker_id: str) -> None:
-        """Drop a worker from the registry (clean exit)."""
-
-    @abc.abstractmethod
-    def workers(self) -> list[WorkerInfo]:
-        """Registered workers, most recently seen first."""
-
     @abc.abstractmethod
     def delete(self, job_id: str, *, actor: str = "operator") -> None:
         """Remove a job that is not InProgress (cancel a running one first):
         the job, its own events, its idempotency and unique keys, counted
         out of the counters; an audit entry (``deleted``, by ``actor``) is
         kept. Raises InvalidTransition (InProgress), JobNotFound."""
-
-    # ---------------------------------------------------------------- queues
-    @abc.abstractmethod
-    def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
-        """Pause ``queue``: from now on no claim returns its jobs (decided
-        inside the claim, on every store); running jobs finish, enqueue still
-        works. Idempotent. Recorded in the audit log."""
-
-    @abc.abstractmethod
-    def resume_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
-        """Undo ``pause_queue``. Idempotent. Recorded in the audit log."""
-
-    @abc.abstractmethod
-    def queue_states(self) -> list[QueueState]:
-        """Every queue ever paused or resumed, by name (others are running)."""
-
-    # ------------------------------------------------------------- retention
-    @abc.abstractmethod
-    def purge(
-        self, older_than_s: float, limit: int = 1000, statuses: Collection[JobStatus] | None = None
-    ) -> int:
-        """Delete up to ``limit`` finished jobs (``statuses``, default every
-        TERMINAL one; others are refused with ValidationError) last updated
-        more than ``older_than_s`` seconds ago, with their events,
-        idempotency and unique keys. Returns how many were deleted. Operator
-        actions on them stay in ``audit``."""
-
-    @abc.abstractmethod
-    def count_purgeable(self, older_than_s: float, statuses: Collection[JobStatus] | None = None) -> int:
-        """How many jobs ``purge`` would delete with no limit (a dry run)."""
-
-    @abc.abstractmethod
-    def prune_workers(self, older_than_s: float) -> list[str]:
-        """Remove workers whose registry heartbeat is older than
-        ``older_than_s`` seconds of the store's clock; their ids."""
-
-    @abc.abstractmethod
-    def record_maintenance_run(self, run: MaintenanceRun) -> None:
-        """Append a maintenance run; each task keeps its newest
-        ``settings.recovery_runs_kept`` runs."""
-
-    @abc.abstractmethod
-    def maintenance_runs(self, task: str, limit: int = 20) -> list[MaintenanceRun]:
-        """Runs of ``task``, newest first."""
-
-    @abc.abstractmethod
-    def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
-        """Append an entry about no one job to the audit log (``audit``):
-        a bulk operation's start or outcome. Counted like a job event."""
-
-    # ------------------------------------------------------- bulk operations
-    @abc.abstractmethod
-    def save_operation(self, operation: BulkOperation) -> BulkOperation:
-        """Store a bulk operation (insert or replace by id), stamping
-        ``updated_at`` (and ``created_at`` when new) with the store's clock;
-        the operation as stored."""
-
-    @abc.abstractmethod
-    def get_operation(self, operation_id: str) -> BulkOperation | None:
-        """A bulk operation, or None."""
-
-    @abc.abstractmethod
-    def operations(self, limit: int = 50, *, unfinished: bool = False) -> list[BulkOperation]:
-        """Bulk operations, newest first (only queued and running ones with
-        ``unfinished``, oldest first then, the order they are run in)."""
-
-    # ------------------------------------------------------ failure counters
-    @abc.abstractmethod
-    def record_failure(self, key: str, window_s: float) -> int:
-        """Count one failure of ``key`` (e.g. a login's user and address) in
-        a fixed window of ``window_s`` seconds of the store's clock, opened by
-        the key's first failure; returns the count in the open window. Shared
-        by every process on the store (login throttling across gunicorn
-        workers). Keys are kept as digests."""
-
-    @abc.abstractmethod
-    def failure_count(self, key: str) -> tuple[int, float]:
-        """``(failures, seconds until the window closes)`` of ``key``'s open
-        window, or ``(0, 0.0)``."""
-
-    @abc.abstractmethod
-    def clear_failures(self, key: str) -> None:
-        """Forget ``key``'s failures (a success)."""
-
-    # --------------------------------------------------------- periodic jobs
-    @abc.abstractmethod
-    def save_schedules(self, schedules: Sequence[Schedule]) -> None:
-        """Store the declared schedules (upsert by name: handler, cron,
-        timezone, queue, payload, catch_up), keeping what operators and the
-        scheduler set (enabled, last tick). Schedules not named stay."""
-
-    @abc.abstractmethod
-    def schedules(self) -> list[Schedule]:
-        """Every stored schedule, by name."""
-
-    @abc.abstractmethod
-    def set_schedule_enabled(self, name: str, enabled: bool) -> Schedule:
-        """Turn a schedule on or off. Raises ScheduleNotFound."""
-
-    @abc.abstractmethod
-    def record_tick(self, name: str, tick_at: float, job_id: str) -> None:
-        """Note that ``tick_at`` (epoch seconds) of ``name`` enqueued
-        ``job_id``; ``last_tick_at`` only moves forward."""
 
     # -------------------------------------------------------------- wake-ups
     def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
@@ -531,24 +391,3 @@ class JobStore(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -------------------------------------------------------------- search
-    @abc.abstractmethod
-    def search_jobs(
-        self,
-        *,
-        id_part: str | None = None,
-        error: str | None = None,
-        payload: tuple[str, Any] | str | None = None,
-        status: JobStatus | None = None,
-        queue: str | None = None,
-        name: str | None = None,
-        limit: int = 50,
-        scan_limit: int = SEARCH_SCAN_LIMIT,
-    ) -> SearchPage:
-        """Jobs matching every criterion given, newest update first (store/search.py):
-        part of the id, text of the error (Failed and Scheduled jobs), a payload
-        field (``(key, value)`` or ``"key=value"``), and the listing filters.
-        A store that cannot index a criterion examines at most ``scan_limit``
-        jobs and says so (``SearchPage.complete`` False). ``limit``
-        1..MAX_PAGE_SIZE. Raises ValidationError for a bad criterion or limit."""

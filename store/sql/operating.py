@@ -15,8 +15,8 @@ from store.counters import HISTORY_WIDTHS
 from store.errors import ScheduleNotFound, ValidationError
 from store.lifecycle import EventKind
 from store.models import MaintenanceRun, QueueState, Schedule, ts
+from store.sql import operating_statements as ops
 from store.sql import registry_statements as reg
-from store.sql import statements as sql
 from store.sql.plumbing import SqlPlumbing, event_row
 
 
@@ -31,10 +31,10 @@ class SqlOperatingMixin(SqlPlumbing):
         rows the DELETE removed, so two removals of one job count it once.
         Returns how many jobs were deleted."""
         ids = [r[0] for r in rows]
-        conn.execute(sql.delete_events_of(), {"ids": ids})
-        conn.execute(sql.delete_unique_keys_of(), {"ids": ids})
-        conn.execute(sql.delete_attempts_of(), {"ids": ids})
-        deleted = conn.execute(sql.delete_jobs(), {"ids": ids}).all()
+        conn.execute(ops.delete_events_of(), {"ids": ids})
+        conn.execute(ops.delete_unique_keys_of(), {"ids": ids})
+        conn.execute(ops.delete_attempts_of(), {"ids": ids})
+        deleted = conn.execute(ops.delete_jobs(), {"ids": ids}).all()
         deltas: Counter[str] = Counter()
         for _, status, queue in deleted:
             deltas[counters.status_key(status, queue)] -= 1
@@ -44,13 +44,13 @@ class SqlOperatingMixin(SqlPlumbing):
     def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
         def body(conn: Connection) -> int:
             params = {"age": older_than_s, "limit": limit, "statuses": list(statuses)}
-            rows = conn.execute(sql.purge_candidates(self._now), params).all()
+            rows = conn.execute(ops.purge_candidates(self._now), params).all()
             return self.remove_jobs(conn, [tuple(r) for r in rows]) if rows else 0
 
         return self.tx(body)
 
     def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
-        stmt, params = sql.count_purgeable(self._now), {"age": older_than_s, "statuses": list(statuses)}
+        stmt, params = ops.count_purgeable(self._now), {"age": older_than_s, "statuses": list(statuses)}
         return self.tx(lambda c: c.execute(stmt, params).scalar_one(), write=False)
 
     # -------------------------------------------------------------- queues
@@ -82,7 +82,7 @@ class SqlOperatingMixin(SqlPlumbing):
         if width_s not in HISTORY_WIDTHS:
             raise ValidationError("width", f"must be one of {sorted(HISTORY_WIDTHS)}")
         params: dict[str, Any] = {"h_width": width_s, "since": since, "h_queue": queue}
-        rows = self.tx(lambda c: c.execute(sql.history_since(queue is not None), params).all(), write=False)
+        rows = self.tx(lambda c: c.execute(ops.history_since(queue is not None), params).all(), write=False)
         out: dict[str, dict[float, int]] = {}
         for bucket, kind, n in rows:
             out.setdefault(kind, {})[float(bucket)] = int(n)
@@ -90,7 +90,7 @@ class SqlOperatingMixin(SqlPlumbing):
 
     def trim_history(self) -> int:
         def body(conn: Connection) -> int:
-            stmt = sql.trim_history(self._now)
+            stmt = ops.trim_history(self._now)
             return sum(
                 conn.execute(stmt, {"h_width": w, "keep": keep}).rowcount
                 for w, keep in HISTORY_WIDTHS.items()

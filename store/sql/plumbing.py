@@ -25,6 +25,8 @@ from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import EventKind, FailureDecision, JobStatus
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
+from store.sql import operating_statements as ops
+from store.sql import schema
 from store.sql import statements as sql
 from store.sql.engine import make_engines
 from store.sql.rows import job_from_row
@@ -140,9 +142,9 @@ class SqlPlumbing:
         self.dialect: Dialect = _dialect(dialect, self)
         self._q_now = sql.select_now(self._now)
         self._q_events = sql.insert_events(self._now)
-        self._q_attempt = sql.insert_attempt(self._now)
-        self._q_counters = sql.upsert_counters(self.dialect.upsert(sql.counters))
-        self._q_history = sql.add_history(self.dialect.upsert(sql.history), self._now)
+        self._q_attempt = ops.insert_attempt(self._now)
+        self._q_counters = sql.upsert_counters(self.dialect.upsert(schema.counters))
+        self._q_history = ops.add_history(self.dialect.upsert(schema.history), self._now)
 
     def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
         """Run ``fn`` in one transaction; retry deadlocks, map outages to

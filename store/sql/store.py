@@ -25,6 +25,7 @@ from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, progress_value, ts
 from store.shared import EncodedAck, SharedStore
 from store.spec import unique_key_of
+from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Refused, event_row
@@ -55,8 +56,8 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
             Operation.RETRY_NOW: sql.operator_change(now, Operation.RETRY_NOW),
         }
         self._q_release = sql.release_job(now)
-        self._q_insert_key = sql.insert_unique_key(now)
-        self._q_move_key = sql.move_unique_key(now)
+        self._q_insert_key = ops.insert_unique_key(now)
+        self._q_move_key = ops.move_unique_key(now)
 
     # ------------------------------------------------------------- enqueue
     def _row_for(self, spec: JobSpec) -> dict[str, Any]:
@@ -114,7 +115,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         """In one transaction: the key's holder if it still holds it (an
         active job, or one younger than its unique_for), else a new job that
         takes the key (a free key is INSERTed, so racing takers collide)."""
-        holder = conn.execute(sql.unique_holder(), {"key": key}).mappings().first()
+        holder = conn.execute(ops.unique_holder(), {"key": key}).mappings().first()
         if holder is not None and holder["status"] is not None:
             held = (
                 S(holder["status"]) not in TERMINAL
@@ -233,13 +234,13 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         def body(conn: Connection) -> bool:
             value["at"] = conn.execute(self._q_now).scalar_one()
             params = {"j_id": job_id, "token": token, "p_value": value}
-            return conn.execute(sql.set_progress(), params).first() is not None
+            return conn.execute(ops.set_progress(), params).first() is not None
 
         if not self.tx(body):
             raise self.refusal(Refused(job_id, token, EventKind.PROGRESS_REFUSED, worker_id))
 
     def attempts(self, job_id: str) -> list[Attempt]:
-        return [attempt_from_row(r) for r in self.read(sql.attempts_of(), {"job_id": job_id})]
+        return [attempt_from_row(r) for r in self.read(ops.attempts_of(), {"job_id": job_id})]
 
     def fail(
         self,

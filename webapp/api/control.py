@@ -23,7 +23,9 @@ from webapp.api.auth import current_token
 from webapp.api.common import context_of, json_response
 from webapp.api.enqueue import IDEMPOTENCY_HEADER
 from webapp.api.errors import APIError
-from webapp.api.schemas import OperationRequest
+from webapp.api.schemas_operating import (
+    OperationRequest,
+)
 from webapp.api.state import job_store
 
 

@@ -24,7 +24,10 @@ from webapp.api.auth import current_token
 from webapp.api.common import context_of, job_json, json_response
 from webapp.api.enqueue import job_location
 from webapp.api.errors import APIError
-from webapp.api.schemas import PurgeQuery, PurgeRequest
+from webapp.api.schemas_operating import (
+    PurgeQuery,
+    PurgeRequest,
+)
 from webapp.api.state import job_store
 
 #: Jobs one purge batch deletes (each batch is one short transaction or script).

@@ -41,6 +41,13 @@ from webapp.api.schemas import (
     JobOut,
     JobPage,
     ListJobsQuery,
+    RecoveryOut,
+    RecoveryQuery,
+    RequeueRequest,
+    StatsOut,
+    WorkerList,
+)
+from webapp.api.schemas_operating import (
     OperationOut,
     OperationRequest,
     PurgeOut,
@@ -48,14 +55,9 @@ from webapp.api.schemas import (
     PurgeRequest,
     QueueList,
     QueueOut,
-    RecoveryOut,
-    RecoveryQuery,
-    RequeueRequest,
     ScheduleList,
     ScheduleOut,
-    StatsOut,
     WorkerCommandOut,
-    WorkerList,
 )
 from webapp.api.state import api_state, job_store
 from webapp.api.status_responses import job_status_response

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from store.base import MAX_PAGE_SIZE
-from store.lifecycle import TERMINAL, JobStatus
+from store.lifecycle import JobStatus
 from store.models import (
     MAX_DELAY_S,
     MAX_IDEMPOTENCY_KEY_LEN,
@@ -169,52 +169,6 @@ class RecoveryQuery(_Query):
     dry_run: bool = Field(False, description="preview only: report what would be done, change nothing")
 
 
-#: Statuses retention may prune.
-FINISHED_NAMES = ", ".join(s.name for s in sorted(TERMINAL))
-#: Largest ``older_than`` accepted, seconds (a century).
-MAX_AGE_S = 100 * 365 * 86400.0
-
-
-def _finished(values: list[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    names = []
-    for value in values:
-        status = JobStatus.parse(value)
-        if status not in TERMINAL:
-            raise ValueError(f"{status.name} jobs are never purged; expected {FINISHED_NAMES}")
-        names.append(status.name)
-    return sorted(set(names))
-
-
-class PurgeQuery(_Query):
-    """``older_than`` and ``status`` may come here or in the body (the body wins)."""
-
-    dry_run: bool = Field(False, description="count only: change nothing")
-    older_than: float | None = Field(None, ge=0.0, le=MAX_AGE_S, allow_inf_nan=False)
-    status: list[str] | None = Field(None, description=f"repeat for several: {FINISHED_NAMES}")
-
-    @field_validator("status")
-    @classmethod
-    def _finished_only(cls, value: list[str] | None) -> list[str] | None:
-        return _finished(value)
-
-
-class PurgeRequest(_Body):
-    """Without ``older_than``, each status is purged after its own retention
-    (LEASEHOLD_RETENTION_COMPLETED, _FAILED, _CANCELED; 0 keeps forever)."""
-
-    older_than: float | None = Field(
-        None, ge=0.0, le=MAX_AGE_S, allow_inf_nan=False, description="seconds since last update"
-    )
-    status: list[str] | None = Field(None, description=FINISHED_NAMES)
-
-    @field_validator("status")
-    @classmethod
-    def _finished_only(cls, value: list[str] | None) -> list[str] | None:
-        return _finished(value)
-
-
 # --------------------------------------------------------------- responses
 class ErrorBody(BaseModel):
     code: int
@@ -344,94 +298,6 @@ class RecoveryOut(BaseModel):
     duration_ms: float
 
 
-class QueueOut(BaseModel):
-    name: str
-    paused: bool
-    changed_by: str | None = Field(description="who last paused or resumed it (operator:<name>)")
-    changed_at: DateTime | None
-    counts: dict[str, int] = Field(description="jobs by status (all six)")
-
-
-class QueueList(BaseModel):
-    items: list[QueueOut]
-
-
-class PurgeOut(BaseModel):
-    """A real purge answers ``pruned``, a dry run ``would_prune``."""
-
-    pruned: int | None = None
-    would_prune: int | None = None
-    more: bool = Field(False, description="jobs remain past the request's bound: run it again")
-
-
-class ScheduleOut(BaseModel):
-    name: str
-    handler: str
-    cron: str
-    timezone: str
-    queue: str
-    payload: Any = None
-    catch_up: bool
-    description: str = Field(description="the cron expression in words")
-    enabled: bool
-    next_run_at: DateTime | None = Field(description="null when disabled or invalid")
-    last_tick_at: DateTime | None
-    last_job_id: str | None
-    last_job_status: StatusName | None = Field(description="null when there is none or it was pruned")
-
-
-class ScheduleList(BaseModel):
-    items: list[ScheduleOut]
-
-
 class HealthOut(BaseModel):
     status: str
     store: str | None = None
-
-
-# ------------------------------------- bulk operations, attempts, workers
-class OperationFilter(_Body):
-    """Which jobs a bulk operation acts on (every key optional: none is every job)."""
-
-    status: str | None = Field(None, description=f"one of {STATUS_NAMES}")
-    queue: QueueName | None = None
-    name: JobName | None = None
-
-
-class OperationRequest(_Body):
-    """A bulk action on every job matching ``filter``, run in the background."""
-
-    action: str = Field(description="cancel, requeue, retry or delete")
-    filter: OperationFilter = Field(default_factory=OperationFilter)
-    expected: int | None = Field(
-        None, ge=0, description="the count the caller previewed; counted now when omitted"
-    )
-
-
-class OperationOut(BaseModel):
-    id: str
-    action: str
-    filter: dict[str, str]
-    actor: str
-    expected: int = Field(description="the count at preview")
-    state: str = Field(description="queued, running, done or failed")
-    changed: int
-    skipped: int = Field(description="jobs whose status no longer allowed the action")
-    progress: float = Field(description="0.0 to 1.0")
-    error: str | None
-    created_at: str | None
-    updated_at: str | None
-
-
-class AttemptOut(BaseModel):
-    attempt: int = Field(description="1 for the first run")
-    token: int
-    worker_id: str | None
-    error: JobError | None
-    started_at: str | None
-    finished_at: str | None
-
-
-class WorkerCommandOut(WorkerOut):
-    command: str | None = Field(description="the operator's command waiting for or taken by it: quiet, stop")
-    command_by: str | None = Field(description="who sent it (operator:<name>)")
