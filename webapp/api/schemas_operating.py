@@ -145,8 +145,8 @@ class OperationOut(BaseModel):
     skipped: int = Field(description="jobs whose status no longer allowed the action")
     progress: float = Field(description="0.0 to 1.0")
     error: str | None
-    created_at: str | None
-    updated_at: str | None
+    created_at: DateTime | None
+    updated_at: DateTime | None
 
 
 class AttemptOut(BaseModel):
@@ -154,8 +154,8 @@ class AttemptOut(BaseModel):
     token: int
     worker_id: str | None
     error: JobError | None
-    started_at: str | None
-    finished_at: str | None
+    started_at: DateTime | None
+    finished_at: DateTime | None
 
 
 class WorkerCommandOut(WorkerOut):
