@@ -24,7 +24,7 @@ from spectree import SpecTree
 from store import recovery
 from store.errors import StoreUnavailable
 from store.lifecycle import JobStatus
-from store.models import JobSpec, iso
+from store.models import JobSpec
 from webapp import metrics
 from webapp.api import control
 from webapp.api import operating as ops
@@ -185,26 +185,11 @@ def stats() -> dict[str, Any]:
 
 
 def list_workers() -> dict[str, Any]:
-    """Registered worker processes, most recently seen first."""
+    """Registered worker processes, most recently seen first, each with an
+    operator's command waiting for it (quiet, stop) and who sent it."""
     store = job_store()
     now = store.now()
-    items = []
-    for w in store.workers():
-        seen = None if w.last_seen_at is None else round(max(0.0, now - w.last_seen_at.timestamp()), 3)
-        items.append(
-            {
-                "id": w.id,
-                "host": w.host,
-                "pid": w.pid,
-                "queues": list(w.queues),
-                "concurrency": w.concurrency,
-                "jobs_in_hand": list(w.jobs_in_hand),
-                "started_at": iso(w.started_at),
-                "last_seen_at": iso(w.last_seen_at),
-                "seen_seconds_ago": seen,
-            }
-        )
-    return {"items": items}
+    return {"items": [control.worker_json(w, now) for w in store.workers()]}
 
 
 def prometheus_metrics() -> Response:

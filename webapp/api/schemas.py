@@ -271,6 +271,10 @@ class WorkerOut(BaseModel):
     started_at: DateTime | None
     last_seen_at: DateTime | None
     seen_seconds_ago: float | None = Field(description="by the store's clock")
+    command: str | None = Field(
+        None, description="the operator's command waiting for or taken by it: quiet, stop"
+    )
+    command_by: str | None = Field(None, description="who sent it (operator:<name>)")
 
 
 class WorkerList(BaseModel):

@@ -159,5 +159,4 @@ class AttemptOut(BaseModel):
 
 
 class WorkerCommandOut(WorkerOut):
-    command: str | None = Field(description="the operator's command waiting for or taken by it: quiet, stop")
-    command_by: str | None = Field(description="who sent it (operator:<name>)")
+    """A worker after an operator's command (``command`` and ``command_by`` set)."""
