@@ -14,6 +14,7 @@ from store import open_store
 from store.models import JobSpec
 from tests.backends import StoreHandle
 from tests.workers.chain_handlers import countdown
+from tests.workers.procs import wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
 from workers import JobContext, use_store, wait
 from workers.enqueueing import default_store
@@ -67,7 +68,13 @@ def test_wait_returns_the_job_a_worker_completed_and_the_handler_enqueued_itself
     with running(make_worker(handle, queues=(("chain", 1),))):
         done = wait(first.id, 30)
         assert done.status.name == "Completed" and done.result == {"n": 2, "by": "w-in"}
-        chain = store.list_jobs(name="countdown", limit=10).items
+
+        # n=1 may still be running (n=0 is enqueued by its handler): wait for the chain.
+        def whole_chain() -> list | None:
+            items = store.list_jobs(name="countdown", limit=10).items
+            return items if len(items) >= 3 else None
+
+        chain = wait_until(whole_chain, what="the chain of three countdown jobs")
         assert sorted(j.payload["n"] for j in chain) == [0, 1, 2]
         for job in chain:
             assert wait(job, 30).status.name == "Completed"
