@@ -20,7 +20,6 @@ from sqlalchemy import (
     Update,
     bindparam,
     cast,
-    column,
     func,
     insert,
     literal,
@@ -28,7 +27,6 @@ from sqlalchemy import (
     select,
     true,
     union_all,
-    values,
 )
 from sqlalchemy.dialects import postgresql
 
@@ -141,7 +139,11 @@ def _add_to_history(now: ColumnElement[float], rows: Select) -> Insert:
     process's shard of the history counters of the current bucket of every
     width in HISTORY_WIDTHS (bind parameter ``shard``), in key order."""
     r = rows.subquery("h")
-    widths = values(column("w", BigInteger()), name="widths").data([(w,) for w in HISTORY_WIDTHS])
+    # A UNION of literals, not VALUES: SQLAlchemy cannot cache a statement
+    # holding a VALUES construct, and would compile it on every execution.
+    widths = union_all(*(select(literal(w, BigInteger()).label("w")) for w in HISTORY_WIDTHS)).subquery(
+        "widths"
+    )
     bucket = bucket_start(now, widths.c.w)
     totals = (
         select(

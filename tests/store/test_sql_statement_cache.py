@@ -1,0 +1,61 @@
+"""Every statement the SQL stores run is one SQLAlchemy can cache.
+
+A statement without a cache key is compiled again on every execution: a
+VALUES construct in PostgreSQL's history upsert once cost 10 ms of compiling
+per enqueue and per ack (12 ms enqueues instead of 2.5 ms). This runs the
+operations of a job's life and of the console on each SQL store and fails on
+any statement SQLAlchemy had to compile without a cache key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.engine.default import NO_CACHE_KEY
+
+from store.base import JobStore
+from store.models import JobSpec, Lease, WorkerInfo
+from tests.conftest import handle_fixture
+from tests.store.helpers import ERROR, expire_leases
+
+handle = handle_fixture(["sqlite", "postgresql"])
+
+
+@pytest.fixture
+def uncached() -> Iterator[list[str]]:
+    """Statements executed without a cache key while the test runs."""
+    found: list[str] = []
+
+    def check(conn, cursor, statement, parameters, context, executemany) -> None:
+        compiled = context is not None and context.compiled is not None
+        if compiled and context.cache_hit == NO_CACHE_KEY:
+            found.append(" ".join(statement.split())[:160])
+
+    event.listen(Engine, "before_cursor_execute", check)
+    yield found
+    event.remove(Engine, "before_cursor_execute", check)
+
+
+def test_a_job_life_runs_only_cacheable_statements(store: JobStore, uncached: list[str]) -> None:
+    store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["default"], 2, []))
+    store.enqueue("t", {"n": 1})
+    store.enqueue("t", {"n": 2}, delay_s=3600, unique_key="u-1")
+    store.enqueue_many([JobSpec("t", {"n": i}) for i in range(3)])
+    jobs = store.claim("w-1", ["default"], 10)
+    store.complete(jobs[0].id, jobs[0].lease_token, {"ok": True})
+    store.fail(jobs[1].id, jobs[1].lease_token, ERROR)
+    store.heartbeat("w-1", [Lease(jobs[2].id, jobs[2].lease_token)])
+    store.report_progress(jobs[2].id, jobs[2].lease_token, 0.5, "half")
+    expire_leases(store)
+    store.recover_expired()
+    queued = store.enqueue("t", {"n": 9})
+    store.cancel(queued.id, actor="operator:ann")
+    store.requeue(queued.id, actor="operator:ann")
+    store.counts()
+    store.list_jobs(limit=10)
+    store.get(queued.id)
+    store.events(queued.id)
+    assert uncached == []
