@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.engine.default import NO_CACHE_KEY
 
 from store.base import JobStore
+from store.lifecycle import JobStatus as S
 from store.models import JobSpec, Lease, WorkerInfo
 from tests.conftest import handle_fixture
 from tests.store.helpers import ERROR, expire_leases
@@ -54,8 +55,31 @@ def test_a_job_life_runs_only_cacheable_statements(store: JobStore, uncached: li
     queued = store.enqueue("t", {"n": 9})
     store.cancel(queued.id, actor="operator:ann")
     store.requeue(queued.id, actor="operator:ann")
+    store.pause_queue("other", actor="operator:ann")
+    store.resume_queue("other", actor="operator:ann")
+    assert uncached == []
+
+
+def test_the_console_reads_only_cacheable_statements(store: JobStore, uncached: list[str]) -> None:
+    job = store.enqueue("t", {"n": 1, "path": "/a"})
     store.counts()
-    store.list_jobs(limit=10)
-    store.get(queued.id)
-    store.events(queued.id)
+    store.event_counts()
+    store.history(60, 0.0)
+    store.history(3600, 0.0, queue="default")
+    for filters in ({}, {"status": S.Queued}, {"queue": "default"}, {"name": "t", "queue": "default"}):
+        page = store.list_jobs(limit=10, **filters)
+        store.list_jobs(limit=10, cursor=page.next_cursor, **filters)
+    store.search_jobs(id_part=job.id[-6:])
+    store.search_jobs(error="boom")
+    store.search_jobs(payload=("path", "/a"))
+    store.get(job.id)
+    store.events(job.id)
+    store.attempts(job.id)
+    store.workers()
+    store.queue_states()
+    store.count_purgeable(3600)
+    store.preview_recovery()
+    store.recovery_runs()
+    store.operations()
+    store.schedules()
     assert uncached == []
