@@ -104,8 +104,9 @@ local function count(field, n)
 end
 
 -- History: events of a counted kind per queue in this call, written once by
--- flush_counts into the current bucket of every width (one HINCRBY and one
--- ZADD per width, queue and kind, not per job). Inactive until history_at.
+-- flush_counts into the current bucket of every width (one HINCRBY per width,
+-- queue and kind, not per job, and a ZADD when that made a new field).
+-- Inactive until history_at.
 local history = {first = nil, widths = {}, kinds = {}}
 local history_deltas = {}
 local function history_at(k, a)
@@ -136,8 +137,10 @@ local function flush_counts()
     local bucket = fmt(math.floor(now / width) * width)
     for field, n in pairs(history_deltas) do
       local member = bucket .. '|' .. field
-      redis.call('HINCRBY', KEYS[history.first + 2 * w - 2], member, n)
-      redis.call('ZADD', KEYS[history.first + 2 * w - 1], bucket, member)
+      -- The zset (for trimming) learns a field once: when this call made it.
+      if redis.call('HINCRBY', KEYS[history.first + 2 * w - 2], member, n) == n then
+        redis.call('ZADD', KEYS[history.first + 2 * w - 1], bucket, member)
+      end
     end
   end
   history_deltas = {}
