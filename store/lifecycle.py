@@ -92,6 +92,7 @@ class EventKind(enum.StrEnum):
     QUEUE_RESUMED = "queue_resumed"
     BULK_STARTED = "bulk_started"  # audit only: a bulk operation's action, filter and count
     BULK_FINISHED = "bulk_finished"  # audit only: its outcome
+    WORKER_COMMANDED = "worker_commanded"  # audit only: an operator's quiet or stop for a worker
     COMPLETION_REFUSED = "completion_refused"
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"

@@ -20,8 +20,9 @@ import orjson
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
 from store.counters import event_totals
 from store.errors import LeaseLost, ValidationError
-from store.lifecycle import TERMINAL, JobStatus
+from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import Counts, Job, JobSpec, Page, RecoveredJob, RecoveryReport, as_spec, validate_spec
+from store.records import WORKER_COMMANDS, WorkerInfo
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
 from store.spec import unique_key_of
 
@@ -268,3 +269,19 @@ class SharedStore(JobStore):
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
         """Engine half of search_jobs (criteria validated and normalised; at
         least one status left to search)."""
+
+    # --------------------------------------------------------------- workers
+    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
+        """Leave ``command`` for the worker and record it in the audit log
+        (EventKind.WORKER_COMMANDED, message "<command> worker <id>", written
+        after the command is stored). Raises ValidationError, WorkerNotFound."""
+        if command not in WORKER_COMMANDS:
+            raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
+        info = self._command_worker(worker_id, command, actor)
+        self.record_audit(EventKind.WORKER_COMMANDED, actor, f"{command} worker {worker_id}")
+        return info
+
+    @abc.abstractmethod
+    def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
+        """Engine half of command_worker (``command`` is valid): set the
+        worker's command and who sent it. Raises WorkerNotFound."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from store.errors import ValidationError, WorkerNotFound
-from store.models import WORKER_COMMANDS, LockInfo, RecoveryRun, WorkerInfo, ts
+from store.errors import WorkerNotFound
+from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
 from store.redis import codec
 from store.redis.plumbing import RedisPlumbing
 
@@ -41,11 +41,9 @@ class RegistryMixin(RedisPlumbing):
         args += [info.concurrency, codec.dumps(list(info.jobs_in_hand)), repr(started)]
         return self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
 
-    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
+    def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
         """Set the worker hash's command and command_by, if it is registered
-        (lua/command_worker.lua). Raises ValidationError, WorkerNotFound."""
-        if command not in WORKER_COMMANDS:
-            raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
+        (lua/command_worker.lua). Raises WorkerNotFound."""
         flat = self._eval(self._lua.command_worker, [self.keys.worker(worker_id)], [command, actor])
         if not flat:
             raise WorkerNotFound(worker_id)

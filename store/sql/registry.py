@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from store.errors import ValidationError, WorkerNotFound
-from store.models import WORKER_COMMANDS, BulkOperation, LockInfo, RecoveryRun, WorkerInfo, ts
+from store.errors import WorkerNotFound
+from store.models import BulkOperation, LockInfo, RecoveryRun, WorkerInfo, ts
 from store.sql import registry_statements as reg
 from store.sql.plumbing import SqlPlumbing
 from store.sql.rows import worker_from_row
@@ -48,9 +48,7 @@ class SqlRegistryMixin(SqlPlumbing):
         stmt = reg.upsert_worker(self.dialect.upsert(reg.workers), self._now)
         return self.tx(lambda c: c.execute(stmt, row).scalar_one())
 
-    def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
-        if command not in WORKER_COMMANDS:
-            raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
+    def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
         params = {"w_id": worker_id, "w_command": command, "w_by": actor}
         rows = self.tx(lambda c: c.execute(reg.command_worker(), params).mappings().all())
         if not rows:

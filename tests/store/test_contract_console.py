@@ -100,6 +100,19 @@ def test_a_command_waits_for_the_workers_next_heartbeat(store: JobStore) -> None
         store.command_worker("w-1", "explode")
 
 
+def test_worker_commands_are_audited(store: JobStore) -> None:
+    store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["default"], 2, [], None, None))
+    store.command_worker("w-1", "quiet", actor="operator:ann")
+    store.command_worker("w-1", "stop", actor="operator:bob")
+    with pytest.raises(WorkerNotFound):
+        store.command_worker("nope", "stop", actor="operator:ann")
+    entries = [(e.kind, e.actor, e.message) for e in store.audit(10)]
+    assert entries == [
+        (EventKind.WORKER_COMMANDED, "operator:bob", "stop worker w-1"),
+        (EventKind.WORKER_COMMANDED, "operator:ann", "quiet worker w-1"),
+    ]
+
+
 def test_history_counts_a_known_workload_per_queue_and_bucket(store: JobStore) -> None:
     now = store.now()
     for _ in range(3):
