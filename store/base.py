@@ -204,6 +204,13 @@ class JobStore(OperatingContract):
         store so metrics agree across processes."""
 
     @abc.abstractmethod
+    def queue_event_counts(self) -> dict[tuple[str, str], int]:
+        """Totals of job events of ``counters.HISTORY_KINDS`` by ``(queue,
+        kind)`` since the store was created (or since this counter existed,
+        for a store upgraded from 0.2): monotonic, counted in the same atomic
+        unit as the change they count, like the history buckets."""
+
+    @abc.abstractmethod
     def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
         """Time-bucketed event counts for the history graphs: ``{kind:
         {bucket start (epoch s): n}}`` for the kinds of

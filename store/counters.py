@@ -3,9 +3,12 @@
 Every store keeps running totals in a key/value form (a Redis hash, a SQL
 table of sharded rows): ``s:<status code>:<queue>`` is the number of jobs of
 a queue in a status, ``e:<event kind>`` the number of events of a kind ever
-appended. The Lua twin is ``status_counter``/``event_counter`` in
+appended, and ``q:<event kind>:<queue>`` the number of events of a kind of
+HISTORY_KINDS ever appended for a queue's jobs (the monotonic twin of the
+history buckets, for Prometheus). The Lua twin is
+``status_counter``/``event_counter``/``queue_event_counter`` in
 ``store/redis/lua/lib/job.lua``; the SQL statements build the same text with
-``pg_statements.status_key_sql``. ``tests/store/test_redis_lua_static.py`` checks
+``pg_statements.status_key_sql``/``queue_event_key_sql``. ``tests/store/test_redis_lua_static.py`` checks
 that the Lua and Python keys agree; the SQL statements are exercised by the
 contract suite, whose counts must match on every store.
 """
@@ -33,6 +36,7 @@ HISTORY_WIDTHS: dict[int, float] = {60: 48 * 3600.0, 3600: 30 * 86400.0}
 
 STATUS_PREFIX = "s:"
 EVENT_PREFIX = "e:"
+QUEUE_EVENT_PREFIX = "q:"
 
 
 def status_key(status: JobStatus | int, queue: str) -> str:
@@ -43,6 +47,23 @@ def status_key(status: JobStatus | int, queue: str) -> str:
 def event_key(kind: EventKind | str) -> str:
     """``e:completed``: events of ``kind`` ever appended."""
     return f"{EVENT_PREFIX}{kind}"
+
+
+def queue_event_key(kind: EventKind | str, queue: str) -> str:
+    """``q:completed:default``: events of ``kind`` (one of HISTORY_KINDS) ever
+    appended for jobs of ``queue``."""
+    return f"{QUEUE_EVENT_PREFIX}{kind}:{queue}"
+
+
+def queue_event_totals(rows: Iterable[tuple[str, int | str]]) -> dict[tuple[str, str], int]:
+    """Totals by ``(queue, event kind)`` from ``(key, n)`` counter rows (other keys skipped)."""
+    n = len(QUEUE_EVENT_PREFIX)
+    out = {}
+    for key, value in rows:
+        if key.startswith(QUEUE_EVENT_PREFIX):
+            kind, _, queue = key[n:].partition(":")
+            out[(queue, kind)] = int(value)
+    return out
 
 
 def parse_status_key(key: str) -> tuple[JobStatus, str] | None:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
-from store.counters import event_totals
+from store.counters import event_totals, queue_event_totals
 from store.errors import LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import Counts, Job, JobSpec, Page, RecoveredJob, RecoveryReport, as_spec, validate_spec
@@ -160,6 +160,10 @@ class SharedStore(JobStore):
     def event_counts(self) -> dict[str, int]:
         """Totals of job events by kind since the store was created (for metrics)."""
         return event_totals(self._counter_rows())
+
+    def queue_event_counts(self) -> dict[tuple[str, str], int]:
+        """Totals of history kinds' events by ``(queue, kind)`` (for metrics)."""
+        return queue_event_totals(self._counter_rows())
 
     @abc.abstractmethod
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:

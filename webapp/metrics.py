@@ -34,9 +34,12 @@ Series (``_total`` added by the exposition format for counters):
   ``leasehold_stale_writes_refused_total{kind}`` (a worker's completion,
   failure, heartbeat, release or progress refused for a stale lease token),
   ``leasehold_operator_actions_total{action}`` (cancel, requeue, retry, delete).
-  These are global: the store keeps its event totals per kind, not per queue
-  (its per-queue history buckets are trimmed after 30 days, so a sum of them
-  is no counter). Per queue, the console's history graphs have the figures.
+  These are global, over every queue.
+* ``leasehold_queue_events_total{queue,kind}``: per queue, the kinds the
+  history graphs count (enqueued, completed, failed, retry_scheduled,
+  lease_expired), from ``store.queue_event_counts()``: counters the store
+  bumps in the same atomic unit as the history buckets, never trimmed (a
+  store upgraded from 0.2 counts from the upgrade on).
 * ``leasehold_recovery_last_run_timestamp_seconds`` and
   ``leasehold_recovery_last_run_jobs{outcome}``: the newest recorded recovery run.
   (The store contract keeps the run history but no total of runs, so no
@@ -198,6 +201,14 @@ class StoreCollector(Collector):
             for kind, value in kinds.items():
                 family.add_metric([value], totals.get(kind, 0))
             yield family
+        per_queue = CounterMetricFamily(
+            "leasehold_queue_events",
+            "Job events per queue, of the kinds the history graphs count.",
+            labels=["queue", "kind"],
+        )
+        for (queue, kind), value in sorted(self.store.queue_event_counts().items()):
+            per_queue.add_metric([queue, kind], value)
+        yield per_queue
 
     def _pruned(self) -> Iterator[Metric]:
         runs = self.store.maintenance_runs(RETENTION_TASK, limit=self.store.settings.recovery_runs_kept)

@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, STATUS_PREFIX, event_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, STATUS_PREFIX, event_key, queue_event_key
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.sql.changes import guarded_update
 from store.sql.schema import attempts as attempts_table
@@ -98,6 +98,7 @@ def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
     bump = _add_to_counters(
         select(status_key_sql(ins.c.status, ins.c.queue).label("key"), literal(1).label("d")),
         select(literal(event_key(EventKind.ENQUEUED)), literal(1)).select_from(ins),
+        select(queue_event_key_sql(EventKind.ENQUEUED, ins.c.queue), literal(1)),
     )
     ready = select(ins.c.queue).where(ins.c.status == int(JobStatus.Queued)).distinct().subquery("ready")
     notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
@@ -163,6 +164,11 @@ def status_key_sql(status: ColumnElement[Any], queue: ColumnElement[str]) -> Col
     return func.concat(STATUS_PREFIX, status, ":", queue)
 
 
+def queue_event_key_sql(kind: EventKind, queue: ColumnElement[str]) -> ColumnElement[str]:
+    """SQL twin of ``store.counters.queue_event_key``: ``'q:<kind>:' || queue``."""
+    return func.concat(queue_event_key(kind, ""), queue)
+
+
 def with_bookkeeping(
     change: Update,
     now: ColumnElement[float],
@@ -203,6 +209,7 @@ def with_bookkeeping(
         select(status_key_sql(upd.c.old_status, upd.c.queue).label("key"), literal(-1).label("d")),
         select(status_key_sql(upd.c.status, upd.c.queue), literal(1)),
         select(literal(event_key(kind)), literal(1)).select_from(upd),
+        *([select(queue_event_key_sql(kind, upd.c.queue), literal(1))] if kind in HISTORY_KINDS else []),
     )
     out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
     ctes = [events.cte("ev"), bump.cte("cnt")]

@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from store import counters
 from store.base import StoreSettings, Wakeups
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, queue_event_key
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import EventKind, FailureDecision, JobStatus
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
@@ -188,7 +188,8 @@ class SqlPlumbing:
     ) -> None:
         """Append ``events`` (``event_row``) and add their kinds and
         ``deltas`` to the counters, and the events of HISTORY_KINDS that name
-        their queue to the history buckets, in ``conn``'s transaction;
+        their queue to the history buckets and the per-queue event totals,
+        in ``conn``'s transaction;
         counters in key order (a fixed lock order avoids deadlocks)."""
         deltas = Counter(deltas or {})
         history: Counter[tuple[str, str]] = Counter()
@@ -197,6 +198,7 @@ class SqlPlumbing:
             deltas[event_key(row["kind"])] += 1
             if queue is not None and row["kind"] in HISTORY_KINDS:
                 history[(queue, row["kind"])] += 1
+                deltas[queue_event_key(row["kind"], queue)] += 1
         if events:
             conn.execute(self._q_events, events)
         shard = self.dialect.shard

@@ -9,7 +9,7 @@ import pytest
 from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerNotFound
 from store.lifecycle import EventKind, JobStatus
-from store.models import MAX_TRACEBACK_CHARS, WorkerInfo
+from store.models import MAX_TRACEBACK_CHARS, JobSpec, WorkerInfo
 from tests.store.helpers import expire_leases
 
 S = JobStatus
@@ -136,6 +136,31 @@ def test_history_counts_a_known_workload_per_queue_and_bucket(store: JobStore) -
         assert all(bucket % width == 0 and now - width < bucket <= store.now() for bucket in buckets)
     with pytest.raises(ValidationError):
         store.history(15, now)
+
+
+def test_queue_event_totals_count_the_history_kinds_and_outlive_the_buckets(store: JobStore) -> None:
+    for _ in range(3):
+        store.enqueue("t", None, queue="mail", max_retries=1)
+    store.enqueue_many([JobSpec("t", None, queue="other"), JobSpec("t", None, queue="other")])
+    jobs = store.claim("w", ["mail"], 3)
+    store.complete_many([(jobs[0].id, jobs[0].lease_token, None)], "w", return_jobs=False)
+    store.fail(jobs[1].id, jobs[1].lease_token, _error("ValueError"))  # retry scheduled
+    store.fail(jobs[2].id, jobs[2].lease_token, _error("ValueError"), permanent=True)
+    assert len(store.claim("w", ["other"], 1)) == 1
+    expire_leases(store)
+    store.recover_expired()  # a retry left: rescheduled, counted as a lease expiry
+    expected = {
+        ("mail", "enqueued"): 3,
+        ("mail", "completed"): 1,
+        ("mail", "retry_scheduled"): 1,
+        ("mail", "failed"): 1,
+        ("other", "enqueued"): 2,
+        ("other", "lease_expired"): 1,
+    }
+    assert store.queue_event_counts() == expected
+    store.clock_offset_s += 40 * 86400
+    store.trim_history()
+    assert store.queue_event_counts() == expected
 
 
 def test_history_keeps_minutes_48_hours_and_hours_30_days(store: JobStore) -> None:

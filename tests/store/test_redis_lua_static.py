@@ -31,7 +31,7 @@ import pytest
 import redis
 
 from store import lifecycle
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, status_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, queue_event_key, status_key
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
@@ -262,6 +262,8 @@ def test_counter_keys_are_the_same_text_in_lua_and_python(lua) -> None:
         assert got == status_key(status, "q:a b")
     for kind in EventKind:
         assert lua("return event_counter(ARGV[4])", kind.value) == event_key(kind)
+        got = lua("return queue_event_counter(ARGV[4], ARGV[5])", kind.value, "q:a b")
+        assert got == queue_event_key(kind, "q:a b")
 
 
 @pytest.mark.parametrize("op", list(Operation), ids=lambda op: op.value)
@@ -307,7 +309,7 @@ def test_history_fields_are_what_keys_py_parses() -> None:
     if "redis" not in BACKENDS:
         pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
     lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
-    snippet = """local h = history_at(1, 4)
+    snippet = """local h = history_at(2, 4)
 count_history(ARGV[6], ARGV[7])
 count_history(ARGV[6], ARGV[7])
 count_history(ARGV[6], 'not counted')
@@ -316,7 +318,7 @@ return fmt(now)"""
     k = Keys(f"lh-static-{uuid.uuid4().hex[:10]}")
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     try:
-        keys = k.histories()
+        keys = [k.counters, *k.histories()]
         now = float(
             client.eval(
                 f"{lib}\n{snippet}", len(keys), *keys, 0, 200, 10_000, *HISTORY_ARGS, "a|b", "completed"
@@ -328,6 +330,7 @@ return fmt(now)"""
             bucket = now // width * width
             assert (parse_history_field(field), n) == ((bucket, "a|b", "completed"), "2")
             assert client.zrange(index, 0, -1, withscores=True) == [(field, bucket)]
+        assert client.hgetall(k.counters) == {queue_event_key("completed", "a|b"): "2"}
     finally:
-        client.delete(*k.histories())
+        client.delete(k.counters, *k.histories())
         client.close()

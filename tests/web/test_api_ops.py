@@ -125,6 +125,12 @@ def test_metrics_read_the_store(api_client: FlaskClient, store: JobStore) -> Non
     assert got[("leasehold_jobs_completed_total", ())] == 1
     assert got[("leasehold_jobs_claimed_total", ())] == 3
     assert got[("leasehold_lease_expirations_total", ())] == 1
+    per_queue = {labels: v for (name, labels), v in got.items() if name == "leasehold_queue_events_total"}
+    assert per_queue == {
+        (("kind", "completed"), ("queue", "default")): 1,
+        (("kind", "enqueued"), ("queue", "default")): 3,
+        (("kind", "lease_expired"), ("queue", "default")): 1,
+    }
     assert got[("leasehold_stale_writes_refused_total", (("kind", "completion"),))] == 1
     assert got[("leasehold_stale_writes_refused_total", (("kind", "heartbeat"),))] == 0
     assert got[("leasehold_operator_actions_total", (("action", "cancel"),))] == 1

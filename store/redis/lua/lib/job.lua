@@ -2,7 +2,8 @@
 -- lib/clock.lua. Every including script passes this common block first
 -- (store/redis/keys.py, Keys.common; store/redis/plumbing.py, _args):
 --
--- KEYS[1]      counters hash: "s:<status>:<queue>" job counts, "e:<kind>" event totals
+-- KEYS[1]      counters hash: "s:<status>:<queue>" job counts, "e:<kind>" event totals,
+--              "q:<kind>:<queue>" event totals per queue (history kinds only)
 -- KEYS[2]      updated zset: every job, score last_updated_at, member id
 -- KEYS[3..8]   updated:<status> zsets for statuses 100..600: KEYS[2 + status / 100]
 -- KEYS[9]      leases zset: InProgress jobs, score lease_expires_at, member id
@@ -39,7 +40,7 @@
 --              order within one queue/name is (last_updated_at, id), the
 --              order of listings (store/redis/listing.py reads them BYLEX)
 -- Returns: nothing. Defines status_set, none, words, operation, rank,
--- status_counter, event_counter, count, history_at, count_history,
+-- status_counter, event_counter, queue_event_counter, count, history_at, count_history,
 -- flush_counts, listing_last, move, change, operator_guard, unqueue, append_event,
 -- audit_event, remove_job. A script that counts calls flush_counts() once,
 -- before it returns.
@@ -95,6 +96,9 @@ end
 local function event_counter(kind)
   return 'e:' .. kind
 end
+local function queue_event_counter(kind, queue)
+  return 'q:' .. kind .. ':' .. queue
+end
 
 -- Counter deltas of this call, written once by flush_counts (one HINCRBY per
 -- counter instead of one per job and event).
@@ -123,6 +127,7 @@ local function count_history(queue, kind)
   if history.kinds[kind] then
     local field = queue .. '|' .. kind
     history_deltas[field] = (history_deltas[field] or 0) + 1
+    count(queue_event_counter(kind, queue), 1)
   end
 end
 
