@@ -51,6 +51,23 @@ def test_operation_page_polls_until_done_and_the_audit_links_to_it(
     assert operator.get("/operations/nope").status_code == 404
 
 
+def test_the_operations_page_lists_them_newest_first_escaped(
+    operator: ConsoleClient, viewer: ConsoleClient, store: JobStore
+) -> None:
+    assert "No bulk operation yet" in operator.get("/operations").text
+    store.enqueue("t", {}, queue=XSS)
+    first = bulk.start(store, "cancel", {"queue": XSS}, "operator:ann", 1)
+    second = bulk.start(store, "delete", {"status": "Canceled"}, "operator:bob", 0)
+    bulk.run_pending(store, "test")
+    page = viewer.get("/operations")
+    assert page.status_code == 200 and XSS not in page.text and "&lt;img src=x" in page.text
+    links = re.findall(r'href="/operations/([^"]+)"', page.text)
+    assert links == [second.id, first.id]
+    assert page.text.count('aria-valuenow="100"') == 2 and "bob" in page.text
+    assert 'href="/operations"' in operator.get("/audit").text
+    assert 'href="/operations"' in operator.get(f"/operations/{first.id}").text
+
+
 def test_large_destructive_operation_needs_the_count_typed(
     operator: ConsoleClient, store: JobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,7 +25,7 @@ from store.models import BulkOperation
 from webapp import operations
 from webapp.console import auth, queries
 from webapp.console.actions import actor
-from webapp.console.blueprint import bp, is_htmx, render_view, store
+from webapp.console.blueprint import bp, is_htmx, render_template, render_view, store
 from webapp.console.views import BULK_ACTIONS, BulkAction
 
 
@@ -119,6 +119,11 @@ def operation_context(operation_id: str) -> dict[str, Any]:
     operation = store().get_operation(operation_id)
     if operation is None:
         abort(404, f"No bulk operation has id {operation_id}.")
+    return operation_context_of(operation)
+
+
+def operation_context_of(operation: BulkOperation) -> dict[str, Any]:
+    """What the templates show of one operation."""
     action = BULK_ACTIONS.get(operation.action)
     return {
         "op": operation,
@@ -133,3 +138,15 @@ def operation_context(operation_id: str) -> dict[str, Any]:
 @bp.get("/operations/<operation_id>")
 def operation(operation_id: str) -> Response:
     return render_view("operation.html", "partials/operation_live.html", **operation_context(operation_id))
+
+
+#: Bulk operations the list page shows, newest first.
+OPERATIONS_LISTED = 50
+
+
+@bp.get("/operations")
+def operation_list() -> Response:
+    """Recent bulk operations, newest first, each linking to its page (the
+    audit log interleaves them with every other operator action)."""
+    rows = [operation_context_of(op) for op in store().operations(OPERATIONS_LISTED)]
+    return make_response(render_template("operations.html", rows=rows, listed=OPERATIONS_LISTED))
