@@ -287,7 +287,9 @@ def _sql_parts(dialect: str) -> dict[str, str]:
 
 def _copy_jobs_sql(dialect: str, template_ids: list[str]) -> str:
     """INSERT of copies ``:lo``..``:hi`` (module docstring), each from the
-    template of its status."""
+    template of its status. The templates come first in a CROSS JOIN: SQLite
+    keeps that order (otherwise it looks the template up through the status
+    index once per copy, a scan of every job of that status)."""
     from store.sql.schema import jobs
 
     p = _sql_parts(dialect)
@@ -321,8 +323,8 @@ def _copy_jobs_sql(dialect: str, template_ids: list[str]) -> str:
     return (
         f"INSERT INTO {jobs.name} ({', '.join(cols)}) "
         f"SELECT {', '.join(exprs.get(c, f't.{c}') for c in cols)} "
-        f"FROM {p['series']} JOIN (SELECT * FROM {jobs.name} WHERE id IN ({ids})) AS t "
-        f"ON t.status = {status}"
+        f"FROM (SELECT * FROM {jobs.name} WHERE id IN ({ids})) AS t CROSS JOIN {p['series']} "
+        f"WHERE t.status = {status}"
     )
 
 
