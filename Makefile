@@ -76,6 +76,14 @@ bench-retention: $(STAMP)
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	PYTHONPATH=. $(BIN)/python bench/retention.py $(BENCH_ARGS)
 
+# Issue 16, point 8: p50/p99 of every console page (overview, job lists and filters, a deep
+# page, the job page, the searches, a bulk preview) with 1,000,000 jobs of mixed statuses in
+# each store (bench/console_pages.py; ~8 min a store). BENCH_ARGS="--jobs 20000" for a smoke run.
+.PHONY: bench-console
+bench-console: $(STAMP)
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	PYTHONPATH=. $(BIN)/python bench/console_pages.py $(BENCH_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .

@@ -20,7 +20,7 @@ stops early says so with ``complete=False`` and ``scanned``:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -101,7 +101,25 @@ def error_texts(error: Any) -> tuple[str, str]:
     return str(error.get("type") or "").lower(), str(error.get("message") or "").lower()
 
 
-def matches(job: Job, query: SearchQuery) -> bool:
+class Searchable(Protocol):
+    """What ``matches`` reads of a job: a Job, or a store's partial read of
+    one (store/redis/search.py reads these fields alone before whole jobs)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> JobStatus: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def error(self) -> Any: ...
+    @property
+    def payload(self) -> Any: ...
+
+
+def matches(job: Searchable, query: SearchQuery) -> bool:
     """Whether ``job`` passes every criterion of ``query`` (the listing
     filters included), for the stores that test jobs one by one."""
     if query.status is not None and job.status is not query.status:

@@ -4,10 +4,12 @@ payload fields, so the search reads the filtered listing index (status,
 queue and name narrow it exactly, store/redis/listing.py) newest first, at
 most ``scan_limit`` entries, and tests each job with store/search.py
 ``matches``. Part of an id is tested on the index entry itself, so only
-jobs whose id matches are read.
+jobs whose id matches are read; error text and payload on PROBE_FIELDS of
+each job (one HMGET), so only jobs that pass are read whole.
 
 Cost: ``scan_limit / CHUNK`` round trips for the index, one pipelined read of
-the candidate hashes per chunk. ``complete`` is False when the scan limit is
+the candidates' PROBE_FIELDS (error or payload searched) and one of the
+matching hashes per chunk. ``complete`` is False when the scan limit is
 reached before the page fills.
 """
 
@@ -15,7 +17,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
+from typing import Any
+
+import orjson
 
 from store.lifecycle import JobStatus
 from store.redis.codec import job_from_hash
@@ -24,6 +30,26 @@ from store.search import SearchPage, SearchQuery, matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
+#: The job-hash fields ``matches`` reads (with the id): a search by error
+#: text or payload reads these first and whole hashes only for the jobs that
+#: pass, a fifth of the bytes and no Job built per job scanned.
+PROBE_FIELDS = ("status", "queue", "name", "error", "payload")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """PROBE_FIELDS of one job, decoded (store/search.py ``Searchable``)."""
+
+    id: str
+    status: JobStatus
+    queue: str
+    name: str
+    error: Any
+    payload: Any
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)
 
 
 class SearchMixin(ListingMixin):
@@ -40,6 +66,19 @@ class SearchMixin(ListingMixin):
                 return
             after = chunk[-1]
 
+    def _probe(self, ids: list[str], query: SearchQuery) -> list[str]:
+        """The ids of ``ids`` whose PROBE_FIELDS pass ``query`` (one
+        pipelined HMGET; jobs deleted meanwhile dropped)."""
+        rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), PROBE_FIELDS) for job_id in ids])
+        passed = []
+        for job_id, (status, queue, name, error, payload) in zip(ids, rows, strict=True):
+            if status is None:
+                continue
+            probe = Probe(job_id, JobStatus(int(status)), queue, name, _loads(error), _loads(payload))
+            if matches(probe, query):
+                passed.append(job_id)
+        return passed
+
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
         statuses = query.statuses()
         if len(statuses) == len(JobStatus):
@@ -52,9 +91,12 @@ class SearchMixin(ListingMixin):
             if not chunk:
                 break
             scanned += len(chunk)
+            ids = [job_id for _, job_id in chunk]
             if query.id_part is not None:
-                chunk = [e for e in chunk if query.id_part in e[1].lower()]
-            hashes = self._pipe(lambda p, c=chunk: [p.hgetall(self.keys.job(job_id)) for _, job_id in c])
+                ids = [job_id for job_id in ids if query.id_part in job_id.lower()]
+            if query.error is not None or query.payload is not None:
+                ids = self._probe(ids, query)
+            hashes = self._pipe(lambda p, c=ids: [p.hgetall(self.keys.job(job_id)) for job_id in c])
             found += [job for job in (job_from_hash(h) for h in hashes if h) if matches(job, query)]
         complete = len(found) >= limit or scanned < scan_limit or next(stream, None) is None
         return SearchPage(found[:limit], complete, scanned)

@@ -1,6 +1,7 @@
 """``search_jobs`` of the SQL store (a mixin of SqlStore) and its statements.
 
-Every criterion is SQL: part of the id and error text by a case-insensitive
+Every criterion is SQL: part of the id by ``LIKE`` on the id as stored
+(lower-case, as the part is made), error text by a case-insensitive
 ``LIKE`` (a full match, complete on both engines; error text only among
 Failed and Scheduled jobs, read through the status index). A payload field:
 
@@ -51,7 +52,9 @@ def search_filters(query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[
         terms.append(jobs.c.name == bindparam("s_name"))
         params["s_name"] = query.name
     if query.id_part is not None:
-        terms.append(func.lower(jobs.c.id).like(bindparam("s_id"), escape="\\"))
+        # Ids are lower-case UUID text written by the store and id_part is
+        # lower-cased (SharedStore.search_jobs): no lower() on a million ids.
+        terms.append(jobs.c.id.like(bindparam("s_id"), escape="\\"))
         params["s_id"] = like_pattern(query.id_part)
     if query.error is not None:
         pattern = bindparam("s_error")
