@@ -21,7 +21,7 @@ through the jobs, unfiltered and filtered); the job page of a Failed job
 (events, attempts); the three searches of the jobs page (part of an id,
 error text, a payload ``key=value``); the count preview of a bulk action
 (``POST /jobs/bulk`` without ``confirm``), by queue (from the counters) and
-by queue and name (listed, up to ``webapp.operations.COUNT_SCAN``).
+by queue and name (``store.count_jobs``: an index count).
 """
 
 from __future__ import annotations

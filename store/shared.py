@@ -165,6 +165,18 @@ class SharedStore(JobStore):
         """Totals of history kinds' events by ``(queue, kind)`` (for metrics)."""
         return queue_event_totals(self._counter_rows())
 
+    def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
+        status = JobStatus(status)
+        if not name:
+            counts = self.counts()
+            source = counts.by_queue.get(queue, {}) if queue else counts.by_status
+            return int(source.get(status.name, 0))
+        return self._count_named(status, queue or None, name)
+
+    @abc.abstractmethod
+    def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
+        """Engine half of count_jobs with a name filter (from an index)."""
+
     @abc.abstractmethod
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:
         """Every counter as ``(key, total)`` (store/counters.py keys)."""

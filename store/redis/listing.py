@@ -119,6 +119,12 @@ class ListingMixin(RedisPlumbing):
         seen: set[str] = set()  # a job moved between two reads of the pipeline shows once
         return list(islice((e for e in merged if not (e[1] in seen or seen.add(e[1]))), count))
 
+    def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
+        """ZLEXCOUNT of the name's (or queue and name's) members in the listing zset of ``status``."""
+        index, prefix = lex_source(self.keys, status, queue, name)
+        [n] = self._pipe(lambda p: p.zlexcount(index, f"[{prefix}", f"({prefix}:"))
+        return int(n)
+
     def _list(
         self,
         status: JobStatus | None,

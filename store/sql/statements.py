@@ -307,6 +307,15 @@ def count_expired(now: ColumnElement[float]) -> Select:
     return select(func.count()).where(jobs.c.status == IN_PROGRESS, jobs.c.lease_expires_at < now)
 
 
+def count_named(with_queue: bool) -> Select:
+    """Jobs of one status and name (and queue): an index count (ix_jobs_name_updated).
+    Params: status, name[, queue]."""
+    where = [jobs.c.status == bindparam("status"), jobs.c.name == bindparam("name")]
+    if with_queue:
+        where.append(jobs.c.queue == bindparam("queue"))
+    return select(func.count().label("n")).where(*where)
+
+
 def list_jobs(filters: Sequence[ColumnElement[bool]], with_cursor: bool, ascending: bool = False) -> Select:
     """Keyset page by ``(last_updated_at, id)``, newest first unless
     ``ascending``. Params: limit, and c_at, c_id with a cursor."""

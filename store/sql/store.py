@@ -161,6 +161,10 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         first = encode_cursor(rows[0]["last_updated_at"], rows[0]["id"]) if cursor and rows else None
         return Page(items, encode_cursor(last["last_updated_at"], last["id"]) if last else None, first)
 
+    def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
+        params = {"status": int(status), "name": name, "queue": queue}
+        return int(self.read(sql.count_named(queue is not None), params)[0]["n"])
+
     def _counter_rows(self) -> Iterable[tuple[str, int]]:
         return self.tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)
 

@@ -52,6 +52,11 @@ def test_rare_jobs_are_on_the_first_page_under_ten_thousand_newer_ones(store: Jo
     status_only = store.list_jobs(status=S.Queued, limit=5)  # newest first: bulk jobs
     assert len(status_only.items) == 5 and {j.name for j in status_only.items} == {"bulk"}
     assert store.list_jobs(status=S.Completed, name="target", limit=5).items == []
+    assert store.count_jobs(S.Queued, name="target") == 6
+    assert store.count_jobs(S.Queued, name="target", queue="rare") == 3
+    assert store.count_jobs(S.Queued, queue="rare") == 6
+    assert store.count_jobs(S.Queued, name="bulk", queue="common") == NEWER
+    assert store.count_jobs(S.Completed, name="target") == 0
     print(f"enqueued {NEWER:,} jobs in {loaded:.1f} s")
 
 
@@ -62,11 +67,16 @@ def test_filtered_listing_follows_status_changes(store: JobStore) -> None:
     assert [j.id for j in store.list_jobs(status=S.Queued, queue="rare", name="target").items] == [a.id]
     store.cancel(a.id)
     assert store.list_jobs(status=S.Queued, name="target").items == []
+    assert store.count_jobs(S.Canceled, name="target", queue="rare") == 1
+    assert store.count_jobs(S.Queued, name="target") == 0
     assert [j.id for j in store.list_jobs(status=S.Canceled, name="target", queue="rare").items] == [a.id]
     assert [j.id for j in store.list_jobs(status=S.Completed, queue="rare").items] == [b.id]
     store.delete(a.id)
     assert store.list_jobs(name="target").items == []
     assert store.list_jobs(status=S.Canceled, queue="rare").items == []
+    assert store.count_jobs(S.Canceled, name="target", queue="rare") == 0
+    assert store.count_jobs(S.Queued, name="other", queue="rare") == 1
+    assert store.count_jobs(S.Completed, name=b.name, queue="rare") == 1
 
 
 def test_a_filter_without_status_merges_every_status_in_order(store: JobStore) -> None:

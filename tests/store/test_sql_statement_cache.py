@@ -78,6 +78,8 @@ def test_the_console_reads_only_cacheable_statements(store: JobStore, uncached: 
     store.workers()
     store.queue_states()
     store.count_purgeable(3600)
+    store.count_jobs(S.Queued, name="t", queue="default")
+    store.count_jobs(S.Failed, name="t")
     store.preview_recovery()
     store.recovery_runs()
     store.operations()

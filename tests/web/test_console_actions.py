@@ -18,7 +18,6 @@ from tests.web.console_fixtures import (  # noqa: F401 - fixtures
     operator,
     viewer,
 )
-from webapp import operations
 
 S = JobStatus
 
@@ -164,13 +163,12 @@ def test_bulk_by_name_counts_only_eligible_statuses(operator: ConsoleClient, sto
     assert store.get_operation(op.id).changed == 2
 
 
-def test_bulk_by_name_past_the_count_scan_is_a_lower_bound(
-    operator: ConsoleClient, store: JobStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(operations, "COUNT_SCAN", 3)
-    store.enqueue_many([("t", {"i": i}) for i in range(5)])
+def test_bulk_by_name_counts_exactly_at_any_size(operator: ConsoleClient, store: JobStore) -> None:
+    store.enqueue_many([("t", {"i": i}) for i in range(30)] + [("other", {"i": i}) for i in range(7)])
+    store.cancel(store.list_jobs(name="t", limit=1).items[0].id, actor="operator:ann")
     preview = operator.post("/jobs/bulk", {"action": "cancel", "name": "t"}, htmx=True)
-    assert "More than 3" in preview.text
+    assert re.search(r"<strong>29</strong> job\(s\) match and can be canceled", preview.text)
+    assert "of 30 matching the filter" in preview.text
 
 
 def test_bulk_refuses_an_id_filter_and_a_forged_confirmation(
