@@ -84,6 +84,14 @@ bench-console: $(STAMP)
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	PYTHONPATH=. $(BIN)/python bench/console_pages.py $(BENCH_ARGS)
 
+# Issue 17: POST /api/jobs and an async endpoint under gunicorn (gunicorn.conf.py, 2 processes
+# x 4 threads, 16 clients) side by side with a bare Flask app (bench/bare_app.py) on every
+# store: req/s, p50/p99, the ratio and its target (bench/api_enqueue.py; ~4 min).
+.PHONY: bench-api
+bench-api: $(STAMP)
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	$(BIN)/python bench/api_enqueue.py $(BENCH_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .

@@ -1,9 +1,10 @@
 """The web app under a real gunicorn, for the API tests and bench/api_enqueue.py.
 
 ``Gunicorn(store_url, workers=4)`` starts ``gunicorn -c gunicorn.conf.py wsgi:app``
-on a free loopback port in its own process group, waits for /healthz, and
-on exit stops it (SIGTERM, then SIGKILL of its group after a grace period),
-so nothing outlives the test.
+(or another ``app``, e.g. the benches' ``bench.bare_app:app``) on a free
+loopback port in its own process group, waits for /healthz, and on exit
+stops it (SIGTERM, then SIGKILL of its group after a grace period), so
+nothing outlives the test.
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ class Gunicorn:
     """A gunicorn serving the app on ``store_url``; use as a context manager."""
 
     def __init__(
-        self, store_url: str, log_path: Path, workers: int = 4, threads: int = 4, access_log: bool = True
+        self,
+        store_url: str,
+        log_path: Path,
+        workers: int = 4,
+        threads: int = 4,
+        access_log: bool = True,
+        app: str = "wsgi:app",
     ) -> None:
         self.port = free_port()
         self.log_path = log_path
@@ -57,7 +64,7 @@ class Gunicorn:
         }
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [GUNICORN, "-c", "gunicorn.conf.py", "wsgi:app"],
+            [GUNICORN, "-c", "gunicorn.conf.py", app],
             cwd=REPO,
             env=env,
             stdout=self._log,

@@ -39,6 +39,7 @@ from store.models import JobSpec, validate_spec
 from webapp.api import errors
 from webapp.api.auth import authorize
 from webapp.api.bodies import check_shape, read_json_body
+from webapp.api.direct import direct
 from webapp.api.enqueue import enqueue_response, idempotency_key
 from webapp.api.schemas import ErrorResponse, JobOut
 from webapp.api.state import api_state
@@ -133,7 +134,7 @@ def async_endpoint(
             operation_id=name,
         )(view)
         api_state(app).enqueue_operations.add(name)
-        add_url_rule(rule, endpoint=name, view_func=documented, methods=verbs)
+        add_url_rule(rule, endpoint=name, view_func=direct(documented, view), methods=verbs)
         api_state(app).async_endpoints.add(full_name)
 
     if isinstance(target, Blueprint):

@@ -17,12 +17,16 @@ store error halfway through.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from flask import request
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
 
-from webapp.api.errors import APIError, field_of
+from webapp.api.errors import APIError, field_of, from_pydantic
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 #: Deepest nesting of arrays/objects accepted in a body (the body itself is 1).
 MAX_JSON_DEPTH = 32
@@ -80,13 +84,36 @@ def is_json_mimetype(mimetype: str) -> bool:
     )
 
 
+#: Where the parsed body of the current request is kept (WSGI environ key).
+_PARSED = "leasehold.api.body"
+
+
 def read_json_body() -> Any:
     """The current request's JSON body after the checks above; None when empty.
+    Parsed once per request: later calls (a view after the blueprint's hook)
+    answer the same value.
 
     Raises APIError 413 (via werkzeug's RequestEntityTooLarge), 415, 400 or 422."""
+    environ = request.environ
+    if _PARSED in environ:
+        return environ[_PARSED]
     raw = request.get_data(cache=True)  # raises RequestEntityTooLarge past MAX_CONTENT_LENGTH
     if not raw.strip():
-        return None
-    if not is_json_mimetype(request.mimetype):
+        value = None
+    elif not is_json_mimetype(request.mimetype):
         raise APIError(415, "the request body must be JSON (Content-Type: application/json)")
-    return parse_json(raw)
+    else:
+        value = parse_json(raw)
+    environ[_PARSED] = value
+    return value
+
+
+def validated_body(model: type[ModelT]) -> ModelT:
+    """The current request's body (``read_json_body``) validated by ``model``;
+    an absent body (or a JSON ``null``, ``false``, ``0``, ``[]``, ``""``) as
+    ``{}``, so a required field is named. Raises APIError 422 naming the
+    first invalid field (``errors.from_pydantic``), and what read_json_body raises."""
+    try:
+        return model.model_validate(read_json_body() or {})
+    except PydanticValidationError as exc:
+        raise from_pydantic(exc) from None

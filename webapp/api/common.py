@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app, request
+from flask import Response, request
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from webapp.api.encoding import json_response
 from webapp.api.errors import from_pydantic
+
+__all__ = ["context_of", "job_json", "json_response"]
 
 
 def context_of(part: str, model: type[BaseModel]) -> Any:
@@ -21,12 +24,6 @@ def context_of(part: str, model: type[BaseModel]) -> Any:
         except PydanticValidationError as exc:  # a required field
             raise from_pydantic(exc) from None
     return value
-
-
-def json_response(body: dict[str, Any], status: int = 200) -> Response:
-    response = current_app.json.response(body)
-    response.status_code = status
-    return response
 
 
 def job_json(job: Any, status: int = 200) -> Response:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 
-from flask import Response, current_app, request, url_for
+from flask import Response, request, url_for
 
 from store.base import StoreSettings
 from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
+from webapp.api.encoding import json_response
 from webapp.api.errors import APIError
-from webapp.api.state import job_store
+from webapp.api.state import api_state, job_store
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _KEY = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
@@ -34,8 +35,19 @@ def idempotency_key() -> str | None:
     return key
 
 
+#: A job id that stands for every id when the Location prefix is worked out.
+_ANY_ID = "00000000-0000-0000-0000-000000000000"
+
+
 def job_location(job_id: str) -> str:
-    return url_for("api.get_job", job_id=job_id)
+    """``url_for("api.get_job", job_id=job_id)``: the prefix is built by
+    ``url_for`` once per script root and cached (a job id, a UUID, needs no quoting)."""
+    paths = api_state().job_paths
+    root = request.root_path
+    prefix = paths.get(root)
+    if prefix is None:
+        prefix = paths[root] = url_for("api.get_job", job_id=_ANY_ID).removesuffix(_ANY_ID)
+    return prefix + job_id
 
 
 def same_request(job: Job, spec: JobSpec, defaults: StoreSettings) -> bool:
@@ -76,7 +88,6 @@ def enqueue_response(spec: JobSpec) -> Response:
             f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
             IDEMPOTENCY_HEADER,
         )
-    response = current_app.json.response(job.to_json())
-    response.status_code = 202 if created or by_idempotency else 200
+    response = json_response(job.to_json(), 202 if created or by_idempotency else 200)
     response.headers["Location"] = job_location(job.id)
     return response

@@ -40,6 +40,7 @@ from store.errors import (
     StoreUnavailable,
     ValidationError,
 )
+from webapp.api.encoding import json_response
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_S = 5
@@ -68,8 +69,7 @@ def envelope(code: int, message: str, field: str | None = None) -> dict[str, Any
 
 def respond(exc: APIError) -> FlaskResponse:
     """The JSON response for ``exc``."""
-    response = current_app.json.response(envelope(exc.code, exc.message, exc.field))
-    response.status_code = exc.code
+    response = json_response(envelope(exc.code, exc.message, exc.field), exc.code)
     response.headers.update(exc.headers)
     return response
 

@@ -29,7 +29,9 @@ from webapp import metrics
 from webapp.api import control
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
+from webapp.api.bodies import validated_body
 from webapp.api.common import context_of, job_json
+from webapp.api.direct import direct
 from webapp.api.enqueue import enqueue_response, idempotency_key
 from webapp.api.errors import APIError
 from webapp.api.schemas import (
@@ -69,6 +71,8 @@ PERIODIC = "/api/periodic/<name>"
 #: jobs), so the request has a bound; `more` in the answer says to run again.
 RECOVERY_MAX_BATCHES = 20
 E = ErrorResponse
+#: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
+ENQUEUE_FIELDS = tuple(EnqueueRequest.model_fields)
 
 
 # ------------------------------------------------------------------ views
@@ -91,9 +95,9 @@ def enqueue_job() -> Response:
     request (name, queue, payload, priority, max_retries, timeout_s or
     lease_ttl_s differ) is 422. A unique job whose key is held: 200 with the
     job holding it."""
-    body: EnqueueRequest = context_of("json", EnqueueRequest)
-    spec = JobSpec(idempotency_key=idempotency_key(), **body.model_dump())
-    return enqueue_response(spec)
+    body = validated_body(EnqueueRequest)
+    fields = {name: getattr(body, name) for name in ENQUEUE_FIELDS}
+    return enqueue_response(JobSpec(idempotency_key=idempotency_key(), **fields))
 
 
 def list_jobs() -> dict[str, Any]:
@@ -365,9 +369,10 @@ def documented_responses(route: Route) -> dict[str, Any]:
 
 
 def register(bp: Blueprint, spec: SpecTree, enqueue_operations: set[str] | None = None) -> None:
-    """Add every route of ROUTES to ``bp``, validated and documented by ``spec``;
-    operationIds are the views' names. The operationIds of routes that enqueue
-    are added to ``enqueue_operations``."""
+    """Add every route of ROUTES to ``bp``, validated and documented by ``spec``
+    (routes that enqueue: documented only, see ``direct``); operationIds are
+    the views' names. The operationIds of routes that enqueue are added to
+    ``enqueue_operations``."""
     for route in ROUTES:
         responses = documented_responses(route)
         codes = {k: v for k, v in responses.items() if v is not None}
@@ -380,6 +385,8 @@ def register(bp: Blueprint, spec: SpecTree, enqueue_operations: set[str] | None 
             security={} if route.anonymous else None,
             operation_id=route.view.__name__,
         )(route.view)
-        if route.enqueues and enqueue_operations is not None:
-            enqueue_operations.add(route.view.__name__)
+        if route.enqueues:
+            view = direct(view, route.view)  # the view validates its body itself
+            if enqueue_operations is not None:
+                enqueue_operations.add(route.view.__name__)
         bp.add_url_rule(route.rule, endpoint=route.view.__name__, view_func=view, methods=list(route.methods))

@@ -36,6 +36,8 @@ class ApiState:
     async_endpoints: set[str] = field(default_factory=set)
     #: operationIds of the routes that enqueue (documented with Idempotency-Key and Location).
     enqueue_operations: set[str] = field(default_factory=set)
+    #: ``Location`` prefix of a job (``…/api/jobs/``) by script root (``enqueue.job_location``).
+    job_paths: dict[str, str] = field(default_factory=dict)
     _doc_finished: bool = False
     #: Serialises the first generation of the OpenAPI document (spectree builds
     #: it lazily and mutates its model table while doing so).
