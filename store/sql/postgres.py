@@ -27,6 +27,19 @@ from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
 SHARDS = 16
 
 
+#: The columns of a new job that enqueue does not set (``job_from_row`` reads every column).
+_NEW_ROW: dict[str, Any] = {
+    "result": None,
+    "error": None,
+    "worker_id": None,
+    "lease_expires_at": None,
+    "last_heartbeat_at": None,
+    "started_at": None,
+    "completed_at": None,
+    "progress": None,
+}
+
+
 class PostgresDialect(Dialect):
     """PostgreSQL: single-statement changes, SKIP LOCKED, LISTEN/NOTIFY."""
 
@@ -56,19 +69,28 @@ class PostgresDialect(Dialect):
         return self._auto_engine
 
     def _params(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The arrays of ENQUEUE_ARRAYS; ``rows`` are turned in place into
+        rows as the database holds them (JSON columns read back from the JSON
+        text sent, so a job comes back as ``get`` would give it)."""
         for row in rows:
             for column in pg.JSON_COLUMNS:
                 if row[column] is not None:
-                    row[column] = orjson.dumps(row[column]).decode()
-        params: dict[str, Any] = {p: [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
+                    text = orjson.dumps(row[column])
+                    row[column] = orjson.loads(text)
+                    row[f"{column}_text"] = text.decode()
+        params: dict[str, Any] = {
+            p: [r[f"{c}_text"] if c in pg.JSON_COLUMNS and r[c] is not None else r[c] for r in rows]
+            for p, c, _ in pg.ENQUEUE_ARRAYS
+        }
         params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
         return params
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
-        created = {
-            r["id"]: job_from_row(r) for r in conn.execute(self._q_enqueue, self._params(rows)).mappings()
-        }
-        return [created[r["id"]] for r in rows]
+        """Insert and return the jobs: what the caller sent, with the times
+        the statement returns (its other columns start empty or zero)."""
+        params = self._params(rows)
+        stamped = {r["id"]: r for r in conn.execute(self._q_enqueue, params).mappings()}
+        return [job_from_row({**_NEW_ROW, **row, **stamped[row["id"]]}) for row in rows]
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
         """One autocommit statement (events, counters and notices as CTEs)."""

@@ -107,9 +107,15 @@ def test_enqueue_many(store: JobStore) -> None:
     jobs = store.enqueue_many(specs)
     assert len(jobs) == 2501 and len({j.id for j in jobs}) == 2501
     assert [j.payload for j in jobs[:3]] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert [store.get(j.id) for j in (jobs[0], jobs[-1])] == [jobs[0], jobs[-1]]
     counts = store.counts()
     assert counts.by_status["Queued"] == 2501
     assert counts.by_queue == {"default": {"Queued": 2500}, "other": {"Queued": 1}}
+    delayed = store.enqueue_many(
+        [JobSpec("d", {"k": [1, {"b": 2, "a": 1}]}, delay_s=60, idempotency_key="k-1")]
+    )
+    assert delayed[0] == store.get(delayed[0].id) and delayed[0].status is S.Scheduled
+    assert delayed[0].retry_delay_until - delayed[0].created_at == timedelta(seconds=60)
 
 
 def test_list_filters_and_cursor_paging(store: JobStore) -> None:
