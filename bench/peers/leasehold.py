@@ -42,6 +42,7 @@ class Leasehold(common.System):
     DEFAULT = {"p": 2, "t": 8}
     SWEEP = [{"p": 1, "t": 8}, {"p": 2, "t": 8}, {"p": 2, "t": 16}, {"p": 2, "t": 4}]
     BULK = "JobStore.enqueue_many"
+    CAPPED = False
 
     def __init__(self, kind: str, features: bool = True) -> None:
         self.kind = kind

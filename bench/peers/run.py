@@ -69,8 +69,14 @@ SYSTEMS = {
 DEFAULT_SYSTEMS = [s for s in SYSTEMS if s != "rq-fork"]  # a fork per job: ~100 jobs/s, minutes a run
 PG_PREFIX = "bench_peers_procrastinate_"  # the only databases a peer creates (and drops)
 MEASURES = ["single", "bulk", "drain", "latency"]
-FULL = dict(runs=3, jobs=10_000, single=2000, bulk=20_000, latency_jobs=150, gap_ms=100.0, sweep_jobs=5000)
-QUICK = dict(runs=1, jobs=2000, single=300, bulk=2000, latency_jobs=20, gap_ms=50.0, sweep_jobs=1000)
+FULL = dict(
+    runs=3, jobs=10_000, single=2000, bulk=20_000, latency_jobs=150, gap_ms=100.0, cap_s=15.0,
+    sweep_jobs=4000, sweep_cap_s=5.0,
+)  # fmt: skip
+QUICK = dict(
+    runs=1, jobs=2000, single=300, bulk=2000, latency_jobs=20, gap_ms=50.0, cap_s=5.0,
+    sweep_jobs=1000, sweep_cap_s=2.0,
+)  # fmt: skip
 PEER_PACKAGES = ["huey", "dramatiq", "rq", "celery", "kombu", "procrastinate", "psycopg", "redis", "hiredis"]
 
 
@@ -147,7 +153,8 @@ def record(res: table.Results, name: str, result: dict, note: str = "") -> None:
             what = "one job a call" if key == "single" else result["bulk_api"] + ", 1,000 a call"
             res.add(metric, name, result[key], what)
     if drain := result.get("drain"):
-        res.add("drain", name, drain["rate_steady"], config + note)
+        timed = f", {drain['jobs_timed']:,} jobs timed" if drain.get("jobs_timed") else ""
+        res.add("drain", name, drain["rate_steady"], config + note + timed)
         res.add("worker CPU per job", name, drain["cpu_us"], "worker processes, drain span")
         res.add("store server CPU per job", name, drain["server_cpu_us"], "whole server, drain span")
         res.add("worker peak RSS", name, drain["rss_mb"], "largest worker process, drain")
@@ -169,6 +176,7 @@ def sweep(name: str, args: argparse.Namespace, conn: redis.Redis, lines: list[st
     best, best_rate = None, 0.0
     for config in configs:
         spec = {"measures": ["drain"], "jobs": args.sweep_jobs, "timeout": args.timeout, "config": config}
+        spec["cap_s"] = args.sweep_cap_s
         result = run_system(name, spec, conn)
         drain = result.get("drain")
         rate = drain["rate_steady"] if drain else 0.0
@@ -240,7 +248,8 @@ def header(args: argparse.Namespace) -> list[str]:
         f"# versions: {versions()}",
         f"# sizes: {args.runs} runs (interleaved), medians; single enqueue {args.single:,}, "
         f"bulk {args.bulk:,}, "
-        f"drain {args.jobs:,} no-op jobs, latency {args.latency_jobs} jobs 0–{args.gap_ms:g} ms apart",
+        f"drain {args.jobs:,} no-op jobs (a peer's timed for at most {args.cap_s:g} s), "
+        f"latency {args.latency_jobs} jobs 0–{args.gap_ms:g} ms apart",
     ]
 
 
@@ -285,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     configs: dict[str, dict | None] = {}
     for name in systems if args.sweep else []:
         configs[name] = sweep(name, args, conn, sweep_lines)
-    sizes = {k: getattr(args, k) for k in ("jobs", "single", "bulk", "latency_jobs", "gap_ms", "timeout")}
+    keys = ("jobs", "single", "bulk", "latency_jobs", "gap_ms", "timeout", "cap_s")
+    sizes = {k: getattr(args, k) for k in keys}
     for run in range(1, args.runs + 1):
         for name in systems:
             leasehold = name.startswith("leasehold")
