@@ -67,11 +67,14 @@ SYSTEMS = {
     "procrastinate": ("peer_procrastinate.py", VENV_PY, {}, "procrastinate"),
 }
 DEFAULT_SYSTEMS = [s for s in SYSTEMS if s != "rq-fork"]  # a fork per job: ~100 jobs/s, minutes a run
+#: Leasehold's Redis stores (fresh key prefixes, removed after): a database of their own on the
+#: peers' server, so that removing a prefix (a SCAN) does not walk keys others left in database 0.
+LEASEHOLD_REDIS_URL = os.environ.get("BENCH_PEERS_LEASEHOLD_REDIS_URL", PEERS_URL.rsplit("/", 1)[0] + "/12")
 PG_PREFIX = "bench_peers_procrastinate_"  # the only databases a peer creates (and drops)
 MEASURES = ["single", "bulk", "drain", "latency"]
 FULL = dict(
-    runs=3, jobs=10_000, single=2000, bulk=20_000, latency_jobs=150, gap_ms=100.0, cap_s=15.0,
-    sweep_jobs=4000, sweep_cap_s=5.0,
+    runs=3, jobs=10_000, single=1000, bulk=20_000, latency_jobs=150, gap_ms=100.0, cap_s=15.0,
+    sweep_jobs=3000, sweep_cap_s=4.0,
 )  # fmt: skip
 QUICK = dict(
     runs=1, jobs=2000, single=300, bulk=2000, latency_jobs=20, gap_ms=50.0, cap_s=5.0,
@@ -119,6 +122,8 @@ def run_system(name: str, spec: dict, conn: redis.Redis) -> dict:
     check_empty(conn)
     env = dict(os.environ, BENCH_PEERS_REDIS_URL=PEERS_URL, PYTHONPATH=str(HERE))
     pg_db = None
+    if name.startswith("leasehold"):
+        env["LEASEHOLD_TEST_REDIS_URL"] = LEASEHOLD_REDIS_URL
     if name == "procrastinate":
         pg_db = env["BENCH_PEERS_PG_DB"] = f"{PG_PREFIX}{uuid.uuid4().hex[:10]}"
     spec = dict(spec, system_args={**args, **spec.get("system_args", {})})
@@ -215,17 +220,17 @@ def versions() -> str:
 def api_section(args: argparse.Namespace) -> list[str]:
     """bench/api_enqueue.py's own table (the API against a bare Flask endpoint on the
     same gunicorn), run as it is; its lines, or why it did not run."""
-    cmd = [MAIN_PY, str(REPO / "bench" / "api_enqueue.py"), "--stores", "redis,postgresql"]
-    cmd += shlex.split(args.api_args)
-    log(f"API: {shlex.join(cmd[1:])}")
+    shown = ["bench/api_enqueue.py", "--stores", "redis,postgresql", *shlex.split(args.api_args)]
+    cmd = [MAIN_PY, *shown]
+    log(f"API: {shlex.join(shown)}")
     try:
         out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
     except subprocess.TimeoutExpired:
         return ["# API: no result within 30 min"]
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or ["?"])[-1][:300]
-        return [f"# API: {shlex.join(cmd[1:])} failed: {why}"]
-    return [f"## API: `{shlex.join(cmd[1:])}`", "", *out.stdout.rstrip().splitlines()]
+        return [f"# API: {shlex.join(shown)} failed: {why}"]
+    return [f"## API: `{shlex.join(shown)}`", "", *out.stdout.rstrip().splitlines()]
 
 
 def header(args: argparse.Namespace) -> list[str]:
@@ -244,7 +249,7 @@ def header(args: argparse.Namespace) -> list[str]:
         f"# commit: {commit}",
         f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
         f"{platform.python_implementation()} {platform.python_version()}; load average at start {load}",
-        f"# servers: {servers}; peers on {PEERS_URL}",
+        f"# servers: {servers}; peers on {PEERS_URL}, Leasehold's Redis stores on {LEASEHOLD_REDIS_URL}",
         f"# versions: {versions()}",
         f"# sizes: {args.runs} runs (interleaved), medians; single enqueue {args.single:,}, "
         f"bulk {args.bulk:,}, "
