@@ -115,7 +115,7 @@ soak: $(STAMP)
 # procrastinate (PostgreSQL) in one run: single and bulk enqueue, drain (each system's fastest
 # configuration of a small sweep; Leasehold with every feature on, and plain), latency with idle
 # workers, CPU per job, worker RSS; then the API against a bare Flask app (bench/api_enqueue.py).
-# Prints ratios and every issue-17 target as met or not (~20 min). Own venvs: bench/.peers-venv.
+# Prints ratios and every issue-17 target as met or not (~25-35 min). Own venvs: bench/.peers-venv.
 # BENCH_PEERS_ARGS="--quick" for a smoke run; BENCH_API_ARGS: extra arguments of bench/api_enqueue.py.
 BENCH_PEERS_ARGS ?=
 BENCH_API_ARGS ?=
