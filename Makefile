@@ -56,8 +56,9 @@ STORE ?= sqlite:///instance/leasehold.db
 demo: $(STAMP) $(HTMX)
 	$(BIN)/python -m workers.demo --store "$(STORE)"
 
-# Every benchmark of GitHub issue 8, 3 runs each, in one table (median, min-max, target,
-# met?); ~11 min on 2 CPUs. BENCH_ARGS="--quick" for a smoke run; bench/README.md has the rest.
+# Every benchmark of GitHub issue 8 and the issue-17 targets a run of Leasehold alone can check,
+# 3 runs each, in one table (median, min-max, target, met?); ~11 min on 2 CPUs.
+# BENCH_ARGS="--quick" for a smoke run; bench/README.md has the rest.
 # bench-scale: the same figures with 1,000,000 finished jobs already in each store.
 BENCH_ARGS ?=
 .PHONY: bench-scale
@@ -126,10 +127,17 @@ soak: $(STAMP)
 		tests/faults/test_pg_restart.py tests/faults/test_pg_terminate.py \
 		-m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
 
-# Leasehold side by side with huey, dramatiq, rq and celery (own venv: bench/.peers-venv).
+# Issue 17: Leasehold side by side with huey, dramatiq, rq, celery, arq (Redis) and
+# procrastinate (PostgreSQL) in one run: single and bulk enqueue, drain (each system's fastest
+# configuration of a small sweep; Leasehold with every feature on, and plain), latency with idle
+# workers, CPU per job, worker RSS; then the API against a bare Flask app (bench/api_enqueue.py).
+# Prints ratios and every issue-17 target as met or not (~25-35 min). Own venvs: bench/.peers-venv.
+# BENCH_PEERS_ARGS="--quick" for a smoke run; BENCH_API_ARGS: extra arguments of bench/api_enqueue.py.
+BENCH_PEERS_ARGS ?=
+BENCH_API_ARGS ?=
 .PHONY: bench-peers
 bench-peers: $(STAMP)
 	bench/peers/setup.sh
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	BENCH_PEERS_REDIS_URL="$${BENCH_PEERS_REDIS_URL:-$${LEASEHOLD_TEST_REDIS_URL%/*}/13}" \
-	$(BIN)/python bench/peers/run.py
+	$(BIN)/python bench/peers/run.py --sweep --api --api-args "$(BENCH_API_ARGS)" $(BENCH_PEERS_ARGS)

@@ -3,7 +3,9 @@
 A Row holds the figures of one measurement repeated over runs; the table
 shows their median and min–max, the target and whether the median meets it.
 A row "at scale" carries the same row measured on an empty store as its
-``baseline``; its target is to stay within SCALE_TOLERANCE of that median.
+``baseline``; its target is to stay within SCALE_TOLERANCE of that median. A
+row with a ``versus`` row and a ``factor`` is held to ``factor`` times that
+row's median (issue 17: PostgreSQL's latency p50 within 2× of Redis's).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Row:
     scale: bool = False
     target: float | None = None
     baseline: Row | None = None
+    versus: Row | None = None
+    factor: float | None = None
     samples: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
@@ -53,8 +57,9 @@ class Row:
         return statistics.median(self.samples) if self.samples else None
 
     def ratio(self) -> float | None:
-        """This row's median over its baseline's (scale rows)."""
-        base = self.baseline.median if self.baseline else None
+        """This row's median over its baseline's (scale rows) or its ``versus`` row's."""
+        other = self.baseline or self.versus
+        base = other.median if other else None
         if base is None or self.median is None or base == 0:
             return None
         return self.median / base
@@ -68,6 +73,11 @@ class Row:
             if ratio is None:
                 return None
             return ratio >= 1 - SCALE_TOLERANCE if self.higher_is_better else ratio <= 1 + SCALE_TOLERANCE
+        if self.versus is not None and self.factor is not None:
+            ratio = self.ratio()
+            if ratio is None:
+                return None
+            return ratio >= self.factor if self.higher_is_better else ratio <= self.factor
         if self.target is None:
             return None
         return self.median >= self.target if self.higher_is_better else self.median <= self.target
@@ -80,6 +90,12 @@ class Row:
             sign = "≥" if self.higher_is_better else "≤"
             bound = 1 - SCALE_TOLERANCE if self.higher_is_better else 1 + SCALE_TOLERANCE
             target = f"{sign} {bound:.0%} of empty" + (f" ({fmt(base, self.unit)})" if base else "")
+        elif self.versus is not None and self.factor is not None:
+            sign = "≥" if self.higher_is_better else "≤"
+            base = self.versus.median
+            target = f"{sign} {self.factor:g}× {self.versus.store}" + (
+                f" ({fmt(base, self.unit)}{unit})" if base is not None else ""
+            )
         elif self.target is not None:
             target = f"{'≥' if self.higher_is_better else '≤'} {fmt(self.target, self.unit)}{unit}"
         else:
@@ -93,8 +109,10 @@ class Row:
         else:
             median = spread = "not run"
         met = self.met()
-        verdict = "error" if self.error else {None: "—", True: "yes", False: "NO"}[met]
-        if self.scale and (ratio := self.ratio()) is not None:
+        has_target = self.scale or self.target is not None or self.factor is not None
+        missing = "not run" if has_target else "—"
+        verdict = "error" if self.error else {None: missing, True: "yes", False: "NO"}[met]
+        if (self.scale or self.versus is not None) and (ratio := self.ratio()) is not None:
             verdict += f" ({ratio:.2f}×)"
         return [self.metric, self.store, self.config, median, spread, target, verdict]
 

@@ -17,8 +17,8 @@ whether the median meets it. Groups (``--metrics``):
   ``--threads`` client threads sharing the handle; ``store.enqueue_many``
   with 1,000 jobs a call. Jobs carry a 40-byte payload and go to a queue no
   worker reads. Checked: the store counts every job Queued.
-* drain: ``--drain-jobs`` no-op jobs, then 1 and 2 ``flask --app wsgi worker
-  --burst --concurrency N`` processes; jobs/s from the first claim to the last
+* drain: ``--drain-jobs`` no-op jobs, then 1 and 2 ``leasehold worker
+  --burst --concurrency N`` processes (``python -m workers.cli``); jobs/s from the first claim to the last
   completion (store clock, interpreter start-up left out). Checked: every job
   Completed with the result its lease holder's handler returned. The worker
   RSS row is the peak RSS (VmHWM) of each worker process in these runs.
@@ -116,6 +116,9 @@ TARGETS = {
     ("bytes_queued", "redis"): 1024 + measures.PAYLOAD_BYTES,
     ("bytes_completed", "redis"): 1024 + measures.PAYLOAD_BYTES,
 }
+#: Targets of issue 17 between stores: (row key, store) within factor × (row key, other store).
+#: (Worker RSS ≤ 60 MB a store is in TARGETS; every figure within 20% at scale: ``--scale``.)
+VERSUS = {("latency_p50", "postgresql"): ("redis", 2.0)}
 
 Sample = dict[str, float]
 
@@ -303,6 +306,19 @@ class Bench:
 
         self._repeat(f"{kind} bytes", rows, self._on_store(kind, None, fn))
 
+    def versus(self) -> None:
+        """Rows for VERSUS: the same samples, held to a multiple of another store's median."""
+        empty = self._empty
+        for (key, kind), (other, factor) in VERSUS.items():
+            if (key, kind) in empty and (key, other) in empty:
+                mine = empty[(key, kind)]
+                row = Row(
+                    mine.metric, kind, f"{mine.config}; against {other} in this run", mine.unit, key=key
+                )
+                row.samples, row.error = mine.samples, mine.error
+                row.versus, row.factor = empty[(key, other)], factor
+                self.rows.append(row)
+
     def scale(self, kind: str) -> None:
         """Load ``--scale-jobs`` finished jobs into one store, then repeat the
         SCALE_GROUPS on it."""
@@ -339,7 +355,8 @@ def header(args: argparse.Namespace) -> list[str]:
         f"# commit: {commit}",
         "# stores: " + "; ".join(server_versions(args.stores).values()),
         f"# sizes: {sizes}",
-        "# figures: median and min–max of the runs; 'met?' compares the median with the target of issue 8",
+        "# figures: median and min–max of the runs; 'met?' compares the median with the target of issue 8 "
+        "or 17 (a store against another: PostgreSQL latency p50 ≤ 2× Redis's; --scale: within 20% of empty)",
     ]
 
 
@@ -393,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                         getattr(bench, group)(kind)
                 if args.scale:
                     bench.scale(kind)
+            bench.versus()
         finally:
             stores.close()
     # By metric, then store; the rows at scale after all the others.

@@ -1,7 +1,7 @@
 """Worker throughput and end-to-end latency with real worker processes.
 
 Throughput: N no-op jobs enqueued with ``enqueue_many``, then 1 and then 2
-``flask --app wsgi worker --burst`` processes drain them; the rate is jobs
+``leasehold worker --burst`` processes drain them; the rate is jobs
 per second from the first claim to the last completion (store timestamps,
 so interpreter start-up is left out; the wall time with start-up is shown
 too), and the peak RSS (VmHWM) of each worker process. Every job is
@@ -46,7 +46,8 @@ from store import JobStore, StoreSettings, open_store  # noqa: E402
 from store.lifecycle import JobStatus  # noqa: E402
 from store.models import Job  # noqa: E402
 
-FLASK = str(Path(sys.executable).parent / "flask")
+#: ``leasehold worker``: the console script's module, so that it runs without the package installed.
+WORKER = [sys.executable, "-m", "workers.cli", "worker"]
 
 
 def worker_env(url: str) -> dict[str, str]:
@@ -68,9 +69,9 @@ def worker_env(url: str) -> dict[str, str]:
 def start_worker(
     url: str, name: str, concurrency: int, burst: bool, log: IO[bytes] | None = None
 ) -> subprocess.Popen[bytes]:
-    """A ``flask --app wsgi worker`` process on ``url``; its stderr goes to
+    """A ``leasehold worker`` process on ``url``; its stderr goes to
     ``log`` (a file; None: a pipe, read it with ``communicate``)."""
-    cmd = [FLASK, "--app", "wsgi", "worker", "--concurrency", str(concurrency), "--name", name]
+    cmd = [*WORKER, "--concurrency", str(concurrency), "--name", name]
     if burst:
         cmd.append("--burst")
     return subprocess.Popen(
@@ -125,10 +126,13 @@ def all_jobs(store: JobStore) -> Iterator[Job]:
         cursor = page.next_cursor
 
 
-def check_ran(store: JobStore, ids: Collection[str], slack: int = 10_000) -> tuple[float, float]:
+def check_ran(
+    store: JobStore, ids: Collection[str], slack: int = 10_000, progress: float | None = None
+) -> tuple[float, float]:
     """Check that every job of ``ids`` is Completed with the no-op handler's
     result from the holder of its current lease (``tests.handlers.noop``
-    returns the worker id and token that ran it). Returns the first
+    returns the worker id and token that ran it) and, when ``progress`` is
+    given, holding a progress report of that fraction. Returns the first
     ``started_at`` and last ``completed_at`` (epoch s, store clock).
 
     Reads Completed jobs newest first, so in a store that already holds many
@@ -147,6 +151,9 @@ def check_ran(store: JobStore, ids: Collection[str], slack: int = 10_000) -> tup
             result = job.result or {}
             ran = result.get("token") == job.lease_token and result.get("worker") == job.worker_id
             assert ran, f"job {job.id} Completed without the no-op handler's result: {job.result}"
+            if progress is not None:
+                got = (job.progress or {}).get("fraction")
+                assert got == progress, f"job {job.id} Completed with progress {got}, not {progress}"
             first = min(first, job.started_at.timestamp())
             last = max(last, job.completed_at.timestamp())
         if page.next_cursor is None:

@@ -1,40 +1,46 @@
-"""dramatiq: RedisBroker, ``actor.send()`` per message (its enqueue is a Lua
-script per message, no bulk API), ``dramatiq --processes P --threads T``."""
+"""dramatiq: RedisBroker, ``send()`` per message (one Lua call each; no bulk
+API), ``dramatiq --processes P --threads T``."""
 
 from __future__ import annotations
 
 import sys
 
+import common
 import dramatiq
-from common import COUNTER, URL, args, client, drain, report, timed
 from dramatiq.brokers.redis import RedisBroker
 
-broker = RedisBroker(url=URL, namespace="bench-peers")
+broker = RedisBroker(url=common.URL, namespace="bench-peers")
 dramatiq.set_broker(broker)
-_conn = None
 
 
 @dramatiq.actor(max_retries=0)
 def noop():
-    global _conn
-    _conn = _conn or client()
-    _conn.incr(COUNTER)
+    common.noop_body()
 
 
-def main() -> None:
-    jobs, procs, threads, timeout = args()
+@dramatiq.actor(max_retries=0)
+def stamp(seq):
+    common.stamp_body(seq)
 
-    def enqueue() -> None:
-        for _ in range(jobs):
-            noop.send()
 
-    enq = timed(enqueue)
-    bin_dir = sys.executable.rsplit("/", 1)[0]
-    cmd = [f"{bin_dir}/dramatiq", "peer_dramatiq", "--processes", str(procs), "--threads", str(threads)]
-    report({"enqueue_s": enq, **drain(cmd, jobs, timeout), "workers": f"{procs} procs x {threads} threads"})
+class Dramatiq(common.System):
+    name = "dramatiq"
+    DEFAULT = {"p": 2, "t": 32}
+    SWEEP = [{"p": 2, "t": 8}, {"p": 2, "t": 32}, {"p": 1, "t": 8}, {"p": 4, "t": 8}]
+
+    def worker(self, config):
+        bin_dir = sys.executable.rsplit("/", 1)[0]
+        procs, threads = str(config["p"]), str(config["t"])
+        return [f"{bin_dir}/dramatiq", "peer_dramatiq", "--processes", procs, "--threads", threads]
+
+    def describe(self, config):
+        return f"dramatiq -p {config['p']} -t {config['t']}"
+
+    def enqueue_one(self, seq):
+        noop.send() if seq is None else stamp.send(seq)
 
 
 if __name__ == "__main__":
-    import peer_dramatiq  # tasks must be named peer_dramatiq.*, not __main__.*
+    import peer_dramatiq  # actors must be named peer_dramatiq.*, not __main__.*
 
-    peer_dramatiq.main()
+    common.main(peer_dramatiq.Dramatiq)

@@ -1,42 +1,61 @@
-"""rq: ``Queue.enqueue_many`` of ``prepare_data`` in chunks of 1000 (one pipeline
-each), ``rq worker-pool -n P --burst``. Worker class from argv[5]: ``simple``
-(rq.worker.SimpleWorker, runs jobs in the worker process) or ``fork`` (RQ's
-default Worker, one fork per job)."""
+"""rq: ``Queue.enqueue`` per job; bulk ``Queue.enqueue_many`` of
+``prepare_data``, BULK_CHUNK a call (one pipeline each); ``rq worker-pool -n N``
+with ``SimpleWorker`` (jobs run in the worker process) or, kind ``fork``, RQ's
+default ``Worker`` (a fork per job)."""
 
 from __future__ import annotations
 
 import sys
 
-from common import COUNTER, URL, args, client, drain, report, timed
+import common
 from rq import Queue
 
-_conn = None
+QUEUE = "bench-peers"
 
 
 def noop():
-    global _conn
-    _conn = _conn or client()
-    _conn.incr(COUNTER)
+    common.noop_body()
 
 
-def main() -> None:
-    jobs, procs, _threads, timeout = args()
-    kind = sys.argv[5] if len(sys.argv) > 5 else "simple"
-    queue = Queue("bench-peers", connection=client())
+def stamp(seq):
+    common.stamp_body(seq)
 
-    def enqueue() -> None:
-        for i in range(0, jobs, 1000):
-            queue.enqueue_many([Queue.prepare_data(noop, result_ttl=600) for _ in range(min(1000, jobs - i))])
 
-    enq = timed(enqueue)
-    bin_dir = sys.executable.rsplit("/", 1)[0]
-    worker_class = "rq.worker.SimpleWorker" if kind == "simple" else "rq.worker.Worker"
-    cmd = [f"{bin_dir}/rq", "worker-pool", "-n", str(procs), "--burst", "-q", "-u", URL,
-           "-w", worker_class, "bench-peers"]  # fmt: skip
-    report({"enqueue_s": enq, **drain(cmd, jobs, timeout), "workers": f"{procs} procs x 1 ({kind})"})
+class Rq(common.System):
+    name = "rq"
+    DEFAULT = {"n": 2, "kind": "simple"}
+    SWEEP = [{"n": 2, "kind": "simple"}, {"n": 3, "kind": "simple"}, {"n": 4, "kind": "simple"}]
+    BULK = "Queue.enqueue_many"
+
+    def __init__(self, kind: str = "simple") -> None:
+        self.queue = Queue(QUEUE, connection=common.task_conn())
+        if kind == "fork":
+            self.name = "rq-fork"
+            self.DEFAULT = {"n": 2, "kind": "fork"}
+            self.SWEEP = [{"n": 2, "kind": "fork"}, {"n": 4, "kind": "fork"}]
+
+    def worker(self, config):
+        bin_dir = sys.executable.rsplit("/", 1)[0]
+        cls = "rq.worker.SimpleWorker" if config["kind"] == "simple" else "rq.worker.Worker"
+        n = str(config["n"])
+        return [f"{bin_dir}/rq", "worker-pool", "-n", n, "-q", "-u", common.URL, "-w", cls, QUEUE]
+
+    def describe(self, config):
+        return f"rq worker-pool -n {config['n']} ({config['kind']})"
+
+    def enqueue_one(self, seq):
+        if seq is None:
+            self.queue.enqueue(noop, result_ttl=600)
+        else:
+            self.queue.enqueue(stamp, seq, result_ttl=600)
+
+    def enqueue_bulk(self, n):
+        for i in range(0, n, common.BULK_CHUNK):
+            k = min(common.BULK_CHUNK, n - i)
+            self.queue.enqueue_many([Queue.prepare_data(noop, result_ttl=600) for _ in range(k)])
 
 
 if __name__ == "__main__":
-    import peer_rq  # tasks must be named peer_rq.*, not __main__.*
+    import peer_rq  # functions must be named peer_rq.*, not __main__.*
 
-    peer_rq.main()
+    common.main(peer_rq.Rq)

@@ -1,39 +1,39 @@
-"""Leasehold side by side with huey, dramatiq, rq, celery and procrastinate: the same no-op workload.
+"""Leasehold side by side with huey, dramatiq, rq, celery, arq and procrastinate
+(GitHub issue 17): single and bulk enqueue, drain, latency with idle workers,
+CPU per job and worker RSS, in one run, with ratios and the issue's targets.
 
-    make bench-peers            # creates bench/.peers-venv, then runs this
-    .venv/bin/python bench/peers/run.py [--jobs 10000] [--processes 2] [--threads 8]
-        [--timeout 180] [--peers huey,dramatiq,rq,rq-fork,celery,procrastinate]
-        [--stores redis,postgresql]
+    make bench-peers            # creates bench/.peers-venv, then runs this with --sweep
+    .venv/bin/python bench/peers/run.py [--runs 3] [--jobs 10000] [--single 2000] [--bulk 20000]
+        [--latency-jobs 150] [--gap-ms 100] [--sweep] [--sweep-jobs 5000] [--features both|on|off]
+        [--systems leasehold-redis,leasehold-postgresql,huey,dramatiq,rq,celery,arq,procrastinate]
+        [--timeout 180] [--api] [--quick] [--json FILE]
 
-For every system: enqueue N no-op jobs in bulk where it has a bulk/pipelined
-API (Leasehold ``enqueue_many``, rq ``enqueue_many``, huey LPUSH of serialised
-tasks, procrastinate ``batch_defer``; dramatiq and celery publish one message per
-call), then start P worker processes and time until all N are done. Two rates:
+Every system runs in a process of its own (the peers in bench/.peers-venv, arq
+in bench/.peers-venv/arq, Leasehold in the main venv) through the same
+measurement code (``common.py``: what is measured and how). The runs are
+interleaved: run 1 of every system, then run 2, and so on, so that a change
+in the machine's load falls on all of them alike. ``--sweep`` first drains
+``--sweep-jobs`` once with each configuration of a system's SWEEP list and
+keeps the fastest; without it each system runs its DEFAULT (huey ``-k process
+-w 2``, dramatiq ``-p 2 -t 32``, ...). Leasehold's drain runs with every
+feature on (``leasehold.py``) and, with ``--features both``, also plain.
 
-* steady: jobs/s from the first completion seen to the last (start-up left out);
-* wall:   N / seconds from spawning the workers to the last completion.
-
-Completion is polled every 20 ms: the peers' task INCRs a Redis counter (one
-extra round trip per job that Leasehold does not pay; Leasehold instead writes
-its result, status and a job event); Leasehold is polled with ``store.counts()``.
-
-Peers run in bench/.peers-venv (made by bench/peers/setup.sh) against
-BENCH_PEERS_REDIS_URL (default redis://127.0.0.1:6379/13). That database must be
-empty at start (the run refuses otherwise) and is FLUSHDB-ed after each peer.
-Leasehold's Redis store uses a fresh key prefix on LEASEHOLD_TEST_REDIS_URL and
-its PostgreSQL store a fresh database on LEASEHOLD_TEST_PG_URL; both removed after.
-procrastinate gets a fresh database ``bench_peers_procrastinate_<random>`` on that
-same server (created and dropped by its script; dropped here too if it is left).
-Every run is bounded by --timeout; a peer that is not installed or fails is
-reported as skipped, with the reason.
+Peers use BENCH_PEERS_REDIS_URL (default redis://127.0.0.1:6379/13), which must
+be empty at start (the run refuses otherwise) and is FLUSHDB-ed after each
+system's run. procrastinate gets a fresh database ``bench_peers_procrastinate_<random>``
+on LEASEHOLD_TEST_PG_URL's server (dropped afterwards; here too should its
+script die). Leasehold's stores are fresh key prefixes / databases, removed after.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import platform
+import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -43,32 +43,52 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(HERE))
 
 import redis  # noqa: E402
-from common import URL as PEERS_URL  # noqa: E402
-from common import drain  # noqa: E402
 
-from bench.store_throughput import fresh_url  # noqa: E402
-from bench.worker_throughput import FLASK, worker_env  # noqa: E402
-from store import StoreSettings, open_store  # noqa: E402
+from bench.peers import table  # noqa: E402
+from bench.peers.common import URL as PEERS_URL  # noqa: E402
+from bench.stores import server_versions  # noqa: E402
 
+MAIN_PY = sys.executable
 VENV_PY = REPO / "bench" / ".peers-venv" / "bin" / "python"
+ARQ_PY = REPO / "bench" / ".peers-venv" / "arq" / "bin" / "python"
 INSTALLED = REPO / "bench" / ".peers-venv" / "installed"
-PEERS = {  # name -> (script, extra argv, package that must be installed)
-    "huey": ("peer_huey.py", [], "huey"),
-    "dramatiq": ("peer_dramatiq.py", [], "dramatiq"),
-    "rq": ("peer_rq.py", ["simple"], "rq"),
-    "rq-fork": ("peer_rq.py", ["fork"], "rq"),
-    "celery": ("peer_celery.py", [], "celery"),
-    "procrastinate": ("peer_procrastinate.py", [], "procrastinate"),
+#: name -> (script, interpreter, constructor arguments, package that must be installed)
+SYSTEMS = {
+    "leasehold-redis": ("leasehold.py", MAIN_PY, {"kind": "redis"}, None),
+    "leasehold-postgresql": ("leasehold.py", MAIN_PY, {"kind": "postgresql"}, None),
+    "huey": ("peer_huey.py", VENV_PY, {}, "huey"),
+    "dramatiq": ("peer_dramatiq.py", VENV_PY, {}, "dramatiq"),
+    "rq": ("peer_rq.py", VENV_PY, {}, "rq"),
+    "rq-fork": ("peer_rq.py", VENV_PY, {"kind": "fork"}, "rq"),
+    "celery": ("peer_celery.py", VENV_PY, {}, "celery"),
+    "arq": ("peer_arq.py", ARQ_PY, {}, "arq"),
+    "procrastinate": ("peer_procrastinate.py", VENV_PY, {}, "procrastinate"),
 }
+DEFAULT_SYSTEMS = [s for s in SYSTEMS if s != "rq-fork"]  # a fork per job: ~100 jobs/s, minutes a run
+#: Leasehold's Redis stores (fresh key prefixes, removed after): a database of their own on the
+#: peers' server, so that removing a prefix (a SCAN) does not walk keys others left in database 0.
+LEASEHOLD_REDIS_URL = os.environ.get("BENCH_PEERS_LEASEHOLD_REDIS_URL", PEERS_URL.rsplit("/", 1)[0] + "/12")
 PG_PREFIX = "bench_peers_procrastinate_"  # the only databases a peer creates (and drops)
+MEASURES = ["single", "bulk", "drain", "latency"]
+FULL = dict(
+    runs=3, jobs=10_000, single=1000, bulk=20_000, latency_jobs=150, gap_ms=100.0, cap_s=15.0,
+    sweep_jobs=3000, sweep_cap_s=4.0,
+)  # fmt: skip
+QUICK = dict(
+    runs=1, jobs=2000, single=300, bulk=2000, latency_jobs=20, gap_ms=50.0, cap_s=5.0,
+    sweep_jobs=1000, sweep_cap_s=2.0,
+)  # fmt: skip
+PEER_PACKAGES = ["huey", "dramatiq", "rq", "celery", "kombu", "procrastinate", "psycopg", "redis", "hiredis"]
+
+
+def log(text: str) -> None:
+    print(f"# {text}", file=sys.stderr, flush=True)
 
 
 def check_empty(conn: redis.Redis) -> None:
-    n = conn.dbsize()
-    if n:
+    if n := conn.dbsize():
         raise SystemExit(
             f"refusing to run: {PEERS_URL} holds {n} keys; point BENCH_PEERS_REDIS_URL at an empty database"
         )
@@ -85,23 +105,36 @@ def drop_pg_db(name: str) -> None:
         pg.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def run_peer(name: str, jobs: int, procs: int, threads: int, timeout: float, conn: redis.Redis) -> dict:
-    script, extra, package = PEERS[name]
+def unavailable(name: str) -> str | None:
+    """Why ``name`` cannot run here (None: it can)."""
+    _script, python, _args, package = SYSTEMS[name]
     installed = INSTALLED.read_text().split() if INSTALLED.exists() else []
-    if not VENV_PY.exists() or package not in installed:
-        return {"skipped": f"{package} not installed in bench/.peers-venv (run bench/peers/setup.sh)"}
+    if package and (not Path(python).exists() or package not in installed):
+        return f"{package} not installed (bench/peers/setup.sh)"
+    if ("postgresql" in name or name == "procrastinate") and not os.environ.get("LEASEHOLD_TEST_PG_URL"):
+        return 'LEASEHOLD_TEST_PG_URL not set (eval "$(scripts/services.sh)")'
+    return None
+
+
+def run_system(name: str, spec: dict, conn: redis.Redis) -> dict:
+    """One process of ``name`` running ``spec``; its RESULT, or {"failed": why}."""
+    script, python, args, _package = SYSTEMS[name]
     check_empty(conn)
     env = dict(os.environ, BENCH_PEERS_REDIS_URL=PEERS_URL, PYTHONPATH=str(HERE))
     pg_db = None
+    if name.startswith("leasehold"):
+        env["LEASEHOLD_TEST_REDIS_URL"] = LEASEHOLD_REDIS_URL
     if name == "procrastinate":
-        if not os.environ.get("LEASEHOLD_TEST_PG_URL"):
-            return {"skipped": 'LEASEHOLD_TEST_PG_URL not set (eval "$(scripts/services.sh)")'}
         pg_db = env["BENCH_PEERS_PG_DB"] = f"{PG_PREFIX}{uuid.uuid4().hex[:10]}"
-    cmd = [str(VENV_PY), str(HERE / script), str(jobs), str(procs), str(threads), str(timeout), *extra]
+    spec = dict(spec, system_args={**args, **spec.get("system_args", {})})
+    budget = spec["timeout"] * 3 + 120
     try:
-        out = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, timeout=timeout + 60, env=env)
+        out = subprocess.run(
+            [str(python), str(HERE / script), json.dumps(spec)],
+            cwd=HERE, capture_output=True, text=True, timeout=budget, env=env,
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"skipped": f"no result within {timeout + 60:.0f} s"}
+        return {"failed": f"no result within {budget:.0f} s"}
     finally:
         conn.flushdb()  # only the peers' database, checked empty before the run
         if pg_db:
@@ -110,80 +143,211 @@ def run_peer(name: str, jobs: int, procs: int, threads: int, timeout: float, con
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"skipped": f"failed (exit {out.returncode}): {tail[:200]}"}
+    return {"failed": f"exit {out.returncode}: {tail[:300]}"}
 
 
-def run_leasehold(kind: str, jobs: int, procs: int, threads: int, timeout: float, tmp: Path) -> dict:
-    url, cleanup = fresh_url(kind, tmp)
-    store = open_store(url, StoreSettings())
+def record(res: table.Results, name: str, result: dict, note: str = "") -> None:
+    """Add one run's figures of ``name`` to ``res`` (``note``: added to its drain configuration)."""
+    config = result.get("config", "")
+    if "failed" in result:
+        for metric in ("enqueue, single", "drain", "latency p50"):
+            res.error(metric, name, result["failed"])
+        return
+    for key, metric in (("single", "enqueue, single"), ("bulk", "enqueue, bulk")):
+        if key in result:
+            what = "one job a call" if key == "single" else result["bulk_api"] + ", 1,000 a call"
+            res.add(metric, name, result[key], what)
+    if drain := result.get("drain"):
+        timed = f", {drain['jobs_timed']:,} jobs timed" if drain.get("jobs_timed") else ""
+        res.add("drain", name, drain["rate_steady"], config + note + timed)
+        res.add("worker CPU per job", name, drain["cpu_us"], "worker processes, drain span")
+        res.add("store server CPU per job", name, drain["server_cpu_us"], "whole server, drain span")
+        res.add("worker peak RSS", name, drain["rss_mb"], "largest worker process, drain")
+    if ms := result.get("latency_ms"):
+        cuts = statistics.quantiles(ms, n=100, method="inclusive")
+        res.add("latency p50", name, cuts[49], config + ", idle")
+        res.add("latency p99", name, cuts[98], config + ", idle")
+    for key, text in result.get("errors", {}).items():
+        res.error({"single": "enqueue, single", "bulk": "enqueue, bulk"}.get(key, key), name, text)
+
+
+def sweep(name: str, args: argparse.Namespace, conn: redis.Redis, lines: list[str]) -> dict | None:
+    """The fastest configuration of ``name``'s SWEEP (one drain of --sweep-jobs each)."""
+    listing = run_system(name, {"list_sweep": True, "timeout": 60}, conn)
+    configs = listing.get("sweep")
+    if not configs:
+        lines.append(f"{name}: no sweep ({listing.get('failed', 'no SWEEP list')})")
+        return None
+    best, best_rate = None, 0.0
+    for config in configs:
+        spec = {"measures": ["drain"], "jobs": args.sweep_jobs, "timeout": args.timeout, "config": config}
+        spec["cap_s"] = args.sweep_cap_s
+        result = run_system(name, spec, conn)
+        drain = result.get("drain")
+        rate = drain["rate_steady"] if drain else 0.0
+        what = result.get("config", json.dumps(config))
+        text = f"{rate:,.0f} jobs/s" if drain else f"failed: {result.get('failed') or result.get('errors')}"
+        log(f"sweep {name}: {what}: {text}")
+        lines.append(f"{name}: {what}: {text}")
+        if rate > best_rate:
+            best, best_rate = config, rate
+    return best
+
+
+def versions() -> str:
+    """Versions of every peer library (as installed in the peers' venvs) and of Leasehold's clients."""
+    code = (
+        "import importlib.metadata as m, json, sys; out = {}\n"
+        "for p in sys.argv[1:]:\n"
+        "    try: out[p] = m.version(p)\n"
+        "    except m.PackageNotFoundError: pass\n"
+        "print(json.dumps(out))"
+    )
+    parts = []
+    for label, python, packages in (
+        ("peers", VENV_PY, PEER_PACKAGES),
+        ("arq venv", ARQ_PY, ["arq", "redis"]),
+        ("leasehold", MAIN_PY, ["redis", "hiredis", "SQLAlchemy", "psycopg", "orjson"]),
+    ):
+        if not Path(python).exists():
+            continue
+        got = subprocess.run([str(python), "-c", code, *packages], capture_output=True, text=True)
+        found = json.loads(got.stdout or "{}")
+        parts.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in found.items()))
+    return "; ".join(parts)
+
+
+def api_section(args: argparse.Namespace) -> list[str]:
+    """bench/api_enqueue.py's own table (the API against a bare Flask endpoint on the
+    same gunicorn), run as it is; its lines, or why it did not run."""
+    shown = ["bench/api_enqueue.py", "--stores", "redis,postgresql", *shlex.split(args.api_args)]
+    cmd = [MAIN_PY, *shown]
+    log(f"API: {shlex.join(shown)}")
     try:
-        t0 = time.perf_counter()
-        store.enqueue_many([("noop", None)] * jobs)
-        enq = time.perf_counter() - t0
-        cmd = [FLASK, "--app", "wsgi", "worker", "--burst", "--processes", str(procs),
-               "--concurrency", str(threads), "--name", "bench-peers", "--log-level", "WARNING"]  # fmt: skip
-        res = drain(
-            cmd,
-            jobs,
-            timeout,
-            count=lambda: store.counts().by_status["Completed"],
-            cwd=REPO,
-            env=worker_env(url),
-        )
-        return {"enqueue_s": enq, **res, "workers": f"{procs} procs x {threads} threads"}
-    except (TimeoutError, RuntimeError) as exc:
-        return {"skipped": f"failed: {str(exc)[:200]}"}
-    finally:
-        store.close()
-        if cleanup:
-            cleanup()
+        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return ["# API: no result within 30 min"]
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or ["?"])[-1][:300]
+        return [f"# API: {shlex.join(shown)} failed: {why}"]
+    return [f"## API: `{shlex.join(shown)}`", "", *out.stdout.rstrip().splitlines()]
 
 
-def main() -> None:
+def header(args: argparse.Namespace) -> list[str]:
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    servers = "; ".join(server_versions(["postgresql", "redis"]).values())
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return [
+        f"# Leasehold and its peers side by side (issue 17), {now}",
+        f"# command: {shlex.join([Path(sys.executable).name, *sys.argv])}",
+        f"# commit: {commit}",
+        f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
+        f"{platform.python_implementation()} {platform.python_version()}; load average at start {load}",
+        f"# servers: {servers}; peers on {PEERS_URL}, Leasehold's Redis stores on {LEASEHOLD_REDIS_URL}",
+        f"# versions: {versions()}",
+        f"# sizes: {args.runs} runs (interleaved), medians; single enqueue {args.single:,}, "
+        f"bulk {args.bulk:,}, "
+        f"drain {args.jobs:,} no-op jobs (a peer's timed for at most {args.cap_s:g} s), "
+        f"latency {args.latency_jobs} jobs 0–{args.gap_ms:g} ms apart",
+    ]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10000)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8, help="threads a process where the system has them")
-    parser.add_argument("--timeout", type=float, default=180.0, help="seconds a system gets to drain")
-    parser.add_argument("--peers", default=",".join(PEERS))
-    parser.add_argument("--stores", default="redis,postgresql")
-    args = parser.parse_args()
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="of " + ",".join(SYSTEMS))
+    parser.add_argument("--features", choices=["both", "on", "off"], default="both", help="Leasehold's drain")
+    parser.add_argument("--sweep", action="store_true", help="pick each system's fastest drain configuration")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds a drain may take")
+    parser.add_argument("--quick", action="store_true", help="small sizes, 1 run: a smoke run")
+    parser.add_argument("--api", action="store_true", help="also run bench/api_enqueue.py, print its table")
+    parser.add_argument("--api-args", default="", help="extra arguments of bench/api_enqueue.py")
+    parser.add_argument("--json", type=Path, default=None, help="also write every result to this file")
+    for name, full in FULL.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
+                            help=f"default {full:,} ({QUICK[name]:,} quick)")  # fmt: skip
+    args = parser.parse_args(argv)
+    for name, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    args.systems = [s for s in args.systems.split(",") if s]
+    for name in args.systems:
+        if name not in SYSTEMS:
+            parser.error(f"unknown system {name!r}; pick from {','.join(SYSTEMS)}")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     conn = redis.Redis.from_url(PEERS_URL)
     check_empty(conn)
-    print(f"# {args.jobs} no-op jobs, bulk enqueue then drain with {args.processes} worker processes")
-    print(f"# peers on {PEERS_URL}; {platform.python_implementation()} {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")  # fmt: skip
-    results: dict[str, dict] = {}
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        for kind in [s for s in args.stores.split(",") if s]:
-            name = f"leasehold-{kind}"
-            results[name] = run_leasehold(
-                kind, args.jobs, args.processes, args.threads, args.timeout, Path(tmp)
-            )
-            print(f"# {name}: {json.dumps(results[name])}", flush=True)
-    for name in [p for p in args.peers.split(",") if p]:
-        results[name] = run_peer(name, args.jobs, args.processes, args.threads, args.timeout, conn)
-        print(f"# {name}: {json.dumps(results[name])}", flush=True)
+    lines = header(args)
+    print("\n".join(lines), flush=True)
+    t0 = time.perf_counter()
+    res, skipped, sweep_lines, raw = table.Results(), [], [], []
+    systems = []
+    for name in args.systems:
+        if why := unavailable(name):
+            skipped.append(f"{name}: {why}")
+        else:
+            systems.append(name)
+    configs: dict[str, dict | None] = {}
+    for name in systems if args.sweep else []:
+        configs[name] = sweep(name, args, conn, sweep_lines)
+    keys = ("jobs", "single", "bulk", "latency_jobs", "gap_ms", "timeout", "cap_s")
+    sizes = {k: getattr(args, k) for k in keys}
+    for run in range(1, args.runs + 1):
+        for name in systems:
+            leasehold = name.startswith("leasehold")
+            main_label = name + (table.PLAIN if leasehold and args.features == "off" else "")
+            passes = [(main_label, MEASURES, args.features != "off")]
+            if leasehold and args.features == "both":
+                passes.append((name + table.PLAIN, ["drain"], False))
+            for label, measures, features in passes:
+                spec = {"measures": measures, "config": configs.get(name), **sizes}
+                if leasehold:
+                    spec["system_args"] = {"features": features}
+                t1 = time.perf_counter()
+                result = run_system(name, spec, conn)
+                raw.append({"system": label, "run": run, **result})
+                note = (", all features on" if features else ", features off") if leasehold else ""
+                record(res, label, result, note)
+                brief = {k: v for k, v in result.items() if k != "latency_ms"}
+                log(f"run {run}/{args.runs} {label} ({time.perf_counter() - t1:.0f} s): {json.dumps(brief)}")
     conn.close()
 
-    ours = {k: v for k, v in results.items() if k.startswith("leasehold") and "skipped" not in v}
-    head = f"{'system':<21} {'enqueue/s':>10} {'steady/s':>9} {'wall/s':>7} {'wall s':>7}  "
-    head += "  ".join(f"{k.split('-', 1)[1] + ' x':>10}" for k in ours) + "  workers"
-    print(head)
-    for name, r in results.items():
-        if "skipped" in r:
-            print(f"{name:<21} skipped: {r['skipped']}")
-            continue
-        ratios = "  ".join(f"{o['rate_steady'] / r['rate_steady']:>10.2f}" for o in ours.values())
-        print(
-            f"{name:<21} {args.jobs / r['enqueue_s']:>10,.0f} {r['rate_steady']:>9,.0f} "
-            f"{r['rate_wall']:>7,.0f} {r['wall_s']:>7.1f}  {ratios}  {r['workers']}"
-        )
-    print("# 'redis x' / 'postgresql x': Leasehold's steady jobs/s on that store divided by the row's")
+    extra = [
+        ["every figure @1,000,000 finished", "leasehold-*", "make bench-scale (bench/run_all.py --scale)",
+         "—", "—", "—", "within 20%", "not run here"],
+    ]  # fmt: skip
+    print()
+    if sweep_lines:
+        print(f"## Sweep: one drain of {args.sweep_jobs:,} jobs per configuration; the fastest kept")
+        print("\n".join(f"#   {line}" for line in sweep_lines))
+        print()
+    print(table.table(res, extra))
+    for line in skipped:
+        print(f"# skipped: {line}")
+    print()
+    print("## Issue 17 targets measured here")
+    for target, met in table.verdicts(res):
+        ref = res.reference(target.metric, target.system)
+        bound = f"≤ {target.bound:g} MB" if target.bound else f"{target.factor:g}× {ref}"
+        print(f"#   {target.metric}, {target.system} ({bound}): {met}")
+    if args.api:
+        print()
+        print("\n".join(api_section(args)))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\n# took {(time.perf_counter() - t0) / 60:.1f} min; load average at end {load}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"header": lines, "sweep": sweep_lines, "runs": raw}, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
