@@ -22,8 +22,8 @@ from sqlalchemy import (
     update,
 )
 
-from store.sql.schema import attempts, history, job_events, jobs, unique_keys
-from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, bucket_start
+from store.sql.schema import Json, attempts, history, job_events, jobs, unique_keys
+from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, bucket_start, json_with_at
 
 
 def _purgeable(now: ColumnElement[float]) -> list[ColumnElement[bool]]:
@@ -121,9 +121,10 @@ def delete_attempts_of() -> Delete:
     return delete(attempts).where(attempts.c.job_id.in_(bindparam("ids", expanding=True)))
 
 
-def set_progress() -> Update:
-    """A running job's progress, fenced by its token. Params: j_id, token,
-    p_value (JSON). Returns the id when written."""
+def set_progress(now: ColumnElement[float]) -> Update:
+    """A running job's progress, fenced by its token, stamped ``at`` = now in
+    the same statement. Params: j_id, token, p_value (JSON object without
+    ``at``). Returns the id when written."""
     return (
         update(jobs)
         .where(
@@ -131,7 +132,7 @@ def set_progress() -> Update:
             jobs.c.lease_token == bindparam("token"),
             jobs.c.status == IN_PROGRESS,
         )
-        .values(progress=bindparam("p_value"))
+        .values(progress=json_with_at(bindparam("p_value", type_=Json), now))
         .returning(jobs.c.id)
     )
 

@@ -31,7 +31,7 @@ from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
 from store.sql.changes import guarded_update
-from store.sql.schema import counters, job_events, jobs
+from store.sql.schema import Json, counters, job_events, jobs
 from store.sql.schema import queues as queue_states
 
 IN_PROGRESS = int(JobStatus.InProgress)
@@ -82,6 +82,27 @@ def _bucket_sqlite(element: bucket_start, compiler: Any, **kw: Any) -> str:
     t, width = list(element.clauses)
     divided = f"CAST(({compiler.process(t, **kw)}) / ({compiler.process(width, **kw)}) AS INTEGER)"
     return f"({divided} * ({compiler.process(width, **kw)}))"
+
+
+class json_with_at(FunctionElement):  # noqa: N801 - named like the SQL it renders
+    """A JSON object with its key ``at`` set to a number: ``json_with_at(obj, t)``
+    (PostgreSQL ``jsonb_set``, SQLite ``json_set``), so one statement can stamp
+    a JSON value with the store's clock."""
+
+    type = Json
+    inherit_cache = True
+
+
+@compiles(json_with_at, "postgresql")
+def _json_at_pg(element: json_with_at, compiler: Any, **kw: Any) -> str:
+    obj, at = list(element.clauses)
+    return f"jsonb_set({compiler.process(obj, **kw)}, '{{at}}', to_jsonb({compiler.process(at, **kw)}))"
+
+
+@compiles(json_with_at, "sqlite")
+def _json_at_sqlite(element: json_with_at, compiler: Any, **kw: Any) -> str:
+    obj, at = list(element.clauses)
+    return f"json_set({compiler.process(obj, **kw)}, '$.at', {compiler.process(at, **kw)})"
 
 
 def clock(offset_s: object) -> ColumnElement[float]:

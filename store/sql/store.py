@@ -45,6 +45,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         super().__init__(url, settings, pool_size)
         now = self._now
         self._q_fail = sql.apply_failure(now)
+        self._q_progress = ops.set_progress(now)
         self._q_renew = sql.renew_leases(now)
         keep = {
             "retry_count": jobs.c.retry_count * bindparam("keep"),
@@ -233,14 +234,12 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         message: str | None = None,
         worker_id: str | None = None,
     ) -> None:
-        value = progress_value(fraction, message)
+        params = {"j_id": job_id, "token": token, "p_value": progress_value(fraction, message)}
 
         def body(conn: Connection) -> bool:
-            value["at"] = conn.execute(self._q_now).scalar_one()
-            params = {"j_id": job_id, "token": token, "p_value": value}
-            return conn.execute(ops.set_progress(), params).first() is not None
+            return conn.execute(self._q_progress, params).first() is not None
 
-        if not self.tx(body):
+        if not self.tx(body, single=True):  # one statement: PostgreSQL autocommit
             raise self.refusal(Refused(job_id, token, EventKind.PROGRESS_REFUSED, worker_id))
 
     def attempts(self, job_id: str) -> list[Attempt]:

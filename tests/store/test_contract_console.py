@@ -62,10 +62,12 @@ def test_progress_is_fenced_by_the_lease_token(store: JobStore) -> None:
     job = store.enqueue("t")
     [c] = store.claim("w-1", ["default"], 1)
     assert store.get(job.id).progress is None
+    store.clock_offset_s += 1000  # "at" is the store's clock, offset included
+    before = store.now()
     store.report_progress(job.id, c.lease_token, 0.25, "a quarter", worker_id="w-1")
     got = store.get(job.id)
     assert (got.progress["fraction"], got.progress["message"]) == (0.25, "a quarter")
-    assert got.progress["at"] > 0
+    assert before - 0.01 <= got.progress["at"] <= store.now() + 0.01
     assert got.to_json()["progress"]["fraction"] == 0.25
     store.cancel(job.id, actor="operator:ann")
     with pytest.raises(LeaseLost):
