@@ -30,7 +30,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
-from cron_descriptor import ExpressionDescriptor, Options
 from cronsim import CronSim, CronSimError
 
 from store.models import Schedule
@@ -118,16 +117,18 @@ def _epoch(dt: datetime | None) -> float | None:
     return None if dt is None else dt.timestamp()
 
 
-_DESCRIBE = Options()
-_DESCRIBE.use_24hour_time_format = True
-_DESCRIBE.verbose = True
-
-
 def describe(cron: str) -> str:
     """The expression in words ("At 03:00, every day"); the expression itself
-    when cron-descriptor cannot read it."""
+    when cron-descriptor cannot read it. cron-descriptor is imported here, on
+    first use (the console, ``leasehold periodic list``): a worker never
+    describes a schedule and saves its ~5 MB."""
+    from cron_descriptor import ExpressionDescriptor, Options
+
+    options = Options()
+    options.use_24hour_time_format = True
+    options.verbose = True
     try:
-        return str(ExpressionDescriptor(cron, _DESCRIBE).get_description())
+        return str(ExpressionDescriptor(cron, options).get_description())
     except Exception:  # a description is a nicety; never fail a listing for it
         return cron
 
