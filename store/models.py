@@ -326,5 +326,10 @@ class Counts:
             by_queue.setdefault(queue, {})[status.name] = n
         return cls(by_status, by_queue)
 
+    def of(self, queue: str | None) -> dict[str, int]:
+        """Counts by status name of ``queue`` (statuses with no jobs omitted),
+        or of every queue when ``queue`` is None or empty."""
+        return self.by_queue.get(queue, {}) if queue else self.by_status
+
     def to_json(self) -> dict[str, Any]:
         return {"counts": dict(self.by_status), "queues": {q: dict(c) for q, c in self.by_queue.items()}}

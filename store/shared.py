@@ -168,9 +168,7 @@ class SharedStore(JobStore):
     def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
         status = JobStatus(status)
         if not name:
-            counts = self.counts()
-            source = counts.by_queue.get(queue, {}) if queue else counts.by_status
-            return int(source.get(status.name, 0))
+            return int(self.counts().of(queue).get(status.name, 0))
         return self._count_named(status, queue or None, name)
 
     @abc.abstractmethod

@@ -59,8 +59,7 @@ def preview(
     if name:
         counted = {s: store.count_jobs(s, queue=queue, name=name) for s in chosen}
     else:  # one read of the counters for every status
-        counts = store.counts()
-        source = counts.by_queue.get(queue, {}) if queue else counts.by_status
+        source = store.counts().of(queue)
         counted = {s: int(source.get(s.name, 0)) for s in chosen}
     allowed = statuses_of(action)
     return Preview(sum(n for s, n in counted.items() if s in allowed), sum(counted.values()))

@@ -68,29 +68,29 @@ class PostgresDialect(Dialect):
     def single_engine(self) -> Engine:
         return self._auto_engine
 
-    def _params(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """The arrays of ENQUEUE_ARRAYS; ``rows`` are turned in place into
-        rows as the database holds them (JSON columns read back from the JSON
-        text sent, so a job comes back as ``get`` would give it)."""
-        for row in rows:
-            for column in pg.JSON_COLUMNS:
-                if row[column] is not None:
-                    text = orjson.dumps(row[column])
-                    row[column] = orjson.loads(text)
-                    row[f"{column}_text"] = text.decode()
+    def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
+        """Insert and return the jobs: what the caller sent (JSON columns read
+        back from the JSON text sent, as ``get`` would give them) with the
+        times the statement returns (its other columns start empty or zero)."""
+        texts = {
+            c: [None if r[c] is None else orjson.dumps(r[c]).decode() for r in rows] for c in pg.JSON_COLUMNS
+        }
         params: dict[str, Any] = {
-            p: [r[f"{c}_text"] if c in pg.JSON_COLUMNS and r[c] is not None else r[c] for r in rows]
-            for p, c, _ in pg.ENQUEUE_ARRAYS
+            p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS
         }
         params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
-        return params
-
-    def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
-        """Insert and return the jobs: what the caller sent, with the times
-        the statement returns (its other columns start empty or zero)."""
-        params = self._params(rows)
         stamped = {r["id"]: r for r in conn.execute(self._q_enqueue, params).mappings()}
-        return [job_from_row({**_NEW_ROW, **row, **stamped[row["id"]]}) for row in rows]
+        return [
+            job_from_row(
+                {
+                    **_NEW_ROW,
+                    **row,
+                    **{c: None if t[i] is None else orjson.loads(t[i]) for c, t in texts.items()},
+                    **stamped[row["id"]],
+                }
+            )
+            for i, row in enumerate(rows)
+        ]
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
         """One autocommit statement (events, counters and notices as CTEs)."""
