@@ -45,7 +45,6 @@ import os
 import platform
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,6 +56,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.report import commit  # noqa: E402
 from store import StoreSettings, open_store  # noqa: E402
 from tests.backends import (  # noqa: E402
     PG_ADMIN_URL,
@@ -222,14 +222,6 @@ def bench_store(kind: str, args: argparse.Namespace, routes: list[str]) -> None:
                 print(f"           {name} errors: {len(errors)}, first: {errors[:3]}")
     if stored != accepted:
         print(f"{kind:<10} STORED {stored} jobs but Leasehold accepted {accepted}")
-
-
-def commit() -> str:
-    def git(*argv: str) -> str:
-        return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True).stdout.strip()
-
-    dirty = "+changes" if git("status", "--porcelain", "--untracked-files=no") else ""
-    return (git("rev-parse", "--short", "HEAD") or "unknown") + dirty
 
 
 def store_versions(stores: list[str]) -> str:

@@ -30,7 +30,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +45,7 @@ from werkzeug.security import generate_password_hash
 
 from bench import console_load
 from bench.console_load import MIX, NAMES, QUEUES, SPAN_S, name_of, queue_of, status_of
+from bench.report import commit
 from bench.stores import FreshStores, server_versions
 from store import open_store
 from store.cursor import encode_cursor
@@ -176,16 +176,13 @@ def loadavg() -> str:
 
 
 def header(args: argparse.Namespace, kinds: list[str]) -> list[str]:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
     mix = ", ".join(f"{s.name} {share / 100:g} %" for s, share in MIX)
     return [
         f"# Console pages, {datetime.now(UTC).isoformat(timespec='seconds')}",
         f"# command: python bench/console_pages.py {' '.join(sys.argv[1:])}".rstrip(),
         f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
         f"CPython {platform.python_version()}; load average at start {loadavg()}",
-        f"# commit: {commit}",
+        f"# commit: {commit()}",
         f"# stores: {'; '.join(server_versions(kinds).values())}",
         f"# jobs: {args.jobs:,} a store ({mix}; then {console_load.IN_PROGRESS} of the Queued claimed), "
         f"{QUEUES} queues, {NAMES} names, over {SPAN_S / 86400:g} days",

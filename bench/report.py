@@ -11,12 +11,30 @@ row's median (issue 17: PostgreSQL's latency p50 within 2× of Redis's).
 from __future__ import annotations
 
 import statistics
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 #: Largest change a figure may show when the store holds many finished jobs.
 SCALE_TOLERANCE = 0.20
 #: Units whose figures are better when higher (rates); every other unit is a cost.
 HIGHER_IS_BETTER = {"jobs/s"}
+
+
+def commit() -> str:
+    """The checkout's commit for a benchmark header (``git describe --always
+    --dirty``: a ``-dirty`` suffix when tracked files changed); "unknown"
+    outside git."""
+    try:
+        return subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def fmt(value: float, unit: str) -> str:

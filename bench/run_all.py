@@ -53,7 +53,6 @@ import os
 import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,7 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import measures  # noqa: E402
-from bench.report import Row, table  # noqa: E402
+from bench.report import Row, commit, table  # noqa: E402
 from bench.scale import load_finished  # noqa: E402
 from bench.stores import KINDS, FreshStores, server_versions  # noqa: E402
 from bench.worker_throughput import latency, throughput  # noqa: E402
@@ -333,12 +332,6 @@ class Bench:
 
 
 def header(args: argparse.Namespace) -> list[str]:
-    try:
-        commit = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     sizes = (
         f"runs {args.runs}; enqueue {args.single:,} single / {args.bulk:,} bulk; drain {args.drain_jobs:,} "
@@ -352,7 +345,7 @@ def header(args: argparse.Namespace) -> list[str]:
         f"# command: {shlex.join([Path(sys.executable).name, *sys.argv])}",
         f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
         f"{platform.python_implementation()} {platform.python_version()}; load average at start {load}",
-        f"# commit: {commit}",
+        f"# commit: {commit()}",
         "# stores: " + "; ".join(server_versions(args.stores).values()),
         f"# sizes: {sizes}",
         "# figures: median and min–max of the runs; 'met?' compares the median with the target of issue 8 "

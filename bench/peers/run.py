@@ -48,6 +48,7 @@ import redis  # noqa: E402
 
 from bench.peers import table  # noqa: E402
 from bench.peers.common import URL as PEERS_URL  # noqa: E402
+from bench.report import commit  # noqa: E402
 from bench.stores import server_versions  # noqa: E402
 
 MAIN_PY = sys.executable
@@ -234,19 +235,13 @@ def api_section(args: argparse.Namespace) -> list[str]:
 
 
 def header(args: argparse.Namespace) -> list[str]:
-    try:
-        commit = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     servers = "; ".join(server_versions(["postgresql", "redis"]).values())
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return [
         f"# Leasehold and its peers side by side (issue 17), {now}",
         f"# command: {shlex.join([Path(sys.executable).name, *sys.argv])}",
-        f"# commit: {commit}",
+        f"# commit: {commit()}",
         f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
         f"{platform.python_implementation()} {platform.python_version()}; load average at start {load}",
         f"# servers: {servers}; peers on {PEERS_URL}, Leasehold's Redis stores on {LEASEHOLD_REDIS_URL}",
