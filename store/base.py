@@ -61,6 +61,7 @@ __all__ = [
     "JobStore",
     "Lease",
     "LeaseLost",
+    "Notice",
     "LockInfo",
     "Page",
     "RecoveredJob",
@@ -109,15 +110,31 @@ def default_worker_host() -> str:
     return socket.gethostname()
 
 
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A ready-job notice (``Wakeups.wait``): the queue a job became ready on
+    and, when the enqueue made exactly one job ready there, ``job``: that job's
+    claim handle, opaque outside the store (Redis: its ready-zset member), for
+    ``JobStore.claim_notified``. None when the notice names no single job."""
+
+    queue: str
+    job: str | None = None
+
+
 class Wakeups(abc.ABC):
     """One worker's subscription to ready-job notices (``JobStore.wakeups``).
     Used from one thread; ``close`` may be called from another."""
 
     @abc.abstractmethod
-    def wait(self, timeout_s: float) -> bool:
+    def wait(self, timeout_s: float) -> Notice | None:
         """Block up to ``timeout_s`` seconds for a notice for one of the
-        queues; True if one came. Reconnects on its own after an outage;
-        raises StoreUnavailable while the store cannot be reached."""
+        queues; the notice, or None if none came. Reconnects on its own after
+        an outage; raises StoreUnavailable while the store cannot be reached."""
+
+    def give_back(self, notice: Notice) -> None:
+        """Return a notice the worker will not act on (its slots filled
+        meanwhile) so another worker gets it; nothing to do where every
+        worker receives every notice (the default: PostgreSQL NOTIFY)."""
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -388,6 +405,16 @@ class JobStore(OperatingContract):
         hints, never the source of truth: one may be lost (a reconnect), and
         a worker still polls, more slowly."""
         return None
+
+    def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
+        """Claim the one job ``notice`` names (``Notice.job``) as ``claim``
+        would, in one round trip: an idle worker woken by a notice runs the
+        job without first asking which jobs are due. Returns ``[]`` when
+        another worker took it first, its queue is paused, or the notice names
+        no job (the default, for stores whose notices never do); the caller
+        then claims as usual. The job is not weighed against other due jobs:
+        it is the newest ready one, and an idle worker found none before it."""
+        return []
 
     @abc.abstractmethod
     def close(self) -> None:

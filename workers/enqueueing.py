@@ -123,8 +123,8 @@ def wait(job_id: str | Job, timeout_s: float, store: JobStore | None = None) -> 
 
     Polls ``store.get`` with a backoff from 5 ms doubling to 250 ms (so a
     wait costs at most ~4 reads a second once settled, and answers within
-    ~250 ms of the outcome). The stores' wake-up channels (Redis Pub/Sub,
-    PostgreSQL LISTEN) announce enqueued jobs only, not finished ones, so
+    ~250 ms of the outcome). The stores' wake-up channels (Redis wake-up
+    lists, PostgreSQL LISTEN) announce enqueued jobs only, not finished ones, so
     they cannot end a wait sooner. A Failed job may still be requeued by an
     operator; ``wait`` returns at the first terminal status it sees.
     Raises TimeoutError after ``timeout_s`` seconds, JobNotFound for an

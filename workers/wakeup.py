@@ -1,10 +1,14 @@
 """The wake-up thread: turns the store's ready-job notices into a claim.
 
-It blocks on ``store.wakeups(queues)`` (Redis Pub/Sub, PostgreSQL LISTEN)
-and calls ``on_notice`` (the claim loop's wake-up) for each notice, so an
-idle worker claims a new job within a round trip instead of at its next
-poll (5 -> 200 ms backoff). While the store is unreachable it retries with
-a backoff (0.1 -> 5 s); the claim loop keeps polling meanwhile.
+It blocks on ``store.wakeups(queues)`` (Redis wake-up lists, PostgreSQL
+LISTEN) and calls ``on_notice(notice)`` (the claim loop's wake-up) for each
+notice, so an idle worker claims a new job within a round trip instead of at
+its next poll (5 -> 200 ms backoff). It waits only while ``wanted()`` (the
+worker has a free slot): Redis hands each notice to one waiting worker, so a
+full worker must not take them; one that filled up while it waited gives the
+notice back (``Wakeups.give_back``). ``nudge()`` (a slot freed) ends a wait
+for a free slot at once. While the store is unreachable it retries with a
+backoff (0.1 -> 5 s); the claim loop keeps polling meanwhile.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from store.base import Wakeups
+from store.base import Notice, Wakeups
 from workers.claim import IdleBackoff
 
 log = logging.getLogger(__name__)
@@ -25,16 +29,29 @@ WAIT_S = 1.0
 class WakeupListener(threading.Thread):
     """Listens for one worker process; ``stop()`` ends it."""
 
-    def __init__(self, wakeups: Wakeups, on_notice: Callable[[], None], worker_id: str) -> None:
+    def __init__(
+        self,
+        wakeups: Wakeups,
+        on_notice: Callable[[Notice], None],
+        worker_id: str,
+        wanted: Callable[[], bool] = lambda: True,
+    ) -> None:
         super().__init__(name="leasehold-wakeup", daemon=True)
         self.wakeups = wakeups
+        self.wanted = wanted
+        self._nudged = threading.Event()
         self.on_notice = on_notice
         self.worker_id = worker_id
         self._stop_event = threading.Event()
         self._errors = IdleBackoff(0.1, 5.0)
 
+    def nudge(self) -> None:
+        """A slot freed: stop waiting for one (thread-safe)."""
+        self._nudged.set()
+
     def stop(self) -> None:
         self._stop_event.set()
+        self._nudged.set()
         try:
             self.wakeups.close()
         except Exception:  # closing a broken connection may fail; the thread is a daemon
@@ -43,8 +60,17 @@ class WakeupListener(threading.Thread):
     def run(self) -> None:
         while not self._stop_event.is_set():
             try:
-                if self.wakeups.wait(WAIT_S):
-                    self.on_notice()
+                if not self.wanted():
+                    self._nudged.wait(WAIT_S)
+                    self._nudged.clear()
+                    continue
+                notice = self.wakeups.wait(WAIT_S)
+                if notice is None:
+                    pass
+                elif self.wanted():
+                    self.on_notice(notice)
+                else:
+                    self.wakeups.give_back(notice)
                 self._errors.reset()
             except Exception as exc:  # the store may come back; the claim loop polls meanwhile
                 if self._stop_event.is_set():

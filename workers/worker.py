@@ -5,8 +5,9 @@ round robin (``workers.claim``), claims a batch sized to the free slots and
 hands each job to the runner (``workers.pool``); a run's end is recorded by
 ``workers.outcomes`` (nacks at once, completions batched by the acker), every
 write carrying the job's fencing token. Idle, it waits for the store's
-wake-up (Redis Pub/Sub, PostgreSQL LISTEN) or polls with a short backoff
-(5 ms -> 200 ms). A busy worker claims when half its slots are free (or after
+wake-up (Redis wake-up lists, PostgreSQL LISTEN; ``workers.wakeup``) or polls
+with a short backoff (5 ms -> 200 ms); a notice that names one job is leased
+in one round trip when every slot is idle (``JobStore.claim_notified``). A busy worker claims when half its slots are free (or after
 CLAIM_LINGER_S), and ahead of its slots as many jobs as they run in
 CLAIM_AHEAD_S, leased and renewed like running ones; a job's execution
 timeout starts when a slot starts it.
@@ -41,7 +42,7 @@ import time
 from typing import Any
 
 from store import open_store
-from store.base import JobStore
+from store.base import JobStore, Notice
 from store.maintenance import MaintenanceService
 from store.models import Job, WorkerInfo, ts
 from store.recovery import RecoveryService
@@ -102,6 +103,8 @@ class Worker:
         self.exit_code = EXIT_OK
         self._stopping = threading.Event()
         self._wakeup = threading.Event()
+        #: The newest ready-job notice not yet acted on (set by the wake-up thread).
+        self._notice: Notice | None = None
         self._signals = 0
         self._queues = WeightedQueues(config.queues)
         self._idle = IdleBackoff()
@@ -221,7 +224,7 @@ class Worker:
         self.acker.start()
         wakeups = self.store.wakeups(self.config.queue_names)
         if wakeups is not None:
-            self.listener = WakeupListener(wakeups, self._wakeup.set, self.id)
+            self.listener = WakeupListener(wakeups, self._on_notice, self.id, self._wants_notices)
             self.listener.start()
 
     def _loop(self) -> None:
@@ -250,7 +253,8 @@ class Worker:
                 continue
             self._last_claim = time.monotonic()
             try:
-                jobs = self._claim(free)
+                notified = self._claim_notified()
+                jobs = notified or self._claim(free)
             except Exception as exc:  # the store may come back: wait and retry
                 log.warning("worker %s: claim failed: %s", self.id, exc)
                 self._wakeup.wait(self._errors.next())
@@ -260,6 +264,8 @@ class Worker:
                 self._idle.reset()
                 for job in jobs:
                     self._start(job)
+                if notified:  # the job of a notice: other ready jobs have notices of their own
+                    self._wakeup.wait(self._until_deadline(self._idle.next()))
                 continue
             if self.config.burst and self.runner.busy() == 0:
                 log.info("worker %s: no job left (burst), stopping", self.id)
@@ -295,6 +301,30 @@ class Worker:
         busy (burst mode's end, shutdown): not once per job."""
         if self.runner.free(self._ahead_now) >= self._claim_at or self.runner.busy() == 0:
             self._wakeup.set()
+        if self.listener is not None:
+            self.listener.nudge()
+
+    def _on_notice(self, notice: Notice) -> None:
+        """A job became ready on one of our queues (called from the wake-up thread)."""
+        self._notice = notice
+        self._wakeup.set()
+
+    def _claim_notified(self) -> list[Job]:
+        """The job the newest notice names, leased in one round trip
+        (``JobStore.claim_notified``), when no slot is busy; ``[]`` when
+        there is none or it was taken first (``_claim`` then asks as usual).
+        A busy worker claims in batches: a notice only wakes it."""
+        notice, self._notice = self._notice, None
+        if notice is None or notice.job is None or self.runner.busy():
+            return []
+        return self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
+
+    def _wants_notices(self) -> bool:
+        """Whether the wake-up thread should wait for notices: a slot is free
+        and the worker claims (called from that thread)."""
+        if self._quiet.is_set() or self._stopping.is_set():
+            return False
+        return self.runner.free(self._ahead_now) > 0
 
     def _claim(self, free: int) -> list[Job]:
         """Claim from the queue whose turn it is; if it is empty, from the others."""

@@ -47,6 +47,9 @@ Key schema (``P`` = prefix):
 ``{P}:paused``            set: names of the paused queues (read by the claim scripts)
 ``{P}:schedules``         zset: schedule names, every score 0 (byte order = by name)
 ``{P}:schedule:<name>``   hash: a periodic job's definition, ``enabled``, last tick
+``{P}:wakeup:<queue>``    list: wake-up entries of idle workers, the newest
+                          WAKEUP_KEPT (store/redis/wakeups.py): a ready job's
+                          ``rank``, or ``*`` for several
 
 ``rank`` is ``%07d`` of ``MAX_PRIORITY - priority``, ``%017d`` of the due time
 in microseconds, ``:`` and the id (built in ``lua/lib/job.lua``): byte order is
@@ -226,10 +229,9 @@ class Keys:
     def schedule(self, name: str) -> str:
         return self._key("schedule", name)
 
-    @property
-    def wakeup(self) -> str:
-        """Pub/Sub channel (not a key): enqueue publishes the queue of ready jobs."""
-        return self._key("wakeup")
+    def wakeup(self, queue: str) -> str:
+        """The queue's wake-up list (store/redis/wakeups.py)."""
+        return self._key("wakeup", queue)
 
     def common(self) -> list[str]:
         """KEYS[1..10] of every script that changes jobs (lua/lib/job.lua):

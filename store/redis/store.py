@@ -11,7 +11,8 @@ inside the scripts, plus ``clock_offset_s``.
 Claim is two steps: ``claim_candidates.lua`` moves due scheduled jobs to the
 ready zsets and returns the head of each; ``claim.lua`` leases those still
 there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
-the same (job, token). Candidates lost to other workers are replaced in at
+the same (job, token). An idle worker woken by a notice that names one job
+(``claim_notified``) skips the first step: the notice carries the member. Candidates lost to other workers are replaced in at
 most CLAIM_ROUNDS rounds. Both scripts read the paused set (``pause_queue``),
 so a queue paused between the two steps is not claimed from either.
 
@@ -42,7 +43,7 @@ from typing import Any
 import uuid6
 
 from store import lifecycle
-from store.base import MAX_BATCH
+from store.base import MAX_BATCH, Notice
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
@@ -55,7 +56,7 @@ from store.redis.plumbing import GUARD_ATTEMPTS, SCRIPT_BATCH, Failure, chunks, 
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
-from store.redis.wakeups import RedisWakeups
+from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
 from store.shared import EncodedAck, SharedStore
 
 S = JobStatus
@@ -87,13 +88,13 @@ class RedisStore(
         history_keys, history_args = self._history()
         keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until, *history_keys], []
         holding = codes(sorted(set(S) - lifecycle.TERMINAL))
-        args = self._args(k.wakeup, EventKind.ENQUEUED.value, holding, *history_args)
+        args = self._args(WAKEUP_KEPT, EventKind.ENQUEUED.value, holding, *history_args)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
             index = k.scheduled(spec.queue) if status is S.Scheduled else k.ready(spec.queue)
             fields = codec.spec_fields(spec, job_id, self.settings)
-            keys += [k.job(job_id), k.events(job_id), index]
+            keys += [k.job(job_id), k.events(job_id), index, k.wakeup(spec.queue)]
             args += [
                 int(status),
                 repr(float(spec.delay_s)),
@@ -185,19 +186,38 @@ class RedisStore(
             candidates = heapq.nsmallest(window, pairs)  # byte order of rank = claim order
             if not candidates:
                 break
-            keys = [*k.common(), k.paused]
-            args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
-            for member, queue in candidates:
-                job_id = rank_job_id(member)
-                keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
-                args += [job_id, member]
-            lost, *jobs = self._eval(self._lua.claim, [*keys, *k.listing()], args)
-            claimed += [codec.job_from_flat(flat) for flat in jobs]
+            lost, jobs = self._lease(worker_id, candidates, want, ttl)
+            claimed += jobs
             if len(jobs) < want:
                 contended += 1
                 if not lost or contended >= CLAIM_ROUNDS:
                     break  # no more due jobs, or others keep taking them first
         return claimed
+
+    def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
+        """See JobStore.claim_notified: ``notice.job`` is the job's ready-zset
+        member (lua/enqueue.lua pushes it on the wake-up list), leased by claim.lua alone (one
+        round trip; claim_candidates.lua is skipped)."""
+        if not notice.job:
+            return []
+        ttl = lease_ttl_s or self.settings.lease_ttl_s
+        return self._lease(worker_id, [(notice.job, notice.queue)], 1, ttl)[1]
+
+    def _lease(
+        self, worker_id: str, candidates: Sequence[tuple[str, str]], want: int, ttl: float
+    ) -> tuple[int, list[Job]]:
+        """Claim step 2 (lua/claim.lua): lease up to ``want`` of ``candidates``
+        (``(ready member, queue)`` in claim order). Returns ``(candidates
+        other workers took first, jobs leased)``."""
+        k = self.keys
+        keys = [*k.common(), k.paused]
+        args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
+        for member, queue in candidates:
+            job_id = rank_job_id(member)
+            keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
+            args += [job_id, member]
+        lost, *jobs = self._eval(self._lua.claim, [*keys, *k.listing()], args)
+        return lost, [codec.job_from_flat(flat) for flat in jobs]
 
     def heartbeat(
         self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
@@ -313,8 +333,8 @@ class RedisStore(
         raise self._refusals(refusal(Operation.RELEASE), worker_id, [(job_id, token, reply[1], reply[2])])[0]
 
     def wakeups(self, queues: Sequence[str]) -> RedisWakeups:
-        """Subscribe to the deployment's wake-up channel (lua/enqueue.lua publishes)."""
-        return RedisWakeups(self._client, self.keys.wakeup, queues)
+        """A blocking pop on the queues' wake-up lists (lua/enqueue.lua pushes)."""
+        return RedisWakeups(self._client, self.keys, queues)
 
     # ------------------------------------------------------------ operator
     def _operator(self, job_id: str, op: Operation, actor: str, script: Any, *extra: Any) -> Job:

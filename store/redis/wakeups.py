@@ -1,11 +1,18 @@
-"""Wake-ups of idle workers over Redis Pub/Sub.
+"""Wake-ups of idle workers over Redis lists, handed to one worker each.
 
-``lua/enqueue.lua`` publishes the queue name of ready jobs on the
-deployment's channel (``Keys.wakeup``) in the same script that writes them;
-a worker subscribes once and claims as soon as a notice for one of its
-queues arrives. Pub/Sub is fire-and-forget: a notice sent while a worker is
-reconnecting is lost, which only delays that worker until its next poll.
-On Redis Cluster, PUBLISH reaches subscribers on every node.
+``lua/enqueue.lua`` pushes, in the same script that writes the jobs, one
+entry on the wake-up list of each queue that got a ready job
+(``Keys.wakeup(queue)``): the job's ready-zset member when the call made one
+job of that queue ready, else ``*``; the list keeps its newest
+WAKEUP_KEPT entries. A worker with a free slot blocks on its queues' lists
+(``BLMPOP``, Redis 7; ``BLPOP`` on older servers) and Redis hands each entry
+to one waiting worker, as ``BRPOP`` hands a task to one huey consumer: only
+that worker wakes, and it leases the job the entry names in one round trip
+(``RedisStore.claim_notified``), or claims as usual for ``*``.
+
+Entries are hints, never the source of truth: an entry may name a job that a
+batch claim already took (the notified claim then finds nothing), and one
+may be trimmed before anyone reads it (that job waits for a poll).
 """
 
 from __future__ import annotations
@@ -13,30 +20,59 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from store.base import Wakeups
+from redis.exceptions import ResponseError
+
+from store.base import Notice, Wakeups
 from store.redis.connect import unavailable
+from store.redis.keys import Keys
+
+#: Entries each queue's wake-up list keeps (older ones are trimmed by enqueue).
+WAKEUP_KEPT = 32
+#: The entry that names no single job: claim as usual.
+ANY_JOB = "*"
 
 
 class RedisWakeups(Wakeups):
-    """A subscription of one worker (redis-py PubSub, its own connection)."""
+    """One worker's wait on its queues' wake-up lists (a blocking pop on a
+    connection of the store's pool)."""
 
-    def __init__(self, client: Any, channel: str, queues: Sequence[str]) -> None:
-        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
-        self._channel = channel
-        self._queues = frozenset(queues)
-        self._subscribed = False
+    def __init__(self, client: Any, keys: Keys, queues: Sequence[str]) -> None:
+        self._client = client
+        self._key_of = {queue: keys.wakeup(queue) for queue in queues}
+        self._queue_of = {key: queue for queue, key in self._key_of.items()}
+        self._keys = list(self._queue_of)
+        self._multi_pop = True  # BLMPOP until the server says it has none (Redis < 7)
 
-    def wait(self, timeout_s: float) -> bool:
+    def wait(self, timeout_s: float) -> Notice | None:
+        """Everything waiting on the first list that has entries (at most
+        WAKEUP_KEPT), as one notice: the job an entry names when that is all
+        there was, else the queue alone (one claim serves them all)."""
         with unavailable():
-            if not self._subscribed:
-                self._pubsub.subscribe(self._channel)  # redis-py re-subscribes after a reconnect
-                self._subscribed = True
-            message = self._pubsub.get_message(timeout=timeout_s)
-            while message is not None:
-                if message.get("type") == "message" and message.get("data") in self._queues:
-                    return True
-                message = self._pubsub.get_message(timeout=0)
-        return False
+            if self._multi_pop:
+                try:
+                    reply = self._client.blmpop(
+                        timeout_s, len(self._keys), *self._keys, direction="LEFT", count=WAKEUP_KEPT
+                    )
+                except ResponseError as exc:
+                    if "unknown command" not in str(exc).lower():
+                        raise
+                    self._multi_pop = False
+                    return None
+            else:
+                popped = self._client.blpop(self._keys, timeout=timeout_s)
+                reply = None if popped is None else [popped[0], [popped[1]]]
+        if not reply:
+            return None
+        key, entries = reply
+        job = entries[0] if len(entries) == 1 and entries[0] != ANY_JOB else None
+        return Notice(self._queue_of[key], job)
+
+    def give_back(self, notice: Notice) -> None:
+        """Put a notice this worker will not act on back at the head of its
+        list, for another worker."""
+        with unavailable():
+            self._client.lpush(self._key_of[notice.queue], notice.job or ANY_JOB)
 
     def close(self) -> None:
-        self._pubsub.close()
+        """Nothing to close: the pop's connection returns to the pool; a wait
+        in progress ends within its timeout."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from store.base import Wakeups
+from store.base import Notice, Wakeups
 from store.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class PgWakeups(Wakeups):
         conn.execute(f"LISTEN {self._channel}")  # a fixed identifier, not input
         return conn
 
-    def wait(self, timeout_s: float) -> bool:
+    def wait(self, timeout_s: float) -> Notice | None:
         import psycopg
 
         try:
@@ -51,8 +51,8 @@ class PgWakeups(Wakeups):
                 self._conn = self._connect()
             for notice in self._conn.notifies(timeout=timeout_s, stop_after=1):
                 if notice.payload in self._queues:
-                    return True
-            return False
+                    return Notice(notice.payload)
+            return None
         except psycopg.Error as exc:
             self.close()
             raise StoreUnavailable(f"SQL store unavailable (LISTEN): {exc}") from exc

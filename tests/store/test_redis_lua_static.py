@@ -53,7 +53,6 @@ KEY_POSITIONS: dict[str, int | str] = {
     **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZSCORE", "ZREMRANGEBYRANK"], 1),
     **dict.fromkeys(["SADD", "SREM", "SISMEMBER"], 1),
     **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "PEXPIRE"], 1),
-    "PUBLISH": 0,  # a Pub/Sub channel, not a key (ARGV); cluster-wide on Redis Cluster
 }
 KEY_REF = re.compile(r"KEYS\[[^\[\]]+\]")
 

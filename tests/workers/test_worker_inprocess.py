@@ -180,3 +180,38 @@ def test_an_idle_worker_is_woken_by_enqueue(handle: StoreHandle) -> None:
         wait_until(lambda: job_is(store, warm.id, "Completed"), timeout=40, what="first job")
         job = store.enqueue("noop")
         wait_until(lambda: job_is(store, job.id, "Completed"), timeout=5, what="woken by the notice")
+
+
+def test_a_full_worker_leaves_notices_to_an_idle_one(handle: StoreHandle, tmp_path) -> None:
+    """Redis hands each notice to one waiting worker: a worker with no free
+    slot must not take them (nor keep one it took as it filled up), or the
+    jobs would wait for the idle worker's poll (made 30 s here)."""
+    store = handle.store
+    if store.wakeups(["default"]) is None:
+        pytest.skip(f"{handle.backend} has no wake-up channel (workers poll)")
+    release = tmp_path / "release"
+    busy = make_worker(handle, name="w-busy", concurrency=1)
+    idle = make_worker(handle, name="w-idle")
+    for worker in (busy, idle):
+        worker._idle = IdleBackoff(30.0, 30.0)
+    held = store.enqueue("hold", {"path": str(release)})
+    try:
+        with running(busy):
+            wait_until(
+                lambda: job_is(store, held.id, "InProgress"), timeout=40, what="busy worker holds its job"
+            )
+            with running(idle):
+                wait_until(
+                    lambda: idle.listener is not None and registered(store, "w-idle"), what="idle worker up"
+                )
+                warm = store.enqueue("noop")
+                wait_until(lambda: job_is(store, warm.id, "Completed"), timeout=40, what="first job")
+                for _ in range(5):
+                    job = store.enqueue("noop")
+                    wait_until(
+                        lambda: job_is(store, job.id, "Completed"), timeout=5, what="woken by the notice"
+                    )
+                    assert store.get(job.id).worker_id == "w-idle"
+            release.touch()
+    finally:
+        release.touch()

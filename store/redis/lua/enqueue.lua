@@ -7,12 +7,15 @@
 --              unique_for) until which it stays held after its job finished
 -- KEYS[14..13 + h] history block (lib/job.lua `history_at`): a hash and a zset
 --              per bucket width, h keys in all
--- for job i = 1..n, KEYS[13 + h + 3i - 2] .. KEYS[13 + h + 3i]:
---              job hash, event list, index zset (ready when delay is 0, else scheduled)
+-- for job i = 1..n, KEYS[13 + h + 4i - 3] .. KEYS[13 + h + 4i]:
+--              job hash, event list, index zset (ready when delay is 0, else
+--              scheduled), wake-up list of its queue (store/redis/wakeups.py)
 -- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      Pub/Sub channel: each queue that got a ready (undelayed) job is
---              published on it once (wakes idle workers; a channel, not a key)
+-- ARGV[4]      wake-up entries kept per queue: each queue that got a ready
+--              (undelayed) job gets one entry on its wake-up list, the job's
+--              ready member when the call made one job of that queue ready,
+--              else '*' (a worker's blocking pop hands it to one idle worker)
 -- ARGV[5]      event kind of each new job's first event (EventKind.ENQUEUED)
 -- ARGV[6]      statuses that hold a unique key whatever its age ("100 200 300")
 -- ARGV[7..8]   history block (lib/job.lua): bucket widths, kinds counted
@@ -47,7 +50,7 @@ for j, field in ipairs(FIELDS) do
   AT[field] = 2 + j
 end
 local h = history_at(14, 7)
-local n = (#KEYS - 13 - h - listing_last()) / 3
+local n = (#KEYS - 13 - h - listing_last()) / 4
 local holding = status_set(ARGV[6])
 
 -- The value of `name` in job i's ARGV.
@@ -105,7 +108,7 @@ for i = 1, n do
 end
 
 for i = 1, n do
-  local k = 13 + h + 3 * (i - 1)
+  local k = 13 + h + 4 * (i - 1)
   local id, queue, key = arg(i, 'id'), arg(i, 'queue'), none(arg(i, 'idempotency_key'))
   local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
   local due = now + delay
@@ -127,7 +130,7 @@ for i = 1, n do
     redis.call('ZADD', KEYS[k + 3], due, member)
   else
     redis.call('ZADD', KEYS[k + 3], 0, member)
-    ready[queue] = true
+    ready[queue] = {list = k + 4, member = ready[queue] == nil and member or '*'}
   end
   redis.call('HSET', KEYS[k + 1], unpack(hash))
   if key then
@@ -143,7 +146,10 @@ for i = 1, n do
   count_history(queue, ARGV[5])
 end
 flush_counts()
-for queue in pairs(ready) do
-  redis.call('PUBLISH', ARGV[4], queue)
+local kept = tonumber(ARGV[4])
+for _, wake in pairs(ready) do
+  if redis.call('RPUSH', KEYS[wake.list], wake.member) > kept then
+    redis.call('LTRIM', KEYS[wake.list], -kept, -1)
+  end
 end
 return {'ok', fmt(now)}
