@@ -61,8 +61,8 @@ __all__ = [
     "JobStore",
     "Lease",
     "LeaseLost",
-    "Notice",
     "LockInfo",
+    "Notice",
     "Page",
     "RecoveredJob",
     "RecoveryReport",
@@ -135,6 +135,7 @@ class Wakeups(abc.ABC):
         """Return a notice the worker will not act on (its slots filled
         meanwhile) so another worker gets it; nothing to do where every
         worker receives every notice (the default: PostgreSQL NOTIFY)."""
+        return None
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -7,10 +7,11 @@ hands each job to the runner (``workers.pool``); a run's end is recorded by
 write carrying the job's fencing token. Idle, it waits for the store's
 wake-up (Redis wake-up lists, PostgreSQL LISTEN; ``workers.wakeup``) or polls
 with a short backoff (5 ms -> 200 ms); a notice that names one job is leased
-in one round trip when every slot is idle (``JobStore.claim_notified``). A busy worker claims when half its slots are free (or after
-CLAIM_LINGER_S), and ahead of its slots as many jobs as they run in
-CLAIM_AHEAD_S, leased and renewed like running ones; a job's execution
-timeout starts when a slot starts it.
+in one round trip when every slot is idle (``JobStore.claim_notified``). A
+busy worker claims when half its slots are free (or after CLAIM_LINGER_S),
+and ahead of its slots as many jobs as they run in CLAIM_AHEAD_S, leased and
+renewed like running ones; a job's execution timeout starts when a slot
+starts it.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the

@@ -11,10 +11,11 @@ inside the scripts, plus ``clock_offset_s``.
 Claim is two steps: ``claim_candidates.lua`` moves due scheduled jobs to the
 ready zsets and returns the head of each; ``claim.lua`` leases those still
 there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
-the same (job, token). An idle worker woken by a notice that names one job
-(``claim_notified``) skips the first step: the notice carries the member. Candidates lost to other workers are replaced in at
-most CLAIM_ROUNDS rounds. Both scripts read the paused set (``pause_queue``),
-so a queue paused between the two steps is not claimed from either.
+the same (job, token). Candidates lost to other workers are replaced in at
+most CLAIM_ROUNDS rounds. An idle worker woken by a notice that names one job
+(``claim_notified``) skips the first step: the notice carries the member.
+Both scripts read the paused set (``pause_queue``), so a queue paused between
+the two steps is not claimed from either.
 
 Unique jobs are decided inside ``enqueue.lua``: the key's holder is looked up
 and the new job written in one script, so concurrent enqueues of one unique

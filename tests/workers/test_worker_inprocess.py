@@ -207,11 +207,11 @@ def test_a_full_worker_leaves_notices_to_an_idle_one(handle: StoreHandle, tmp_pa
                 warm = store.enqueue("noop")
                 wait_until(lambda: job_is(store, warm.id, "Completed"), timeout=40, what="first job")
                 for _ in range(5):
-                    job = store.enqueue("noop")
+                    job_id = store.enqueue("noop").id
                     wait_until(
-                        lambda: job_is(store, job.id, "Completed"), timeout=5, what="woken by the notice"
+                        lambda j=job_id: job_is(store, j, "Completed"), timeout=5, what="woken by the notice"
                     )
-                    assert store.get(job.id).worker_id == "w-idle"
+                    assert store.get(job_id).worker_id == "w-idle"
             release.touch()
     finally:
         release.touch()
