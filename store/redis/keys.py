@@ -138,11 +138,13 @@ class Keys:
         """The lex zset of the jobs of ``status`` by ``by`` (one of LISTING_BY)."""
         return self._key("updated", str(int(status)), by)
 
-    def listing(self) -> list[str]:
-        """The listing block (lua/lib/job.lua ``listing_last``), the last 18
-        KEYS of every script that changes a job's status or removes jobs:
-        ``listed(s, by)`` for each status in order, each ``by`` of LISTING_BY."""
-        return list(self._listing)
+    def listing(self, low: int = 100, high: int = 600) -> list[str]:
+        """The listing block (lua/lib/job.lua ``listing_last(low, high)``),
+        the last KEYS of every script that changes a job's status or removes
+        jobs: ``listed(s, by)`` for each status from ``low`` to ``high``
+        (codes; the script's own range, default all six) in order, each
+        ``by`` of LISTING_BY."""
+        return list(self._listing[3 * (low // 100 - 1) : 3 * (high // 100)])
 
     @property
     def leases(self) -> str:

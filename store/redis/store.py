@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from typing import Any
 
 import uuid6
@@ -53,7 +54,16 @@ from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.keys import rank_job_id
 from store.redis.operating import OperatingMixin
-from store.redis.plumbing import GUARD_ATTEMPTS, SCRIPT_BATCH, Failure, chunks, codes, op_args, refusal
+from store.redis.plumbing import (
+    GUARD_ATTEMPTS,
+    HISTORY_ARGS,
+    SCRIPT_BATCH,
+    Failure,
+    chunks,
+    codes,
+    op_args,
+    refusal,
+)
 from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
@@ -63,6 +73,8 @@ from store.shared import EncodedAck, SharedStore
 S = JobStatus
 #: Most claim rounds per call when candidates were taken by other workers.
 CLAIM_ROUNDS = 8
+#: Statuses in which a job holds its unique key whatever its age (lua/enqueue.lua ARGV[6]).
+HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 
 
 class RedisStore(
@@ -86,10 +98,8 @@ class RedisStore(
         ``id`` (``''`` when the key is repeated inside the chunk). The unique
         check and the insert are one script (lua/enqueue.lua)."""
         k = self.keys
-        history_keys, history_args = self._history()
-        keys, rows = [*k.common(), k.idempotency, k.unique, k.unique_until, *history_keys], []
-        holding = codes(sorted(set(S) - lifecycle.TERMINAL))
-        args = self._args(WAKEUP_KEPT, EventKind.ENQUEUED.value, holding, *history_args)
+        keys, rows = list(self._enqueue_keys), []
+        args = self._args(WAKEUP_KEPT, EventKind.ENQUEUED.value, HOLDING_UNIQUE, *HISTORY_ARGS)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
@@ -103,7 +113,7 @@ class RedisStore(
                 *(fields.get(f, "") for f in codec.ENQUEUE_FIELDS),
             ]
             rows.append((fields, status, float(spec.delay_s)))
-        reply = self._eval(self._lua.enqueue, [*keys, *k.listing()], args)
+        reply = self._eval(self._lua.enqueue, [*keys, *k.listing(S.Queued, S.Scheduled)], args)
         if reply[0] in ("duplicate", "unique"):
             return [], reply[2]
         now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
@@ -115,6 +125,12 @@ class RedisStore(
                 fields["retry_delay_until"] = due
             jobs.append(codec.job_from_hash(fields))
         return jobs, None
+
+    @cached_property
+    def _enqueue_keys(self) -> tuple[str, ...]:
+        """KEYS of lua/enqueue.lua before the jobs' own: the common block, the
+        idempotency and unique hashes, the history block."""
+        return (*self.keys.common(), *self.keys.removal(), *self.keys.histories())
 
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
         """One job, or the job holding its idempotency or unique key; tried
@@ -217,7 +233,7 @@ class RedisStore(
             job_id = rank_job_id(member)
             keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
             args += [job_id, member]
-        lost, *jobs = self._eval(self._lua.claim, [*keys, *k.listing()], args)
+        lost, *jobs = self._eval(self._lua.claim, [*keys, *k.listing(S.Queued, S.InProgress)], args)
         return lost, [codec.job_from_flat(flat) for flat in jobs]
 
     def heartbeat(
@@ -254,7 +270,9 @@ class RedisStore(
             for job_id, token, text in chunk:
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, codec.NULL if text is None else text]
-            replies = self._eval(self._lua.complete, [*keys, *self.keys.listing()], args)
+            replies = self._eval(
+                self._lua.complete, [*keys, *self.keys.listing(S.InProgress, S.Completed)], args
+            )
             stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
             lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):

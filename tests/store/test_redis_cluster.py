@@ -317,3 +317,19 @@ def test_console_scripts_on_the_cluster(store: RedisStore) -> None:
     store.clock_offset_s += 31 * 86400
     assert store.trim_history() == 2 * 3  # 3 fields (enqueued, failed, completed) per width
     assert store.history(3600, 0) == {}
+
+
+def test_wakeups_and_the_notified_claim_on_the_cluster(store: RedisStore) -> None:
+    """The wake-up lists of two queues in one blocking pop (one slot), the
+    hand-back, and the one-round-trip claim of the job a notice names."""
+    wakeups = store.wakeups(["default", "other"])
+    try:
+        job = store.enqueue("t", queue="other")
+        notice = wakeups.wait(2.0)
+        assert notice is not None and notice.queue == "other" and notice.job is not None
+        wakeups.give_back(notice)
+        assert wakeups.wait(2.0) == notice
+        [claimed] = store.claim_notified("w", notice)
+        assert claimed.id == job.id and claimed.lease_token == 1
+    finally:
+        wakeups.close()

@@ -4,7 +4,8 @@
 -- KEYS[11]     paused set: names of the paused queues
 -- for candidate i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
 --              job hash, event list, ready zset holding the candidate's member
--- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- KEYS[#KEYS - 8 .. #KEYS] listing block of Queued .. InProgress (lib/job.lua
+--              `listing_last(100, 300)`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   CLAIM's row (lib/job.lua `operation`): sources ("100 200"), target
 --              (InProgress), event kind, stamped fields, cleared fields
@@ -23,7 +24,7 @@
 -- @include lib/job.lua
 
 local op = operation(4)
-local l = listing_last()
+local l = listing_last(100, 300)
 local worker, ttl, want = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 local out, paused = {0}, {}
 

@@ -4,7 +4,8 @@
 -- KEYS[11..10 + h] history block (lib/job.lua `history_at`): a hash and a zset
 --              per bucket width, h keys in all
 -- for ack i = 1..n, KEYS[10 + h + 2i - 1], KEYS[10 + h + 2i]: job hash, event list
--- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- KEYS[#KEYS - 5 .. #KEYS] listing block of InProgress and Completed (lib/job.lua
+--              `listing_last(300, 400)`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4..8]   COMPLETE's row (lib/job.lua `operation`): sources ("300"), target
 --              (Completed), event kind, stamped fields, cleared fields
@@ -24,7 +25,7 @@
 local op = operation(4)
 local actor, want_jobs = none(ARGV[9]), ARGV[10] == '1'
 local h = history_at(11, 11)
-local l = listing_last()
+local l = listing_last(300, 400)
 local out = {}
 for i = 1, (#KEYS - 10 - h - l) / 2 do
   local k, a = 10 + h + 2 * (i - 1), 13 + 3 * (i - 1)

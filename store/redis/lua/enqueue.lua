@@ -10,7 +10,8 @@
 -- for job i = 1..n, KEYS[13 + h + 4i - 3] .. KEYS[13 + h + 4i]:
 --              job hash, event list, index zset (ready when delay is 0, else
 --              scheduled), wake-up list of its queue (store/redis/wakeups.py)
--- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- KEYS[#KEYS - 5 .. #KEYS] listing block of Queued and Scheduled (lib/job.lua
+--              `listing_last(100, 200)`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      wake-up entries kept per queue: each queue that got a ready
 --              (undelayed) job gets one entry on its wake-up list, the job's
@@ -50,7 +51,7 @@ for j, field in ipairs(FIELDS) do
   AT[field] = 2 + j
 end
 local h = history_at(14, 7)
-local n = (#KEYS - 13 - h - listing_last()) / 4
+local n = (#KEYS - 13 - h - listing_last(100, 200)) / 4
 local holding = status_set(ARGV[6])
 
 -- The value of `name` in job i's ARGV.

@@ -31,8 +31,10 @@
 -- ARGV[a]      bucket widths, seconds, space-separated ("60 3600"), in KEYS order
 -- ARGV[a + 1]  event kinds counted (HISTORY_KINDS), space-separated
 -- Scripts that change a job's status or remove jobs (`move`, `remove_job`)
--- pass the listing block as their last 18 keys (`listing_last`, which returns
--- 18): for status s = 100..600 and j = #KEYS - 17 + 3(s/100 - 1),
+-- pass the listing block as their last keys (`listing_last(low, high)`, which
+-- returns how many: 3 per status of low..high, default 100..600, the statuses
+-- the script may touch): for status s = low..high and
+-- j = #KEYS - (that count) + 1 + 3(s - low)/100,
 -- KEYS[j], KEYS[j + 1], KEYS[j + 2]: the jobs of status s by queue, by name,
 --              and by queue and name: zsets, every score 0, members
 --              "<queue>\0<at>:<id>", "<name>\0<at>:<id>", "<queue>\0<name>\0<at>:<id>"
@@ -152,17 +154,22 @@ local function flush_counts()
 end
 
 -- The listing block (see the header): inactive until listing_last.
-local listing = {first = nil}
-local function listing_last()
-  listing.first = #KEYS - 17
-  return 18
+local listing = {first = nil, low = 100, high = 600}
+local function listing_last(low, high)
+  listing.low, listing.high = low or 100, high or 600
+  local n = 3 * ((listing.high - listing.low) / 100 + 1)
+  listing.first = #KEYS - n + 1
+  return n
 end
 
 -- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
 -- `at`, in the listing block's zsets of that status.
 local function list_job(command, status, queue, name, at, id)
   local tail = string.format('%017d', math.floor(tonumber(at) * 1000000 + 0.5)) .. ':' .. id
-  local j = listing.first + 3 * (status / 100 - 1)
+  if status < listing.low or status > listing.high then
+    error('status ' .. status .. ' is outside the listing block passed')
+  end
+  local j = listing.first + 3 * ((status - listing.low) / 100)
   local members = {queue .. '\0' .. tail, name .. '\0' .. tail, queue .. '\0' .. name .. '\0' .. tail}
   if command == 'ZADD' then
     redis.call('ZADD', KEYS[j], 0, members[1])
