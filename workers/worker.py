@@ -6,8 +6,9 @@ hands each job to the runner (``workers.pool``); a run's end is recorded by
 ``workers.outcomes`` (nacks at once, completions batched by the acker), every
 write carrying the job's fencing token. Idle, it waits for the store's
 wake-up (Redis wake-up lists, PostgreSQL LISTEN; ``workers.wakeup``) or polls
-with a short backoff (5 ms -> 200 ms); a notice that names one job is leased
-in one round trip when every slot is idle (``JobStore.claim_notified``). A
+with a short backoff (5 ms -> 200 ms); a notice that names one job, when every
+slot is idle, is leased in one round trip and started by the wake-up thread
+itself (``JobStore.claim_notified``). A
 busy worker claims when half its slots are free (or after CLAIM_LINGER_S),
 and ahead of its slots as many jobs as they run in CLAIM_AHEAD_S, leased and
 renewed like running ones; a job's execution timeout starts when a slot
@@ -104,8 +105,6 @@ class Worker:
         self.exit_code = EXIT_OK
         self._stopping = threading.Event()
         self._wakeup = threading.Event()
-        #: The newest ready-job notice not yet acted on (set by the wake-up thread).
-        self._notice: Notice | None = None
         self._signals = 0
         self._queues = WeightedQueues(config.queues)
         self._idle = IdleBackoff()
@@ -254,8 +253,7 @@ class Worker:
                 continue
             self._last_claim = time.monotonic()
             try:
-                notified = self._claim_notified()
-                jobs = notified or self._claim(free)
+                jobs = self._claim(free)
             except Exception as exc:  # the store may come back: wait and retry
                 log.warning("worker %s: claim failed: %s", self.id, exc)
                 self._wakeup.wait(self._errors.next())
@@ -265,8 +263,6 @@ class Worker:
                 self._idle.reset()
                 for job in jobs:
                     self._start(job)
-                if notified:  # the job of a notice: other ready jobs have notices of their own
-                    self._wakeup.wait(self._until_deadline(self._idle.next()))
                 continue
             if self.config.burst and self.runner.busy() == 0:
                 log.info("worker %s: no job left (burst), stopping", self.id)
@@ -306,19 +302,23 @@ class Worker:
             self.listener.nudge()
 
     def _on_notice(self, notice: Notice) -> None:
-        """A job became ready on one of our queues (called from the wake-up thread)."""
-        self._notice = notice
+        """A job became ready on one of our queues (called from the wake-up
+        thread). When no slot is busy and the notice names the job, this
+        thread leases it in one round trip (``JobStore.claim_notified``) and
+        starts it, with no hand-over to the claim loop; otherwise, or when
+        another worker took it first, the claim loop wakes and claims as usual
+        (a busy worker claims in batches)."""
+        if notice.job is not None and self.runner.busy() == 0 and self._wants_notices():
+            try:
+                jobs = self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
+            except Exception as exc:  # the claim loop tries again as usual
+                log.warning("worker %s: claim of a notified job failed: %s", self.id, exc)
+                jobs = []
+            if jobs:
+                for job in jobs:
+                    self._start(job)
+                return
         self._wakeup.set()
-
-    def _claim_notified(self) -> list[Job]:
-        """The job the newest notice names, leased in one round trip
-        (``JobStore.claim_notified``), when no slot is busy; ``[]`` when
-        there is none or it was taken first (``_claim`` then asks as usual).
-        A busy worker claims in batches: a notice only wakes it."""
-        notice, self._notice = self._notice, None
-        if notice is None or notice.job is None or self.runner.busy():
-            return []
-        return self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
 
     def _wants_notices(self) -> bool:
         """Whether the wake-up thread should wait for notices: a slot is free
