@@ -47,7 +47,7 @@ Key schema (``P`` = prefix):
 ``{P}:paused``            set: names of the paused queues (read by the claim scripts)
 ``{P}:schedules``         zset: schedule names, every score 0 (byte order = by name)
 ``{P}:schedule:<name>``   hash: a periodic job's definition, ``enabled``, last tick
-``{P}:wakeup:<queue>``    list: wake-up entries of idle workers, the newest
+``{P}:wakeup:<queue>``    list: wake-up entries of idle workers, at most
                           WAKEUP_KEPT (store/redis/wakeups.py): a ready job's
                           ``rank``, or ``*`` for several
 

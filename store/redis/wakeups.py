@@ -3,8 +3,8 @@
 ``lua/enqueue.lua`` pushes, in the same script that writes the jobs, one
 entry on the wake-up list of each queue that got a ready job
 (``Keys.wakeup(queue)``): the job's ready-zset member when the call made one
-job of that queue ready, else ``*``; the list keeps its newest
-WAKEUP_KEPT entries. A worker with a free slot blocks on its queues' lists
+job of that queue ready, else ``*``; the list keeps at most WAKEUP_KEPT
+entries (past that, enqueue trims it to the newest half). A worker with a free slot blocks on its queues' lists
 (``BLMPOP``, Redis 7; ``BLPOP`` on older servers) and Redis hands each entry
 to one waiting worker, as ``BRPOP`` hands a task to one huey consumer: only
 that worker wakes, and it leases the job the entry names in one round trip
@@ -26,7 +26,7 @@ from store.base import Notice, Wakeups
 from store.redis.connect import unavailable
 from store.redis.keys import Keys
 
-#: Entries each queue's wake-up list keeps (older ones are trimmed by enqueue).
+#: Most entries a queue's wake-up list keeps (enqueue trims it to the newest half past that).
 WAKEUP_KEPT = 32
 #: The entry that names no single job: claim as usual.
 ANY_JOB = "*"

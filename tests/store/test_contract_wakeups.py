@@ -148,7 +148,7 @@ def test_redis_notices_nobody_reads_are_bounded_and_coalesce(handle: StoreHandle
     store = redis_only(handle)
     for _ in range(WAKEUP_KEPT + 10):
         store.enqueue("noop")
-    assert store._client.llen(store.keys.wakeup("default")) == WAKEUP_KEPT
+    assert WAKEUP_KEPT // 2 <= store._client.llen(store.keys.wakeup("default")) <= WAKEUP_KEPT
     wakeups = store.wakeups(["default"])
     # Everything waiting comes as one notice naming no single job: claim as usual.
     assert wakeups.wait(1.0) == Notice("default", None)

@@ -13,7 +13,7 @@
 -- KEYS[#KEYS - 5 .. #KEYS] listing block of Queued and Scheduled (lib/job.lua
 --              `listing_last(100, 200)`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      wake-up entries kept per queue: each queue that got a ready
+-- ARGV[4]      most wake-up entries kept per queue: each queue that got a ready
 --              (undelayed) job gets one entry on its wake-up list, the job's
 --              ready member when the call made one job of that queue ready,
 --              else '*' (a worker's blocking pop hands it to one idle worker)
@@ -149,8 +149,10 @@ end
 flush_counts()
 local kept = tonumber(ARGV[4])
 for _, wake in pairs(ready) do
+  -- Past `kept` entries, the newest half stays (one LTRIM per kept/2 pushes
+  -- while no worker pops).
   if redis.call('RPUSH', KEYS[wake.list], wake.member) > kept then
-    redis.call('LTRIM', KEYS[wake.list], -kept, -1)
+    redis.call('LTRIM', KEYS[wake.list], -math.floor(kept / 2), -1)
   end
 end
 return {'ok', fmt(now)}
