@@ -4,8 +4,9 @@
 entry on the wake-up list of each queue that got a ready job
 (``Keys.wakeup(queue)``): the job's ready-zset member when the call made one
 job of that queue ready, else ``*``; the list keeps at most WAKEUP_KEPT
-entries (past that, enqueue trims it to the newest half). A worker with a free slot blocks on its queues' lists
-(``BLMPOP``, Redis 7; ``BLPOP`` on older servers) and Redis hands each entry
+entries (past that, enqueue trims it to the newest half). A worker with a
+free slot blocks on its queues' lists (``BLMPOP``, Redis 7; ``BLPOP`` on older
+servers) and Redis hands each entry
 to one waiting worker, as ``BRPOP`` hands a task to one huey consumer: only
 that worker wakes, and it leases the job the entry names in one round trip
 (``RedisStore.claim_notified``), or claims as usual for ``*``.
