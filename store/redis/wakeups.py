@@ -6,10 +6,10 @@ entry on the wake-up list of each queue that got a ready job
 job of that queue ready, else ``*``; the list keeps at most WAKEUP_KEPT
 entries (past that, enqueue trims it to the newest half). A worker with a
 free slot blocks on its queues' lists (``BLMPOP``, Redis 7; ``BLPOP`` on older
-servers) and Redis hands each entry
-to one waiting worker, as ``BRPOP`` hands a task to one huey consumer: only
-that worker wakes, and it leases the job the entry names in one round trip
-(``RedisStore.claim_notified``), or claims as usual for ``*``.
+servers) and Redis hands each entry to one waiting worker, as ``BRPOP`` hands
+a task to one huey consumer: only that worker wakes, and it leases the job
+the entry names in one round trip (``RedisStore.claim_notified``), or claims
+as usual for ``*``.
 
 Entries are hints, never the source of truth: an entry may name a job that a
 batch claim already took (the notified claim then finds nothing), and one
