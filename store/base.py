@@ -309,21 +309,6 @@ class JobStore(OperatingContract):
         Raises ValidationError (a result not JSON; nothing written)."""
 
     @abc.abstractmethod
-    def report_progress(
-        self,
-        job_id: str,
-        token: int,
-        fraction: float,
-        message: str | None = None,
-        worker_id: str | None = None,
-    ) -> None:
-        """Record a running job's progress (``fraction`` in [0, 1], a short
-        ``message``, stamped with the store's clock), fenced by the lease
-        token like a heartbeat: a stale holder's progress changes nothing.
-        Raises LeaseLost, JobNotFound, ValidationError (fraction, message
-        over 500 characters)."""
-
-    @abc.abstractmethod
     def attempts(self, job_id: str) -> list[Attempt]:
         """Every failed attempt of a job, oldest first: handler errors,
         timeouts and expired leases, each with its own error (traceback cut

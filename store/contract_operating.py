@@ -1,7 +1,7 @@
 """The JobStore contract, continued: what a store does to be operated for
 months (DESIGN.md section 8) — locks and the worker registry, paused queues, retention and maintenance runs,
 bulk operations, audit-only entries, failure counters (login throttling),
-periodic-job schedules and search. ``store.base.JobStore`` inherits it; the
+periodic-job schedules, handlers' progress and search. ``store.base.JobStore`` inherits it; the
 rules of ``store.base`` (atomic, guarded, the store's clock) hold here too.
 """
 
@@ -11,9 +11,13 @@ import abc
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, JobStatus
 from store.models import BulkOperation, LockInfo, MaintenanceRun, QueueState, Schedule, WorkerInfo
 from store.search import SEARCH_SCAN_LIMIT, SearchPage
+
+#: A progress report: (job id, lease token, fraction in [0, 1], message or None).
+ProgressReport = tuple[str, int, float, str | None]
 
 
 class OperatingContract(abc.ABC):
@@ -157,6 +161,43 @@ class OperatingContract(abc.ABC):
     def record_tick(self, name: str, tick_at: float, job_id: str) -> None:
         """Note that ``tick_at`` (epoch seconds) of ``name`` enqueued
         ``job_id``; ``last_tick_at`` only moves forward."""
+
+    # -------------------------------------------------------------- progress
+    @abc.abstractmethod
+    def report_progress_many(
+        self, reports: Sequence[ProgressReport], worker_id: str | None = None
+    ) -> list[LeaseLost | None]:
+        """Record the progress of many running jobs at once: ``reports`` are
+        ``(job_id, token, fraction, message)``, ``fraction`` in [0, 1] and
+        ``message`` a short text or None (``store.models.progress_value``).
+        Each is written as ``{"fraction", "message", "at"}``, ``at`` the
+        store's clock (epoch seconds), only when its job is InProgress with
+        that lease token, like a heartbeat; nothing else changes (no event,
+        no ``last_updated_at``).
+
+        Every report is guarded on its own; the writes of a chunk (MAX_BATCH,
+        Redis SCRIPT_BATCH) are one transaction or script call. A report
+        repeated for one (job, token) counts once, the last one winning. The
+        answer has one entry per report, in order: None (written), or the
+        LeaseLost that refused it, recorded as a PROGRESS_REFUSED event (a job
+        that no longer exists: LeaseLost with no current token, no event).
+        Raises ValidationError (a bad fraction or message; nothing written)."""
+
+    def report_progress(
+        self,
+        job_id: str,
+        token: int,
+        fraction: float,
+        message: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        """One report of ``report_progress_many``. Raises LeaseLost (refused,
+        recorded as an event), JobNotFound, ValidationError."""
+        [refused] = self.report_progress_many([(job_id, token, fraction, message)], worker_id)
+        if refused is not None:
+            if refused.current_token is None:
+                raise JobNotFound(job_id)
+            raise refused
 
     # -------------------------------------------------------------- search
     @abc.abstractmethod

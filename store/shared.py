@@ -18,16 +18,30 @@ from typing import Any
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
+from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
 from store.errors import LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus
-from store.models import Counts, Job, JobSpec, Page, RecoveredJob, RecoveryReport, as_spec, validate_spec
+from store.models import (
+    Counts,
+    Job,
+    JobSpec,
+    Page,
+    RecoveredJob,
+    RecoveryReport,
+    as_spec,
+    progress_value,
+    validate_spec,
+)
 from store.records import WORKER_COMMANDS, WorkerInfo
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
 from store.spec import unique_key_of
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
 EncodedAck = tuple[str, int, str | None]
+#: A progress report as the engine half takes it: (job id, token, the checked
+#: ``{"fraction", "message"}`` of ``progress_value``, without ``at``).
+CheckedProgress = tuple[str, int, dict[str, Any]]
 
 
 def encode_results(acks: Sequence[tuple[str, int, Any]]) -> list[EncodedAck]:
@@ -112,6 +126,28 @@ class SharedStore(JobStore):
         self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
     ) -> list[Job | LeaseLost | None]:
         """Engine half of complete_many (results already JSON texts)."""
+
+    # ------------------------------------------------------------ progress
+    def report_progress_many(
+        self, reports: Sequence[ProgressReport], worker_id: str | None = None
+    ) -> list[LeaseLost | None]:
+        latest: dict[tuple[str, int], dict[str, Any]] = {}
+        for job_id, token, fraction, message in reports:  # all checked before anything is written
+            latest[(job_id, token)] = progress_value(fraction, message)
+        checked = [(job_id, token, value) for (job_id, token), value in latest.items()]
+        outcomes: dict[tuple[str, int], LeaseLost | None] = {}
+        for i in range(0, len(checked), MAX_BATCH):
+            chunk = checked[i : i + MAX_BATCH]
+            answers = self._report_progress(chunk, worker_id)
+            outcomes.update(zip(((r[0], r[1]) for r in chunk), answers, strict=True))
+        return [outcomes[(r[0], r[1])] for r in reports]
+
+    @abc.abstractmethod
+    def _report_progress(
+        self, reports: Sequence[CheckedProgress], worker_id: str | None
+    ) -> list[LeaseLost | None]:
+        """Engine half of report_progress_many: at most MAX_BATCH reports,
+        one per (job, token), already checked; one entry per report."""
 
     # ---------------------------------------------------------------- read
     def list_jobs(

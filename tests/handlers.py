@@ -54,6 +54,19 @@ def hold(ctx: JobContext) -> dict[str, object]:
     return _who(ctx)
 
 
+@handler("progress_hold")
+def progress_hold(ctx: JobContext) -> dict[str, object]:
+    """Report (0.5, "halfway"); when ``payload["path"]`` is given, run until
+    that file exists (at most two minutes); report (0.9, "almost"), return."""
+    ctx.progress(0.5, "halfway")
+    path = (ctx.payload or {}).get("path")
+    deadline = time.monotonic() + 120
+    while path and not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    ctx.progress(0.9, "almost")
+    return _who(ctx)
+
+
 @handler("crash")
 def crash(ctx: JobContext) -> None:
     """Kill the process running the job: a poison job."""

@@ -8,6 +8,9 @@ refused ones (LeaseLost: fencing did its job) and only then calls each run's
 alone in the queue goes at once. At most ``max_pending`` acks wait: a slot
 that would add one more blocks until the acker catches up (back-pressure
 when the store is slow).
+Before ``complete_many`` it writes the pending progress reports of the
+batch's runs (``workers.progress``: one batched call, none when no run has
+one), so a completed job holds its last report.
 A store outage is retried (every ack is guarded by its token, so a retry is
 safe); after the last retry the leases expire and recovery retries the jobs.
 """
@@ -24,6 +27,7 @@ from store.base import MAX_BATCH, JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable, ValidationError
 from store.models import Job
 from workers.inflight import Running
+from workers.progress import ProgressReporter
 from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 
 log = logging.getLogger(__name__)
@@ -38,11 +42,17 @@ class Acker(threading.Thread):
     """The thread that records completions for one worker process."""
 
     def __init__(
-        self, store: JobStore, worker_id: str, max_batch: int = MAX_BATCH, max_pending: int = MAX_BATCH
+        self,
+        store: JobStore,
+        worker_id: str,
+        max_batch: int = MAX_BATCH,
+        max_pending: int = MAX_BATCH,
+        progress: ProgressReporter | None = None,
     ) -> None:
         super().__init__(name="leasehold-acker", daemon=True)
         self.store = store
         self.worker_id = worker_id
+        self.progress = progress
         self.max_batch = max_batch
         self.max_pending = max_pending
         self._queue: deque[Item] = deque()
@@ -90,6 +100,8 @@ class Acker(threading.Thread):
         acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]
 
         def record() -> list[Job | LeaseLost | None]:
+            if self.progress is not None:  # the last reports first; put back if the store is out
+                self.progress.flush([(job_id, token) for job_id, token, _ in acks])
             return self.store.complete_many(acks, worker_id=self.worker_id, return_jobs=False)
 
         outcomes: list[object]

@@ -1,4 +1,5 @@
-"""Run one handler and turn what happened into an Outcome (no store I/O).
+"""Run one handler and turn what happened into an Outcome (no store I/O but
+a pool process's progress reports, see ``run_in_child``).
 
 The same function runs in a pool thread and, through ``run_in_child``, in a
 pool process, so both pools report results and errors identically. Errors
@@ -7,14 +8,18 @@ are the store's ``{type, message, traceback}``; ``permanent`` skips retries.
 
 from __future__ import annotations
 
+import logging
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from store.errors import StoreUnavailable
 from workers.handlers import HandlerSpec, JobContext, PermanentError, get_handler
 from workers.progress import child_reporter
+
+log = logging.getLogger(__name__)
 
 #: Longest error message and traceback kept on a job, characters.
 MAX_MESSAGE_CHARS = 2_000
@@ -87,8 +92,16 @@ def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
 
 def run_in_child(name: str, fields: dict[str, Any]) -> Outcome:
     """Pool-process entry: look the handler up in this process's registry
-    (filled by the pool's initializer) and run it."""
+    (filled by the pool's initializer) and run it; then write the run's
+    pending progress report, so it is stored before the worker acks."""
     spec = get_handler(name)
     if spec is None:
         return unknown_handler(name, fields.get("worker_id", "?"))
-    return run_handler(spec, JobContext(**fields, _reporter=child_reporter()))
+    reporter = child_reporter()
+    outcome = run_handler(spec, JobContext(**fields, _reporter=reporter))
+    if reporter is not None:
+        try:
+            reporter.flush([(fields["job_id"], fields["lease_token"])])
+        except StoreUnavailable as exc:  # a report is a hint: the outcome goes on
+            log.warning("progress of job %s not recorded: %s", fields["job_id"], exc)
+    return outcome

@@ -82,11 +82,13 @@ class JobContext:
     def progress(self, fraction: float, message: str | None = None) -> None:
         """Report how far the job got: ``fraction`` in [0, 1] and an optional
         short ``message`` (at most 500 characters), shown live in the
-        console and in the job JSON. Written at most about once a second
-        per job, fenced by this run's lease token (a run that lost its lease
-        writes nothing). Raises ValidationError for a bad fraction or message;
-        never for the store (a report is a hint). Outside a worker (a context
-        built by hand) it only checks its input."""
+        console and in the job JSON. Only kept in memory: the worker writes
+        the latest report of the run about every half second
+        (workers.progress) and before the job's outcome, fenced by this
+        run's lease token (a run that lost its lease writes nothing). Raises
+        ValidationError for a bad fraction or message at once; never for the
+        store (a report is a hint). Outside a worker (a context built by
+        hand) it only checks its input."""
         progress_value(fraction, message)
         if self._reporter is not None:
             self._reporter.report(self.job_id, self.lease_token, self.worker_id, fraction, message)

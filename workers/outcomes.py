@@ -10,6 +10,10 @@ or refused because the token is no longer current): the late ack then comes
 after it and is refused. When the JobTimeout write gave up on an outage the
 job is still InProgress under the same token, so the late result is dropped;
 the lease, no longer renewed, expires and recovery retries the job.
+
+A run's pending progress report (``workers.progress``) is written before its
+nack or release (the acker does it for acks), and discarded when the run's
+outcome is not the worker's to record.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from workers.acker import Acker
 from workers.execute import Outcome, timed_out
 from workers.inflight import InFlight, Running, State
 from workers.logs import job_fields
+from workers.progress import ProgressReporter
 from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 
 log = logging.getLogger(__name__)
@@ -38,11 +43,24 @@ SETTLE_WAIT_S = 30.0
 class Outcomes:
     """Records the outcomes of one worker's runs in ``store`` as ``worker_id``."""
 
-    def __init__(self, store: JobStore, worker_id: str, inflight: InFlight, acker: Acker) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        worker_id: str,
+        inflight: InFlight,
+        acker: Acker,
+        progress: ProgressReporter | None = None,
+    ) -> None:
         self.store = store
         self.worker_id = worker_id
         self.inflight = inflight
         self.acker = acker
+        self.progress = progress
+
+    def _flush_progress(self, run: Running) -> None:
+        """Write ``run``'s pending progress report, if any (raises StoreUnavailable)."""
+        if self.progress is not None:
+            self.progress.flush([(run.job.id, run.job.lease_token)])
 
     def done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
         """A run ended (called from its slot's thread). ``finish()`` frees the
@@ -57,6 +75,8 @@ class Outcomes:
 
         try:
             if outcome.dropped or not self._ours(run):
+                if self.progress is not None:
+                    self.progress.discard((run.job.id, run.job.lease_token))
                 return
             if outcome.error is None:
                 self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
@@ -113,6 +133,7 @@ class Outcomes:
         fields = job_fields(job, self.worker_id)
 
         def nack() -> None:
+            self._flush_progress(run)
             self.store.fail(
                 job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.worker_id
             )
@@ -149,6 +170,7 @@ class Outcomes:
         back expires and recovery retries the job."""
         fields = job_fields(run.job, self.worker_id)
         try:
+            self._flush_progress(run)
             self.store.release(run.job.id, run.job.lease_token, worker_id=self.worker_id)
             log.debug("job %s released", run.job.id, extra=fields)
         except LeaseLost as exc:

@@ -1,76 +1,158 @@
 """Progress reports from handlers (``ctx.progress(fraction, message)``) to the
-store, at most one write per job every MIN_INTERVAL_S seconds.
+store, coalesced in memory and written in batches.
 
-A report goes through ``store.report_progress``, fenced by the run's lease
-token like a heartbeat: a stale holder's report is refused by the store and
-only logged here (the heartbeat is what stops a run that lost its lease). A
-report inside the interval is dropped, except the last one (fraction 1.0).
-In a process pool, each pool process opens its own store handle from the
-worker's store URL on its first report (``init_child``).
+``ProgressReporter.report`` only keeps the latest report of each run (job id,
+lease token) and returns: a handler never waits for the store. The pending
+reports are written with one ``store.report_progress_many`` call (fenced by
+each run's lease token like a heartbeat: a stale holder's report is refused
+by the store and only logged here, the heartbeat is what stops a run that lost
+its lease):
+
+* before a run's outcome is written: the acker flushes the runs of its batch
+  before their ``complete_many``, and ``workers.outcomes`` a run's report
+  before its nack or release, so a finished job holds its last report;
+* every FLUSH_INTERVAL_S by the reporter's own flusher thread (started with
+  the first report), so the console sees a long job move.
+
+So each run's progress is written at most about once per FLUSH_INTERVAL_S,
+plus once before its outcome; between two writes the latest report wins.
+A report of a run the worker dropped (lease lost) is discarded.
+
+In a process pool each pool process has a reporter of its own, on a store
+handle it opens from the worker's store URL on its first write
+(``init_child``): its flusher writes long runs' reports, and ``run_in_child``
+flushes a run's report before handing the outcome back, so the worker's ack
+still comes after it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import groupby
 
 from store.base import JobStore
-from store.errors import JobNotFound, LeaseLost, StoreUnavailable
+from store.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
-#: Least time between two progress writes of one job, seconds.
-MIN_INTERVAL_S = 1.0
-#: Jobs whose last write time is remembered (oldest forgotten first).
-REMEMBERED = 10_000
+#: Seconds between two periodic writes of the pending reports.
+FLUSH_INTERVAL_S = 0.5
+
+#: A run: (job id, lease token).
+RunKey = tuple[str, int]
+#: A pending report: (worker id, fraction, message).
+Pending = tuple[str, float, str | None]
 
 
 class ProgressReporter:
-    """Throttled progress writes for the runs of one process; thread-safe.
-    ``store`` is a store or a callable opening one on first use."""
+    """The pending progress reports of one process's runs; thread-safe.
 
-    def __init__(self, store: JobStore | Callable[[], JobStore]) -> None:
+    ``store`` is a store or a callable opening one on first write. Reports
+    (``report``) never touch the store; writes (``flush``, the flusher
+    thread) are serialised, so a flush that returns has stored every report
+    taken before it began, including one another flush had in hand."""
+
+    def __init__(
+        self, store: JobStore | Callable[[], JobStore], flush_interval_s: float = FLUSH_INTERVAL_S
+    ) -> None:
         self._store = store
         self._opened: JobStore | None = store if isinstance(store, JobStore) else None
-        self._last: OrderedDict[tuple[str, int], float] = OrderedDict()
-        self._lock = threading.Lock()
+        self.flush_interval_s = flush_interval_s
+        self._pending: dict[RunKey, Pending] = {}
+        self._lock = threading.Lock()  # guards _pending; never held across a store call
+        self._writing = threading.Lock()  # one flush at a time
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
 
     def _handle(self) -> JobStore:
+        """The store, opened on first use (called under ``_writing``)."""
         if self._opened is None:
-            with self._lock:
-                if self._opened is None:
-                    assert callable(self._store)
-                    self._opened = self._store()
+            assert callable(self._store)
+            self._opened = self._store()
         return self._opened
 
-    def _due(self, key: tuple[str, int], fraction: float) -> bool:
-        now = time.monotonic()
+    # -------------------------------------------------------------- report
+    def report(self, job_id: str, token: int, worker_id: str, fraction: float, message: str | None) -> None:
+        """Keep ``(fraction, message)`` as the latest report of run ``(job_id,
+        token)`` (checked already: ``progress_value``). Never blocks on the store."""
         with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < MIN_INTERVAL_S and fraction < 1.0:
-                return False
-            self._last[key] = now
-            self._last.move_to_end(key)
-            while len(self._last) > REMEMBERED:
-                self._last.popitem(last=False)
-        return True
+            self._pending[(job_id, token)] = (worker_id, fraction, message)
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name="leasehold-progress", daemon=True)
+                self._thread.start()
 
-    def report(self, job_id: str, token: int, worker_id: str, fraction: float, message: str | None) -> bool:
-        """Write one report unless throttled; True when the store took it.
-        Never raises for a refused or unreachable store (a report is a hint)."""
-        if not self._due((job_id, token), fraction):
-            return False
+    def discard(self, key: RunKey) -> None:
+        """Forget run ``key``'s pending report (the run is no longer ours)."""
+        with self._lock:
+            self._pending.pop(key, None)
+
+    def pending(self) -> int:
+        """Runs with a report not yet written."""
+        with self._lock:
+            return len(self._pending)
+
+    # --------------------------------------------------------------- write
+    def flush(self, keys: Iterable[RunKey] | None = None) -> int:
+        """Write the pending reports of the runs ``keys`` (default: every run),
+        one ``report_progress_many`` per worker id; returns how many the
+        store took. A run with nothing pending costs nothing (no call at all
+        when none has). Raises StoreUnavailable after putting the reports
+        back (unless a newer one came meanwhile): the caller may retry."""
+        with self._writing:
+            with self._lock:
+                if keys is None:
+                    taken, self._pending = self._pending, {}
+                else:
+                    taken = {k: p for k in keys if (p := self._pending.pop(k, None)) is not None}
+            if not taken:
+                return 0
+            try:
+                return self._write(taken)
+            except StoreUnavailable:
+                with self._lock:
+                    for key, report in taken.items():
+                        self._pending.setdefault(key, report)
+                raise
+
+    def _write(self, taken: dict[RunKey, Pending]) -> int:
+        store, written = self._handle(), 0
+        items = sorted(taken.items(), key=lambda item: item[1][0])
+        for worker_id, group in groupby(items, key=lambda item: item[1][0]):
+            reports = [(job_id, token, f, m) for (job_id, token), (_, f, m) in group]
+            answers = store.report_progress_many(reports, worker_id=worker_id)
+            for (job_id, _, _, _), refused in zip(reports, answers, strict=True):
+                if refused is None:
+                    written += 1
+                else:
+                    log.info("progress of job %s refused: %s", job_id, refused)
+        return written
+
+    # ------------------------------------------------------------- flusher
+    def _run(self) -> None:
+        while not self._wake.wait(self.flush_interval_s):
+            self._flush_quietly()
+
+    def _flush_quietly(self) -> None:
         try:
-            self._handle().report_progress(job_id, token, fraction, message, worker_id=worker_id)
-            return True
-        except (LeaseLost, JobNotFound) as exc:
-            log.info("progress of job %s refused: %s", job_id, exc)
+            self.flush()
         except StoreUnavailable as exc:
-            log.warning("progress of job %s not recorded: %s", job_id, exc)
-        return False
+            log.warning("progress reports not recorded yet (%d pending): %s", self.pending(), exc)
+        except Exception:  # never lose the thread: a report is a hint
+            log.exception("writing progress reports failed")
+
+    def close(self) -> None:
+        """Stop the flusher thread and write what is pending (once more; a
+        store outage then loses it: a report is a hint)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._flush_quietly()
 
 
 _child: ProgressReporter | None = None
@@ -78,7 +160,7 @@ _child: ProgressReporter | None = None
 
 def init_child(handlers: list[str], store_url: str | None) -> None:
     """Initializer of a pool process: load the handlers, and report progress
-    through a store handle of its own, opened on the first report."""
+    through a store handle of its own, opened on the first write."""
     global _child
     from workers.handlers import load_handlers
 

@@ -16,6 +16,7 @@ starts it.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the
+progress flusher (``workers.progress``, once a handler reports), the
 recovery service (``store.recovery``) and, unless in burst mode, the
 maintenance service (``store.maintenance``: retention, dead workers, history,
 bulk operations) and the scheduler of periodic jobs (``workers.scheduler``).
@@ -29,7 +30,8 @@ runs it gave up on, the worker exits with EXIT_SLOTS_LOST to be replaced.
 Shutdown (first SIGTERM/SIGINT, ``stop()``, an operator's stop, or burst mode
 running dry): stop claiming, give running jobs ``grace_s`` to finish, release
 the rest (back to the queue at once, not a failure), flush the queued acks
-(leases still renewed), stop the heartbeat, leave the registry. A second
+(leases still renewed) and the pending progress reports, stop the
+heartbeat, leave the registry. A second
 signal exits at once.
 """
 
@@ -113,8 +115,9 @@ class Worker:
         self._ahead_now = 0
         self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
-        self.acker = Acker(store, self.id)
-        self.outcomes = Outcomes(store, self.id, self.inflight, self.acker)
+        self.progress = ProgressReporter(store)
+        self.acker = Acker(store, self.id, progress=self.progress)
+        self.outcomes = Outcomes(store, self.id, self.inflight, self.acker, self.progress)
         self.runner: Runner
         if config.pool == "process":
             self.runner = ProcessRunner(
@@ -122,7 +125,6 @@ class Worker:
             )
         else:
             self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
-        self.progress = ProgressReporter(store)
         #: Set by an operator's "quiet": claim nothing more, finish what is held.
         self._quiet = threading.Event()
         self.heartbeat: Heartbeat | None = None
@@ -402,6 +404,7 @@ class Worker:
         # not outlive the lease), and stops only then.
         if self.acker.is_alive():
             self.acker.stop()
+        self.progress.close()  # reports of runs still going when released, or refused late
         if self.heartbeat is not None:
             self.heartbeat.stop()
             self.heartbeat.join(timeout=5)

@@ -30,9 +30,9 @@ the fields it stamps or clears come from ``lifecycle.OPERATIONS`` through
 A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
 how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
 (each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
-contention); heartbeat and complete_many 1 per SCRIPT_BATCH (+1 when some are
-refused); report_progress 1 (+1 when refused); fail, release and operator
-actions 2; recovery 2 + 1 per SCRIPT_BATCH.
+contention); heartbeat, complete_many and report_progress_many 1 per
+SCRIPT_BATCH (+1 when some are refused); fail, release and operator actions 2;
+recovery 2 + 1 per SCRIPT_BATCH.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from store import lifecycle
 from store.base import MAX_BATCH, Notice
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
@@ -68,7 +68,7 @@ from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
-from store.shared import EncodedAck, SharedStore
+from store.shared import CheckedProgress, EncodedAck, SharedStore
 
 S = JobStatus
 #: Most claim rounds per call when candidates were taken by other workers.
@@ -282,24 +282,27 @@ class RedisStore(
                     out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
         return out
 
-    def report_progress(
-        self,
-        job_id: str,
-        token: int,
-        fraction: float,
-        message: str | None = None,
-        worker_id: str | None = None,
-    ) -> None:
-        """See JobStore.report_progress: one script (lua/progress.lua) fenced
-        by (InProgress, token); a refusal is recorded like a stale heartbeat's."""
-        value = codec.dumps(progress_value(fraction, message))
-        args = [self._offset(), int(S.InProgress), token, value]
-        reply = self._eval(self._lua.progress, [self.keys.job(job_id)], args)
-        if reply[0] == 1:
-            return
-        if reply[0] == -1:
-            raise JobNotFound(job_id)
-        raise self._refusals(EventKind.PROGRESS_REFUSED, worker_id, [(job_id, token, reply[1], reply[2])])[0]
+    def _report_progress(
+        self, reports: Sequence[CheckedProgress], worker_id: str | None
+    ) -> list[LeaseLost | None]:
+        """One script call (lua/progress.lua) per SCRIPT_BATCH reports, each
+        fenced by (InProgress, token), plus one to record refusals when there
+        are any (like stale heartbeats)."""
+        out: list[LeaseLost | None] = []
+        for chunk in chunks(reports):
+            keys = [self.keys.job(job_id) for job_id, _, _ in chunk]
+            args: list[Any] = [self._offset(), int(S.InProgress)]
+            for _, token, value in chunk:
+                args += [token, codec.dumps(value)]
+            replies = self._eval(self._lua.progress, keys, args)
+            stale = [(r[0], r[1], x[1], x[2]) for r, x in zip(chunk, replies, strict=True) if x[0] == 0]
+            lost = iter(self._refusals(EventKind.PROGRESS_REFUSED, worker_id, stale))
+            for (job_id, token, _), reply in zip(chunk, replies, strict=True):
+                if reply[0] == 1:
+                    out.append(None)
+                else:
+                    out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
+        return out
 
     def attempts(self, job_id: str) -> list[Attempt]:
         """The job's attempts list (lua/apply_failures.lua), oldest first."""

@@ -27,6 +27,7 @@ from sqlalchemy import (
     select,
     true,
     union_all,
+    update,
 )
 from sqlalchemy.dialects import postgresql
 
@@ -35,7 +36,7 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.sql.changes import guarded_update
 from store.sql.schema import attempts as attempts_table
 from store.sql.schema import counters, history, job_events, jobs
-from store.sql.statements import IN_PROGRESS, bucket_start, due, failure_values, lease
+from store.sql.statements import IN_PROGRESS, bucket_start, due, failure_values, json_with_at, lease
 
 #: Columns enqueue_jobs_pg takes as arrays: (bind parameter, column, array element type).
 ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
@@ -256,6 +257,32 @@ def complete_jobs_pg(now: ColumnElement[float]) -> Update:
         where=[jobs.c.id == acks.c.a_id, jobs.c.lease_token == acks.c.a_token],
         values={"result": cast(acks.c.a_result, postgresql.JSONB)},
     ).returning(*jobs.c, literal(IN_PROGRESS, SmallInteger()).label("old_status"))
+
+
+def set_progress_pg(now: ColumnElement[float]) -> Update:
+    """PostgreSQL progress of many running jobs: one UPDATE over ``unnest`` of
+    three arrays (autocommit), each row guarded by status InProgress and its
+    token, stamped ``at`` = now. Params: ids, tokens, values (JSON texts
+    without ``at``, one per job). Returns the (id, lease_token) written."""
+    reports = (
+        func.unnest(
+            bindparam("ids", type_=postgresql.ARRAY(String())),
+            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
+            bindparam("values", type_=postgresql.ARRAY(Text())),
+        )
+        .table_valued("p_id", "p_token", "p_value")
+        .render_derived(name="reports")
+    )
+    return (
+        update(jobs)
+        .where(
+            jobs.c.id == reports.c.p_id,
+            jobs.c.lease_token == reports.c.p_token,
+            jobs.c.status == IN_PROGRESS,
+        )
+        .values(progress=json_with_at(cast(reports.c.p_value, postgresql.JSONB), now))
+        .returning(jobs.c.id, jobs.c.lease_token)
+    )
 
 
 def recover_jobs_pg(now: ColumnElement[float]) -> Update:

@@ -111,6 +111,12 @@ class Dialect(abc.ABC):
         """Apply guarded acks with their events and counters; the applied
         ones by (id, token): the Completed job, or None without ``return_jobs``."""
 
+    @abc.abstractmethod
+    def set_progress(self, reports: Sequence[tuple[str, int, dict[str, Any]]]) -> set[tuple[str, int]]:
+        """Write checked progress reports ``(id, token, value)``, each fenced
+        by (InProgress, token) and stamped with the store's clock, as one
+        atomic unit; the (id, token) of those written."""
+
     def live(self, conn: Connection, missed: Sequence[Lease]) -> set[str]:
         """Of leases a renewal skipped, the ids still valid (deferred, not
         refused). Only an engine that skips locked rows has any."""

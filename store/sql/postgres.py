@@ -61,6 +61,7 @@ class PostgresDialect(Dialect):
         self._q_walk_indexes = pg.walk_indexes_pg()
         self._q_planner_settings = pg.planner_settings_pg()
         self._q_live = sql.live_leases(now)
+        self._q_progress = pg.set_progress_pg(now)
 
     def upsert(self, table: Table) -> Insert:
         return postgresql.insert(table)
@@ -120,6 +121,16 @@ class PostgresDialect(Dialect):
         stmt = self._q_complete if return_jobs else self._q_ack
         rows = self.p.tx(lambda c: c.execute(stmt, params).mappings().all(), single=True)
         return {(r["id"], r["lease_token"]): job_from_row(r) if return_jobs else None for r in rows}
+
+    def set_progress(self, reports: Sequence[tuple[str, int, dict[str, Any]]]) -> set[tuple[str, int]]:
+        """The batch in one autocommit statement (``pg_statements.set_progress_pg``)."""
+        params = {
+            "ids": [r[0] for r in reports],
+            "tokens": [r[1] for r in reports],
+            "values": [orjson.dumps(r[2]).decode() for r in reports],
+        }
+        rows = self.p.tx(lambda c: c.execute(self._q_progress, params).all(), single=True)
+        return {(r[0], r[1]) for r in rows}
 
     def live(self, conn: Connection, missed: Sequence[Any]) -> set[str]:
         params = {"pairs": [(x.job_id, x.token) for x in missed]}

@@ -17,6 +17,7 @@ from sqlalchemy.dialects import sqlite
 from store import counters
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job
+from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.plumbing import Dialect, Planned, SqlPlumbing, event_row
 from store.sql.rows import job_from_row
@@ -36,6 +37,7 @@ class SqliteDialect(Dialect):
         self._q_complete = sql.complete_job(now)
         self._q_recover = sql.apply_failure(now, expired_only=True)
         self._q_expired = sql.expired_leases(now, lock=True)
+        self._q_progress = ops.set_progress(now)
 
     def upsert(self, table: Table) -> Insert:
         return sqlite.insert(table)
@@ -100,6 +102,17 @@ class SqliteDialect(Dialect):
                 deltas[counters.status_key(target, queue)] += n
             self.p.book(conn, events, deltas)
             return done
+
+        return self.p.tx(body)
+
+    def set_progress(self, reports: Sequence[tuple[str, int, dict[str, Any]]]) -> set[tuple[str, int]]:
+        def body(conn: Connection) -> set[tuple[str, int]]:  # one statement per report
+            written = set()
+            for job_id, token, value in reports:
+                params = {"j_id": job_id, "token": token, "p_value": value}
+                if conn.execute(self._q_progress, params).first() is not None:
+                    written.add((job_id, token))
+            return written
 
         return self.p.tx(body)
 

@@ -22,8 +22,8 @@ from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
-from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, progress_value, ts
-from store.shared import EncodedAck, SharedStore
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
+from store.shared import CheckedProgress, EncodedAck, SharedStore
 from store.spec import unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
@@ -45,7 +45,6 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         super().__init__(url, settings, pool_size)
         now = self._now
         self._q_fail = sql.apply_failure(now)
-        self._q_progress = ops.set_progress(now)
         self._q_renew = sql.renew_leases(now)
         keep = {
             "retry_count": jobs.c.retry_count * bindparam("keep"),
@@ -226,21 +225,19 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         lost = self.tx(lambda c: self.refuse(c, refused, kind, worker_id)) if refused else {}
         return [done[key] if (key := (a[0], a[1])) in done else lost[key] for a in acks]
 
-    def report_progress(
-        self,
-        job_id: str,
-        token: int,
-        fraction: float,
-        message: str | None = None,
-        worker_id: str | None = None,
-    ) -> None:
-        params = {"j_id": job_id, "token": token, "p_value": progress_value(fraction, message)}
-
-        def body(conn: Connection) -> bool:
-            return conn.execute(self._q_progress, params).first() is not None
-
-        if not self.tx(body, single=True):  # one statement: PostgreSQL autocommit
-            raise self.refusal(Refused(job_id, token, EventKind.PROGRESS_REFUSED, worker_id))
+    def _report_progress(
+        self, reports: Sequence[CheckedProgress], worker_id: str | None
+    ) -> list[LeaseLost | None]:
+        """The writes as one atomic unit (``Dialect.set_progress``), then the
+        refusals recorded in a transaction of their own when there are any."""
+        written = self.dialect.set_progress(reports)
+        refused = [Lease(r[0], r[1]) for r in reports if (r[0], r[1]) not in written]
+        lost = (
+            self.tx(lambda c: self.refuse(c, refused, EventKind.PROGRESS_REFUSED, worker_id))
+            if refused
+            else {}
+        )
+        return [None if (key := (r[0], r[1])) in written else lost[key] for r in reports]
 
     def attempts(self, job_id: str) -> list[Attempt]:
         return [attempt_from_row(r) for r in self.read(ops.attempts_of(), {"job_id": job_id})]

@@ -78,6 +78,52 @@ def test_progress_is_fenced_by_the_lease_token(store: JobStore) -> None:
         store.report_progress("00000000-0000-0000-0000-000000000000", 1, 0.5)
 
 
+def test_a_batch_of_progress_reports_is_fenced_report_by_report(store: JobStore) -> None:
+    jobs = store.enqueue_many([JobSpec("t") for _ in range(4)])
+    claimed = {c.id: c for c in store.claim("w-1", ["default"], 4)}
+    fresh, stale, canceled, gone = (claimed[j.id] for j in jobs)
+    store.cancel(canceled.id, actor="operator:ann")
+    store.clock_offset_s += 1000  # "at" is the store's clock, offset included
+    before = store.now()
+    unknown = "00000000-0000-0000-0000-000000000000"
+    reports = [
+        (fresh.id, fresh.lease_token, 0.25, "a quarter"),
+        (stale.id, stale.lease_token - 1, 0.5, "stale token"),
+        (canceled.id, canceled.lease_token, 0.5, None),
+        (unknown, 1, 0.5, None),
+        (fresh.id, fresh.lease_token, 0.75, "three quarters"),  # the same run again: the last wins
+        (stale.id, stale.lease_token, 0.1, None),
+    ]
+    answers = store.report_progress_many(reports, worker_id="w-1")
+    assert answers[0] is None and answers[4] is None and answers[5] is None
+    refused = [(a.job_id, a.token, a.current_token, a.status) for a in answers[1:4]]
+    assert refused == [
+        (stale.id, stale.lease_token - 1, stale.lease_token, "InProgress"),
+        (canceled.id, canceled.lease_token, canceled.lease_token, "Canceled"),
+        (unknown, 1, None, None),
+    ]
+    got = store.get(fresh.id).progress
+    assert (got["fraction"], got["message"]) == (0.75, "three quarters")
+    assert before - 0.01 <= got["at"] <= store.now() + 0.01
+    assert store.get(stale.id).progress["fraction"] == 0.1  # its current token's report stored
+    assert store.get(canceled.id).progress is None
+    for job_id in (stale.id, canceled.id):
+        [event] = [e for e in store.events(job_id) if e.kind == EventKind.PROGRESS_REFUSED]
+        assert (event.actor, event.token) == ("w-1", reports[[r[0] for r in reports].index(job_id)][1])
+    assert not [e for e in store.events(fresh.id) if e.kind == EventKind.PROGRESS_REFUSED]
+    assert store.report_progress_many([]) == []
+    untouched = store.get(gone.id)
+    assert untouched.progress is None and untouched.status == S.InProgress
+
+
+def test_a_batch_with_a_bad_report_writes_nothing(store: JobStore) -> None:
+    job = store.enqueue("t")
+    [c] = store.claim("w-1", ["default"], 1)
+    with pytest.raises(ValidationError):
+        store.report_progress_many([(job.id, c.lease_token, 0.5, None), (job.id, c.lease_token, 2.0, None)])
+    assert store.get(job.id).progress is None
+
+
 @pytest.mark.parametrize(("fraction", "message"), [(1.5, None), (-0.1, None), (0.5, "m" * 501)])
 def test_bad_progress_is_refused(store: JobStore, fraction: float, message: str | None) -> None:
     job = store.enqueue("t")

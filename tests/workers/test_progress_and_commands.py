@@ -1,16 +1,22 @@
 """A handler's progress reaches the store while it runs (thread and process
-pools), and an operator's quiet and stop commands reach a running worker
-through the registry, on every store."""
+pools) and before its job completes, coalesced per run until a flush; an
+operator's quiet and stop commands reach a running worker through the
+registry; on every store."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from store.errors import ValidationError
+from store.lifecycle import EventKind
+from store.models import JobSpec
 from tests.backends import StoreHandle
 from tests.workers.procs import job_is, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
 from workers.handlers import JobContext
-from workers.progress import MIN_INTERVAL_S, ProgressReporter
+from workers.progress import ProgressReporter
 
 
 @pytest.mark.slow
@@ -33,18 +39,53 @@ def test_progress_moves_while_the_job_runs(handle: StoreHandle, pool: str) -> No
     assert len(seen) >= 2, seen  # seen moving, not only at the end
 
 
-def test_reports_are_throttled_per_job(handle: StoreHandle) -> None:
+@pytest.mark.parametrize("pool", ["thread", pytest.param("process", marks=pytest.mark.slow)])
+def test_a_completed_job_holds_its_last_report(handle: StoreHandle, pool: str) -> None:
+    store = handle.store
+    jobs = store.enqueue_many([JobSpec("progress_hold") for _ in range(40)])
+    assert make_worker(handle, burst=True, pool=pool, concurrency=4).run() == 0
+    for job in jobs:
+        done = store.get(job.id)
+        assert done.status.name == "Completed", done
+        assert (done.progress["fraction"], done.progress["message"]) == (0.9, "almost")
+        assert not [e for e in store.events(job.id) if e.kind == EventKind.PROGRESS_REFUSED]
+
+
+def test_a_long_jobs_progress_shows_before_it_completes(handle: StoreHandle, tmp_path: Path) -> None:
+    store = handle.store
+    release = tmp_path / "release"
+    job = store.enqueue("progress_hold", {"path": str(release)})
+    with running(make_worker(handle, concurrency=1)):
+        shown = wait_until(
+            lambda: job_is(store, job.id, "InProgress") and store.get(job.id).progress,
+            timeout=30,
+            what="the running job's progress",
+        )
+        assert (shown["fraction"], shown["message"]) == (0.5, "halfway")
+        release.touch()
+        done = wait_until(lambda: job_is(store, job.id, "Completed"), timeout=30, what="the job to complete")
+    assert (done.progress["fraction"], done.progress["message"]) == (0.9, "almost")
+
+
+def test_reports_are_coalesced_until_a_flush(handle: StoreHandle) -> None:
     store = handle.store
     job = store.enqueue("t")
     [c] = store.claim("w", ["default"], 1)
-    reporter = ProgressReporter(store)
+    reporter = ProgressReporter(store, flush_interval_s=3600)  # no periodic write in this test
     ctx = JobContext.for_job(c, "w", reporter)
     ctx.progress(0.1)
-    ctx.progress(0.2)  # within MIN_INTERVAL_S: dropped
-    assert store.get(job.id).progress["fraction"] == 0.1
-    ctx.progress(1.0)  # the last one always goes
+    ctx.progress(0.2, "two")  # replaces 0.1: only the latest report of a run is written
+    with pytest.raises(ValidationError):
+        ctx.progress(1.5)  # checked at once, never queued
+    assert store.get(job.id).progress is None  # a report never waits for the store
+    assert reporter.pending() == 1
+    assert reporter.flush() == 1
+    got = store.get(job.id).progress
+    assert (got["fraction"], got["message"]) == (0.2, "two")
+    assert reporter.flush() == 0 and reporter.pending() == 0
+    ctx.progress(1.0)
+    reporter.close()  # writes what is pending
     assert store.get(job.id).progress["fraction"] == 1.0
-    assert MIN_INTERVAL_S >= 0.5
 
 
 def test_a_stale_holders_progress_is_refused_quietly(handle: StoreHandle) -> None:
@@ -52,8 +93,11 @@ def test_a_stale_holders_progress_is_refused_quietly(handle: StoreHandle) -> Non
     job = store.enqueue("t")
     [c] = store.claim("w", ["default"], 1)
     store.cancel(job.id, actor="operator:ann")
-    assert ProgressReporter(store).report(job.id, c.lease_token, "w", 0.5, None) is False
+    reporter = ProgressReporter(store, flush_interval_s=3600)
+    reporter.report(job.id, c.lease_token, "w", 0.5, None)
+    assert reporter.flush() == 0 and reporter.pending() == 0
     assert store.get(job.id).progress is None
+    assert store.events(job.id)[-1].kind == EventKind.PROGRESS_REFUSED
 
 
 @pytest.mark.slow

@@ -1,27 +1,34 @@
--- progress: record a running job's progress, fenced by its lease token like a
--- heartbeat (JobStore.report_progress).
+-- progress: record the progress of many running jobs, each fenced by its lease
+-- token like a heartbeat (JobStore.report_progress_many).
 --
--- KEYS[1]      job hash
+-- KEYS[i]      job hash of report i = 1..n
 -- ARGV[1]      clock offset, seconds
 -- ARGV[2]      the status a lease is held in (InProgress)
--- ARGV[3]      lease token held
--- ARGV[4]      the progress as a JSON object without its time,
+-- ARGV[1 + 2i] report i's lease token
+-- ARGV[2 + 2i] report i's progress as a JSON object without its time,
 --              {"fraction": f, "message": m} (store.models.progress_value)
--- Writes the job hash's `progress` field, ARGV[4] with "at": now added (a JSON
--- number, 17 significant digits), only when the job is InProgress with that
--- token; nothing else changes (progress is not a transition: no event, no
--- last_updated_at).
--- Returns:     {1} written, {0, current token, status} refused (nothing
---              written), {-1} no such job
+-- Writes a job hash's `progress` field, its report with "at": now added (a
+-- JSON number, 17 significant digits), only when the job is InProgress with
+-- that token; nothing else changes (progress is not a transition: no event,
+-- no last_updated_at).
+-- Returns:     one entry per report: {1} written, {0, current token, status}
+--              refused (nothing written), {-1} no such job
 --
 -- @include lib/clock.lua
 
-local f = redis.call('HMGET', KEYS[1], 'status', 'lease_token')
-if not f[1] then
-  return {-1}
+local held = tonumber(ARGV[2])
+local at = ',"at":' .. fmt(now) .. '}'
+local out = {}
+for i = 1, #KEYS do
+  local token, value = tonumber(ARGV[1 + 2 * i]), ARGV[2 + 2 * i]
+  local f = redis.call('HMGET', KEYS[i], 'status', 'lease_token')
+  if not f[1] then
+    out[i] = {-1}
+  elseif tonumber(f[1]) ~= held or tonumber(f[2]) ~= token then
+    out[i] = {0, f[2], f[1]}
+  else
+    redis.call('HSET', KEYS[i], 'progress', string.sub(value, 1, -2) .. at)
+    out[i] = {1}
+  end
 end
-if tonumber(f[1]) ~= tonumber(ARGV[2]) or tonumber(f[2]) ~= tonumber(ARGV[3]) then
-  return {0, f[2], f[1]}
-end
-redis.call('HSET', KEYS[1], 'progress', string.sub(ARGV[4], 1, -2) .. ',"at":' .. fmt(now) .. '}')
-return {1}
+return out
