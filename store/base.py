@@ -49,6 +49,7 @@ from store.models import (
     RecoveryRun,
     WorkerInfo,
 )
+from store.notices import Notice, Wakeups
 
 __all__ = [
     "Counts",
@@ -108,38 +109,6 @@ class StoreSettings:
 
 def default_worker_host() -> str:
     return socket.gethostname()
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """A ready-job notice (``Wakeups.wait``): the queue a job became ready on
-    and, when the enqueue made exactly one job ready there, ``job``: that job's
-    claim handle, opaque outside the store (Redis: its ready-zset member), for
-    ``JobStore.claim_notified``. None when the notice names no single job."""
-
-    queue: str
-    job: str | None = None
-
-
-class Wakeups(abc.ABC):
-    """One worker's subscription to ready-job notices (``JobStore.wakeups``).
-    Used from one thread; ``close`` may be called from another."""
-
-    @abc.abstractmethod
-    def wait(self, timeout_s: float) -> Notice | None:
-        """Block up to ``timeout_s`` seconds for a notice for one of the
-        queues; the notice, or None if none came. Reconnects on its own after
-        an outage; raises StoreUnavailable while the store cannot be reached."""
-
-    def give_back(self, notice: Notice) -> None:
-        """Return a notice the worker will not act on (its slots filled
-        meanwhile) so another worker gets it; nothing to do where every
-        worker receives every notice (the default: PostgreSQL NOTIFY)."""
-        return None
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """End the subscription and its connection."""
 
 
 class JobStore(OperatingContract):

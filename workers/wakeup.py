@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from store.base import Notice, Wakeups
+from store.notices import Notice, Wakeups
 from workers.claim import IdleBackoff
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from store.base import Notice, Wakeups
+from store.notices import Notice, Wakeups
 from store.redis.connect import unavailable
 from store.redis.keys import Keys
 

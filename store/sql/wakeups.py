@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from store.base import Notice, Wakeups
 from store.errors import StoreUnavailable
+from store.notices import Notice, Wakeups
 
 if TYPE_CHECKING:
     import psycopg
