@@ -47,7 +47,6 @@ class PostgresDialect(Dialect):
         super().__init__(p)
         now = p._now
         self.shard = os.getpid() % SHARDS
-        self._auto_engine = p.write_engine.execution_options(isolation_level="AUTOCOMMIT")
         self._q_enqueue = pg.enqueue_jobs_pg(now)
         self._q_claim: dict[int, Any] = {}
         done = rule(Operation.COMPLETE).event
@@ -66,7 +65,8 @@ class PostgresDialect(Dialect):
         return postgresql.insert(table)
 
     def single_engine(self) -> Engine:
-        return self._auto_engine
+        """The read engine: its connections stay in autocommit (engine.py)."""
+        return self.p.read_engine
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert and return the jobs: what the caller sent (JSON columns read
