@@ -30,7 +30,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
-from store.sql.changes import guarded_update
+from store.sql.changes import const, guarded_update
 from store.sql.schema import Json, counters, job_events, jobs
 from store.sql.schema import queues as queue_states
 
@@ -162,7 +162,7 @@ def due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
         in_queue = jobs.c.queue == bindparam("q0")
     else:
         in_queue = jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)])
-    paused = select(queue_states.c.name).where(queue_states.c.paused == 1)
+    paused = select(queue_states.c.name).where(queue_states.c.paused == const(1))
     return (
         stmt.where(waiting, in_queue, jobs.c.due_at <= now, jobs.c.queue.not_in(paused.scalar_subquery()))
         .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
@@ -187,7 +187,7 @@ def lease(now: ColumnElement[float], where: Sequence[ColumnElement[bool]], sourc
     ttl = func.coalesce(jobs.c.lease_ttl_seconds, bindparam("ttl", type_=Double()))
     values = {
         "worker_id": bindparam("worker_id"),
-        "lease_token": jobs.c.lease_token + 1,
+        "lease_token": jobs.c.lease_token + const(1),
         "lease_expires_at": now + ttl,
     }
     return guarded_update(Operation.CLAIM, now, where=where, values=values, sources=sources)
