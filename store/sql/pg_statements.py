@@ -32,6 +32,7 @@ from sqlalchemy.dialects import postgresql
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, STATUS_PREFIX, event_key, queue_event_key
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.sql.changes import const, guarded_update
+from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import attempts as attempts_table
 from store.sql.schema import counters, history, job_events, jobs
 from store.sql.statements import IN_PROGRESS, bucket_start, due, failure_values, lease
@@ -56,10 +57,6 @@ ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
 )
 
 
-#: The JSON columns of ``jobs`` that enqueue_jobs_pg takes as JSON texts.
-JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
-
-
 def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
     """PostgreSQL enqueue of a chunk as one statement (autocommit): the jobs
     inserted from ``unnest`` of one array per column (a fixed number of bind
@@ -79,7 +76,7 @@ def enqueue_jobs_pg(now: ColumnElement[float]) -> Select:
     columns = [c for c in names if c not in ("delay", "delay_until")]
     values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
     zero = ("retry_count", "lease_expirations", "lease_token")
-    times = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
+    times = NEW_JOB_TIMES
     ins = (
         insert(jobs)
         .from_select(

@@ -20,24 +20,11 @@ from store.models import Job, failure_event
 from store.sql import pg_statements as pg
 from store.sql import statements as sql
 from store.sql.plumbing import Dialect, Planned, SqlPlumbing
-from store.sql.rows import job_from_row
+from store.sql.rows import job_from_row, json_texts, new_jobs
 from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
 
 #: Counter shards; a process writes to one, readers sum them.
 SHARDS = 16
-
-
-#: The columns of a new job that enqueue does not set (``job_from_row`` reads every column).
-_NEW_ROW: dict[str, Any] = {
-    "result": None,
-    "error": None,
-    "worker_id": None,
-    "lease_expires_at": None,
-    "last_heartbeat_at": None,
-    "started_at": None,
-    "completed_at": None,
-    "progress": None,
-}
 
 
 class PostgresDialect(Dialect):
@@ -72,25 +59,13 @@ class PostgresDialect(Dialect):
         """Insert and return the jobs: what the caller sent (JSON columns read
         back from the JSON text sent, as ``get`` would give them) with the
         times the statement returns (its other columns start empty or zero)."""
-        texts = {
-            c: [None if r[c] is None else orjson.dumps(r[c]).decode() for r in rows] for c in pg.JSON_COLUMNS
-        }
+        texts = json_texts(rows)
         params: dict[str, Any] = {
             p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS
         }
         params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
         stamped = {r["id"]: r for r in conn.execute(self._q_enqueue, params).mappings()}
-        return [
-            job_from_row(
-                {
-                    **_NEW_ROW,
-                    **row,
-                    **{c: None if t[i] is None else orjson.loads(t[i]) for c, t in texts.items()},
-                    **stamped[row["id"]],
-                }
-            )
-            for i, row in enumerate(rows)
-        ]
+        return new_jobs(rows, texts, stamped)
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
         """One autocommit statement (events, counters and notices as CTEs)."""

@@ -19,7 +19,7 @@ from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job
 from store.sql import statements as sql
 from store.sql.plumbing import Dialect, Planned, SqlPlumbing, event_row
-from store.sql.rows import job_from_row
+from store.sql.rows import job_from_row, json_texts, new_jobs
 
 S = JobStatus
 
@@ -41,7 +41,10 @@ class SqliteDialect(Dialect):
         return sqlite.insert(table)
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
-        created = [job_from_row(r) for r in conn.execute(self._q_insert, rows).mappings()]
+        texts = json_texts(rows)
+        params = [{**r, **{c: t[i] for c, t in texts.items()}} for i, r in enumerate(rows)]
+        stamped = {r["id"]: r for r in conn.execute(self._q_insert, params).mappings()}
+        created = new_jobs(rows, texts, stamped)
         deltas: Counter[str] = Counter()
         events = []
         for job in created:
