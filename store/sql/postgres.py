@@ -35,6 +35,7 @@ class PostgresDialect(Dialect):
         now = p._now
         self.shard = os.getpid() % SHARDS
         self._q_enqueue = pg.enqueue_jobs_pg(now)
+        self._q_enqueue_one = pg.enqueue_jobs_pg(now, one=True)
         self._q_claim: dict[int, Any] = {}
         done = rule(Operation.COMPLETE).event
         assert done is not None
@@ -60,11 +61,17 @@ class PostgresDialect(Dialect):
         back from the JSON text sent, as ``get`` would give them) with the
         times the statement returns (its other columns start empty or zero)."""
         texts = json_texts(rows)
-        params: dict[str, Any] = {
-            p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS
-        }
+        if len(rows) == 1:  # values, not one-element arrays
+            [row] = rows
+            params: dict[str, Any] = {
+                p: texts[c][0] if c in texts else row[c] for p, c, _ in pg.ENQUEUE_ARRAYS
+            }
+            stmt = self._q_enqueue_one
+        else:
+            params = {p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
+            stmt = self._q_enqueue
         params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
-        stamped = {r["id"]: r for r in conn.execute(self._q_enqueue, params).mappings()}
+        stamped = {r["id"]: r for r in conn.execute(stmt, params).mappings()}
         return new_jobs(rows, texts, stamped)
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
