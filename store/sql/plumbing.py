@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Insert, Table
+from sqlalchemy import Connection, CursorResult, Engine, Insert, Table
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from store import counters
@@ -82,7 +82,8 @@ class Precompiled:
     ``Connection.exec_driver_sql``: no cache lookup, parameter processing or
     result set-up on each execution (~15 us of client CPU a statement). For
     the bookkeeping statements, whose parameters are plain str, int, float or
-    None (no type processing) and whose results are not read. Errors are
+    None (no type processing) and whose results, if read, need none either
+    (ids, numbers). Errors are
     SQLAlchemy's, as with ``Connection.execute``.
 
     ``keys`` are the names of the parameters each row gives; the clock's
@@ -101,15 +102,16 @@ class Precompiled:
         )
         self._offset_s = offset_s
 
-    def run(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-        """Execute once per row (executemany for several) in ``conn``'s transaction."""
+    def run(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> CursorResult[Any]:
+        """Execute once per row (executemany for several) in ``conn``'s
+        transaction; the result (a single row's RETURNING rows, unprocessed)."""
         offset = self._offset_s()
         if self._order is None:
             params: list[Any] = [{**row, "clock_offset": offset} for row in rows]
         else:
             order = self._order
             params = [tuple(offset if k == "clock_offset" else row[k] for k in order) for row in rows]
-        conn.exec_driver_sql(self.sql, params)
+        return conn.exec_driver_sql(self.sql, params if len(params) != 1 else params[0])
 
 
 class Dialect(abc.ABC):
