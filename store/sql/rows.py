@@ -14,6 +14,24 @@ from store.models import Attempt, Job, JobEvent, WorkerInfo, ts
 JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
 #: The times the database sets on a new job (its clock).
 NEW_JOB_TIMES = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
+#: The parameters of ``statements.insert_jobs``: ``SqlStore._row_for``'s keys.
+INSERT_JOB_KEYS = (
+    "id",
+    "name",
+    "queue",
+    "status",
+    "priority",
+    *JSON_COLUMNS,
+    "retry_count",
+    "max_retries",
+    "lease_expirations",
+    "lease_token",
+    "timeout_seconds",
+    "lease_ttl_seconds",
+    "idempotency_key",
+    "delay",
+    "delay_until",
+)
 #: The columns of a new job that enqueue does not set.
 _NEW_ROW: dict[str, Any] = {
     "result": None,

@@ -19,7 +19,7 @@ from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job
 from store.sql import statements as sql
 from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
-from store.sql.rows import job_from_row, json_texts, new_jobs
+from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 
 S = JobStatus
 
@@ -32,7 +32,7 @@ class SqliteDialect(Dialect):
         now = p._now
         self._q_insert = sql.insert_jobs(now)
         offset = lambda: p.clock_offset_s  # noqa: E731
-        self._q_insert_one = Precompiled(self._q_insert, p.write_engine.dialect, sql.INSERT_JOB_KEYS, offset)
+        self._q_insert_one = Precompiled(self._q_insert, p.write_engine.dialect, INSERT_JOB_KEYS, offset)
         self._q_claim = sql.claim_sqlite(now)
         self._q_candidates: dict[int, Any] = {}
         self._q_complete = sql.complete_job(now)

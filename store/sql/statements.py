@@ -118,26 +118,6 @@ def select_now(now: ColumnElement[float]) -> Select:
     return select(now)
 
 
-#: The parameters of ``insert_jobs`` (``SqlStore._row_for``'s keys).
-INSERT_JOB_KEYS = (
-    "id",
-    "name",
-    "queue",
-    "status",
-    "priority",
-    *JSON_COLUMNS,
-    "retry_count",
-    "max_retries",
-    "lease_expirations",
-    "lease_token",
-    "timeout_seconds",
-    "lease_ttl_seconds",
-    "idempotency_key",
-    "delay",
-    "delay_until",
-)
-
-
 def insert_jobs(now: ColumnElement[float]) -> Insert:
     """Insert jobs (executemany). Params: the job columns except times, the
     JSON columns (``rows.JSON_COLUMNS``) as JSON texts (or None), ``delay``
