@@ -20,24 +20,11 @@ from store.models import Job, failure_event
 from store.sql import pg_statements as pg
 from store.sql import statements as sql
 from store.sql.plumbing import Dialect, Planned, SqlPlumbing
-from store.sql.rows import job_from_row
+from store.sql.rows import job_from_row, json_texts, new_jobs
 from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
 
 #: Counter shards; a process writes to one, readers sum them.
 SHARDS = 16
-
-
-#: The columns of a new job that enqueue does not set (``job_from_row`` reads every column).
-_NEW_ROW: dict[str, Any] = {
-    "result": None,
-    "error": None,
-    "worker_id": None,
-    "lease_expires_at": None,
-    "last_heartbeat_at": None,
-    "started_at": None,
-    "completed_at": None,
-    "progress": None,
-}
 
 
 class PostgresDialect(Dialect):
@@ -47,8 +34,8 @@ class PostgresDialect(Dialect):
         super().__init__(p)
         now = p._now
         self.shard = os.getpid() % SHARDS
-        self._auto_engine = p.write_engine.execution_options(isolation_level="AUTOCOMMIT")
         self._q_enqueue = pg.enqueue_jobs_pg(now)
+        self._q_enqueue_one = pg.enqueue_jobs_pg(now, one=True)
         self._q_claim: dict[int, Any] = {}
         done = rule(Operation.COMPLETE).event
         assert done is not None
@@ -67,31 +54,26 @@ class PostgresDialect(Dialect):
         return postgresql.insert(table)
 
     def single_engine(self) -> Engine:
-        return self._auto_engine
+        """The read engine: its connections stay in autocommit (engine.py)."""
+        return self.p.read_engine
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert and return the jobs: what the caller sent (JSON columns read
         back from the JSON text sent, as ``get`` would give them) with the
         times the statement returns (its other columns start empty or zero)."""
-        texts = {
-            c: [None if r[c] is None else orjson.dumps(r[c]).decode() for r in rows] for c in pg.JSON_COLUMNS
-        }
-        params: dict[str, Any] = {
-            p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS
-        }
+        texts = json_texts(rows)
+        if len(rows) == 1:  # values, not one-element arrays
+            [row] = rows
+            params: dict[str, Any] = {
+                p: texts[c][0] if c in texts else row[c] for p, c, _ in pg.ENQUEUE_ARRAYS
+            }
+            stmt = self._q_enqueue_one
+        else:
+            params = {p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
+            stmt = self._q_enqueue
         params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
-        stamped = {r["id"]: r for r in conn.execute(self._q_enqueue, params).mappings()}
-        return [
-            job_from_row(
-                {
-                    **_NEW_ROW,
-                    **row,
-                    **{c: None if t[i] is None else orjson.loads(t[i]) for c, t in texts.items()},
-                    **stamped[row["id"]],
-                }
-            )
-            for i, row in enumerate(rows)
-        ]
+        stamped = {r["id"]: r for r in conn.execute(stmt, params).mappings()}
+        return new_jobs(rows, texts, stamped)
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
         """One autocommit statement (events, counters and notices as CTEs)."""

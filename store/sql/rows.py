@@ -2,11 +2,73 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import orjson
 
 from store.lifecycle import JobStatus
 from store.models import Attempt, Job, JobEvent, WorkerInfo, ts
+
+#: The JSON columns of ``jobs`` that enqueue sends as JSON texts.
+JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
+#: The times the database sets on a new job (its clock).
+NEW_JOB_TIMES = ("created_at", "last_updated_at", "due_at", "retry_delay_until")
+#: The parameters of ``statements.insert_jobs``: ``SqlStore._row_for``'s keys.
+INSERT_JOB_KEYS = (
+    "id",
+    "name",
+    "queue",
+    "status",
+    "priority",
+    *JSON_COLUMNS,
+    "retry_count",
+    "max_retries",
+    "lease_expirations",
+    "lease_token",
+    "timeout_seconds",
+    "lease_ttl_seconds",
+    "idempotency_key",
+    "delay",
+    "delay_until",
+)
+#: The columns of a new job that enqueue does not set.
+_NEW_ROW: dict[str, Any] = {
+    "result": None,
+    "error": None,
+    "worker_id": None,
+    "lease_expires_at": None,
+    "last_heartbeat_at": None,
+    "started_at": None,
+    "completed_at": None,
+    "progress": None,
+}
+
+
+def json_texts(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str | None]]:
+    """Each JSON column of job rows (``SqlStore._row_for``) as JSON texts, None
+    for SQL NULL: encoded once, sent as they are."""
+    return {c: [None if r[c] is None else orjson.dumps(r[c]).decode() for r in rows] for c in JSON_COLUMNS}
+
+
+def new_jobs(
+    rows: Sequence[Mapping[str, Any]], texts: Mapping[str, list[str | None]], stamped: Mapping[str, Any]
+) -> list[Job]:
+    """The Jobs an enqueue inserted, in ``rows`` order: what the caller sent
+    (JSON columns read back from the texts sent, as ``get`` gives them, never
+    the caller's objects) with the times the insert returned (``stamped``:
+    a row with NEW_JOB_TIMES by job id); every other column empty or zero."""
+    return [
+        job_from_row(
+            {
+                **_NEW_ROW,
+                **row,
+                **{c: None if t[i] is None else orjson.loads(t[i]) for c, t in texts.items()},
+                **stamped[row["id"]],
+            }
+        )
+        for i, row in enumerate(rows)
+    ]
 
 
 def job_from_row(row: Mapping[str, Any]) -> Job:

@@ -4,7 +4,8 @@ Times are epoch seconds (double precision) read from the store's clock, so
 both engines compare and index them the same way. The Alembic migrations in
 ``store/sql/migrations`` create exactly this schema (a test compares them).
 
-Every table, index and named constraint is prefixed ``leasehold_`` (the
+The indexes are declared in ``store/sql/indexes.py`` (DDL only). Every
+table, index and named constraint is prefixed ``leasehold_`` (the
 0001 name with the prefix: ``leasehold_ix_jobs_ready``), so Leasehold can
 share an application's database; PostgreSQL's default names follow the
 table's (``leasehold_jobs_pkey``, ``leasehold_job_events_id_seq``). The
@@ -13,12 +14,13 @@ Python names (``jobs``, ``job_events``, ...) are the 0001 table names.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
     Double,
-    Index,
     Integer,
     MetaData,
     PrimaryKeyConstraint,
@@ -28,12 +30,32 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
+#: The tables; ``store.sql.indexes`` adds the indexes (DDL only).
 metadata = MetaData()
 
-#: JSON as JSONB on PostgreSQL; Python None stays SQL NULL.
-Json = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+
+class JsonType(TypeDecorator[Any]):
+    """JSON, JSONB on PostgreSQL; Python None stays SQL NULL. The PostgreSQL
+    dialect is imported when a PostgreSQL engine first uses the type, not
+    with the schema: a SQLite process never loads it (~3 MB)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def __init__(self) -> None:
+        super().__init__(none_as_null=True)
+
+    def load_dialect_impl(self, dialect: Any) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB(none_as_null=True))
+        return dialect.type_descriptor(JSON(none_as_null=True))
+
+
+Json = JsonType()
 #: Auto-increment ids: BIGINT on PostgreSQL, INTEGER (the rowid) on SQLite.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -70,36 +92,6 @@ jobs = Table(
     Column("idempotency_key", String(200)),
     # {"fraction", "message", "at"} as the handler last reported it.
     Column("progress", Json),
-    # Claim: due jobs of a queue, highest priority first, oldest due first.
-    Index(
-        "leasehold_ix_jobs_ready",
-        "queue",
-        text("priority DESC"),
-        "due_at",
-        "id",
-        postgresql_where=text("status IN (100, 200)"),
-        sqlite_where=text("status IN (100, 200)"),
-    ),
-    # Recovery reads only expired leases.
-    Index(
-        "leasehold_ix_jobs_lease",
-        "lease_expires_at",
-        postgresql_where=text("status = 300"),
-        sqlite_where=text("status = 300"),
-    ),
-    # Keyset paging, newest update first, per status / queue / name / all.
-    Index("leasehold_ix_jobs_status_updated", "status", "last_updated_at", "id"),
-    Index("leasehold_ix_jobs_queue_updated", "queue", "last_updated_at", "id"),
-    Index("leasehold_ix_jobs_name_updated", "name", "last_updated_at", "id"),
-    Index("leasehold_ix_jobs_updated", "last_updated_at", "id"),
-    Index("leasehold_ux_jobs_idempotency_key", "idempotency_key", unique=True),
-    # Search by payload field, PostgreSQL only: payload @> '{"key": value}' (migration 0005).
-    Index(
-        "leasehold_ix_jobs_payload",
-        "payload",
-        postgresql_using="gin",
-        postgresql_ops={"payload": "jsonb_path_ops"},
-    ).ddl_if(dialect="postgresql"),
 )
 
 job_events = Table(
@@ -114,14 +106,6 @@ job_events = Table(
     Column("actor", String(200)),
     Column("token", BigInteger),
     Column("message", Text),
-    Index("leasehold_ix_job_events_job", "job_id", "id"),
-    # The audit log: operator actions only.
-    Index(
-        "leasehold_ix_job_events_audit",
-        "id",
-        postgresql_where=text("actor LIKE 'operator:%'"),
-        sqlite_where=text("actor LIKE 'operator:%'"),
-    ),
 )
 
 # Sharded counters: job counts by (status, queue) and event counts by kind,
@@ -171,7 +155,6 @@ recovery_runs = Table(
     Column("recovered", Integer, nullable=False),
     Column("failed", Integer, nullable=False),
     Column("duration_ms", Double, nullable=False),
-    Index("leasehold_ix_recovery_runs_started", "started_at"),
 )
 
 # Queues an operator paused or resumed (a queue with no row runs).
@@ -192,7 +175,6 @@ unique_keys = Table(
     Column("key", String(200), primary_key=True),
     Column("job_id", String(36), nullable=False),
     Column("expires_at", Double, nullable=False),
-    Index("leasehold_ix_unique_keys_job", "job_id"),
 )
 
 # Runs of the maintenance tasks (retention, worker pruning), newest kept.
@@ -207,7 +189,6 @@ maintenance_runs = Table(
     Column("count", Integer, nullable=False),
     Column("duration_ms", Double, nullable=False),
     Column("longest_batch_ms", Double, nullable=False),
-    Index("leasehold_ix_maintenance_runs_task", "task", "started_at"),
 )
 
 # Periodic jobs: each schedule as the handlers declare it, with what operators
@@ -241,7 +222,6 @@ attempts = Table(
     Column("error", Json),
     Column("started_at", Double),
     Column("finished_at", Double, nullable=False),
-    Index("leasehold_ix_attempts_job", "job_id", "id"),
 )
 
 # Time-bucketed counters per queue and event kind, for the history graphs:
@@ -278,12 +258,4 @@ operations = Table(
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
     Column("body", Json, nullable=False),
-    Index("leasehold_ix_operations_created", "created_at"),
 )
-
-
-def declared_for(item: object, dialect: str) -> bool:
-    """Whether a schema item (an index) exists on ``dialect``: False for one
-    declared with ``ddl_if`` for another dialect (leasehold_ix_jobs_payload)."""
-    condition = getattr(item, "_ddl_if", None)
-    return condition is None or condition.dialect in (None, dialect)

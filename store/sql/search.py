@@ -19,7 +19,6 @@ from typing import Any
 
 import orjson
 from sqlalchemy import ColumnElement, Select, Text, and_, bindparam, cast, func, or_, select
-from sqlalchemy.dialects.postgresql import JSONB
 
 from store.search import SearchPage, SearchQuery, like_pattern
 from store.sql.plumbing import SqlPlumbing
@@ -70,6 +69,8 @@ def search_filters(query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[
 
 def payload_contains() -> ColumnElement[bool]:
     """PostgreSQL: the payload contains the document. Param: s_doc (JSON text)."""
+    from sqlalchemy.dialects.postgresql import JSONB  # PostgreSQL only: not loaded on SQLite
+
     return jobs.c.payload.op("@>")(cast(bindparam("s_doc", type_=Text), JSONB))
 
 

@@ -19,8 +19,8 @@ from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
-from store.sql.plumbing import Dialect, Planned, SqlPlumbing, event_row
-from store.sql.rows import job_from_row
+from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
+from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 
 S = JobStatus
 
@@ -32,6 +32,8 @@ class SqliteDialect(Dialect):
         super().__init__(p)
         now = p._now
         self._q_insert = sql.insert_jobs(now)
+        offset = lambda: p.clock_offset_s  # noqa: E731
+        self._q_insert_one = Precompiled(self._q_insert, p.write_engine.dialect, INSERT_JOB_KEYS, offset)
         self._q_claim = sql.claim_sqlite(now)
         self._q_candidates: dict[int, Any] = {}
         self._q_complete = sql.complete_job(now)
@@ -43,7 +45,14 @@ class SqliteDialect(Dialect):
         return sqlite.insert(table)
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
-        created = [job_from_row(r) for r in conn.execute(self._q_insert, rows).mappings()]
+        texts = json_texts(rows)
+        params = [{**r, **{c: t[i] for c, t in texts.items()}} for i, r in enumerate(rows)]
+        if len(params) == 1:  # one job: no SQLAlchemy processing to do on it
+            result = self._q_insert_one.run(conn, params)
+        else:
+            result = conn.execute(self._q_insert, params)
+        stamped = {r["id"]: r for r in result.mappings()}
+        created = new_jobs(rows, texts, stamped)
         deltas: Counter[str] = Counter()
         events = []
         for job in created:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Insert,
     Select,
     SmallInteger,
+    Text,
     Update,
     bindparam,
     case,
@@ -30,7 +31,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
-from store.sql.changes import guarded_update
+from store.sql.changes import const, guarded_update
+from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import Json, counters, job_events, jobs
 from store.sql.schema import queues as queue_states
 
@@ -117,17 +119,22 @@ def select_now(now: ColumnElement[float]) -> Select:
 
 
 def insert_jobs(now: ColumnElement[float]) -> Insert:
-    """Insert jobs (executemany). Params: the job columns except times, ``delay``
-    (seconds until due) and ``delay_until`` (the same, or None when not delayed)."""
+    """Insert jobs (executemany). Params: the job columns except times, the
+    JSON columns (``rows.JSON_COLUMNS``) as JSON texts (or None), ``delay``
+    (seconds until due) and ``delay_until`` (the same, or None when not
+    delayed). Returns, in parameter order, each job's id and the times the
+    database set (``rows.NEW_JOB_TIMES``): the caller has the rest."""
+    texts = {column: bindparam(column, type_=Text()) for column in JSON_COLUMNS}
     return (
         insert(jobs)
         .values(
+            **texts,
             created_at=now,
             last_updated_at=now,
             due_at=now + bindparam("delay", type_=Double()),
             retry_delay_until=now + bindparam("delay_until", type_=Double()),
         )
-        .returning(*jobs.c, sort_by_parameter_order=True)
+        .returning(jobs.c.id, *(jobs.c[t] for t in NEW_JOB_TIMES), sort_by_parameter_order=True)
     )
 
 
@@ -162,7 +169,7 @@ def due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
         in_queue = jobs.c.queue == bindparam("q0")
     else:
         in_queue = jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)])
-    paused = select(queue_states.c.name).where(queue_states.c.paused == 1)
+    paused = select(queue_states.c.name).where(queue_states.c.paused == const(1))
     return (
         stmt.where(waiting, in_queue, jobs.c.due_at <= now, jobs.c.queue.not_in(paused.scalar_subquery()))
         .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
@@ -187,7 +194,7 @@ def lease(now: ColumnElement[float], where: Sequence[ColumnElement[bool]], sourc
     ttl = func.coalesce(jobs.c.lease_ttl_seconds, bindparam("ttl", type_=Double()))
     values = {
         "worker_id": bindparam("worker_id"),
-        "lease_token": jobs.c.lease_token + 1,
+        "lease_token": jobs.c.lease_token + const(1),
         "lease_expires_at": now + ttl,
     }
     return guarded_update(Operation.CLAIM, now, where=where, values=values, sources=sources)

@@ -20,7 +20,7 @@ from store import open_store
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.sql import migrate
-from store.sql.schema import declared_for, metadata
+from store.sql.indexes import declared_for, metadata
 from store.sql.upgrade import VERSION_TABLE, alembic_config
 from tests.backends import PgTemplate, SqliteTemplate, empty_pg_database
 

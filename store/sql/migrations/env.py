@@ -12,7 +12,7 @@ from __future__ import annotations
 from alembic import context
 
 from store.sql.engine import make_engines, resolve_pg_schema
-from store.sql.schema import metadata
+from store.sql.indexes import metadata
 from store.sql.upgrade import VERSION_TABLE, prepare
 
 config = context.config
