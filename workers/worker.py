@@ -8,11 +8,10 @@ write carrying the job's fencing token. Idle, it waits for the store's
 wake-up (Redis wake-up lists, PostgreSQL LISTEN; ``workers.wakeup``) or polls
 with a short backoff (5 ms -> 200 ms); a notice that names one job, when every
 slot is idle, is leased in one round trip and started by the wake-up thread
-itself (``JobStore.claim_notified``). A
-busy worker claims when half its slots are free (or after CLAIM_LINGER_S),
-and ahead of its slots as many jobs as they run in CLAIM_AHEAD_S, leased and
-renewed like running ones; a job's execution timeout starts when a slot
-starts it.
+itself (``JobStore.claim_notified``). A busy worker claims when half its
+slots are free (or after CLAIM_LINGER_S), and ahead of its slots as many jobs
+as they run in CLAIM_AHEAD_S, leased and renewed like running ones; a job's
+execution timeout starts when a slot starts it.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the
@@ -21,18 +20,17 @@ recovery service (``store.recovery``) and, unless in burst mode, the
 maintenance service (``store.maintenance``: retention, dead workers, history,
 bulk operations) and the scheduler of periodic jobs (``workers.scheduler``).
 
-Timeouts: pebble kills a process-pool run at ``timeout_seconds``; a thread
-cannot be killed, so the loop sets ``ctx.cancelled``, fails the job
-(JobTimeout) and stops waiting, and the abandoned thread keeps its slot
-until the handler returns. When every slot has been held for a lease TTL by
+Timeouts (``workers.timeouts``): pebble kills a process-pool run at
+``timeout_seconds``; a thread cannot be killed, so the loop sets
+``ctx.cancelled``, fails the job (JobTimeout) and stops waiting, and the
+abandoned thread keeps its slot until the handler returns. When every slot has been held for a lease TTL by
 runs it gave up on, the worker exits with EXIT_SLOTS_LOST to be replaced.
 
 Shutdown (first SIGTERM/SIGINT, ``stop()``, an operator's stop, or burst mode
 running dry): stop claiming, give running jobs ``grace_s`` to finish, release
 the rest (back to the queue at once, not a failure), flush the queued acks
 (leases still renewed) and the pending progress reports, stop the
-heartbeat, leave the registry. A second
-signal exits at once.
+heartbeat, leave the registry. A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -63,6 +61,7 @@ from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
 from workers.progress import ProgressReporter
 from workers.scheduler import Scheduler
+from workers.timeouts import ExecutionTimeouts
 from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
@@ -125,6 +124,7 @@ class Worker:
             )
         else:
             self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
+        self.timeouts = ExecutionTimeouts(self.runner, self.inflight, self.outcomes, self.id)
         #: Set by an operator's "quiet": claim nothing more, finish what is held.
         self._quiet = threading.Event()
         self.heartbeat: Heartbeat | None = None
@@ -232,7 +232,7 @@ class Worker:
     def _loop(self) -> None:
         while not self._stopping.is_set():
             self._wakeup.clear()
-            self._enforce_timeouts()
+            self.timeouts.enforce()
             if self.runner.broken():
                 log.error("worker %s: the process pool is broken; exiting to be replaced", self.id)
                 self.exit_code = EXIT_POOL_BROKEN
@@ -247,11 +247,11 @@ class Worker:
             if self._quiet.is_set():
                 if self.config.burst and self.runner.busy() == 0:
                     return
-                self._wakeup.wait(self._until_deadline(self._idle.next()))
+                self._wakeup.wait(self.timeouts.until_deadline(self._idle.next()))
                 continue
             free, wait_s = self._want()
             if free <= 0:
-                self._wakeup.wait(self._until_deadline(wait_s))
+                self._wakeup.wait(self.timeouts.until_deadline(wait_s))
                 continue
             self._last_claim = time.monotonic()
             try:
@@ -269,7 +269,7 @@ class Worker:
             if self.config.burst and self.runner.busy() == 0:
                 log.info("worker %s: no job left (burst), stopping", self.id)
                 return
-            self._wakeup.wait(self._until_deadline(self._idle.next()))
+            self._wakeup.wait(self.timeouts.until_deadline(self._idle.next()))
 
     def _ahead(self) -> int:
         """Jobs to claim ahead of the slots: what they run in CLAIM_AHEAD_S at
@@ -351,32 +351,6 @@ class Worker:
         log.debug("job %s (%s) started with token %d", job.id, job.name, job.lease_token, extra=fields)
         self.runner.submit(run, spec)
 
-    # ----------------------------------------------------------- timeouts
-    def _enforce_timeouts(self) -> None:
-        """Thread pool only: give up on runs past their execution timeout."""
-        if self.runner.kills_on_timeout:
-            return
-        now = time.monotonic()
-        for run in self.inflight.running():
-            if run.overdue(now) and run.move(State.TIMED_OUT):
-                self.runner.cancel(run)
-                log.debug(
-                    "job %s timed out after %gs",
-                    run.job.id,
-                    run.job.timeout_seconds,
-                    extra=job_fields(run.job, self.id),
-                )
-                self.outcomes.time_out(run)
-
-    def _until_deadline(self, wait_s: float) -> float:
-        """``wait_s``, shortened to wake up at the next execution deadline."""
-        if self.runner.kills_on_timeout:
-            return wait_s
-        deadlines = [r.deadline for r in self.inflight.running()]
-        if not deadlines:
-            return wait_s
-        return max(0.001, min(wait_s, min(deadlines) - time.monotonic()))
-
     # ----------------------------------------------------------- shutdown
     def _shutdown(self) -> None:
         self._stopping.set()
@@ -393,8 +367,8 @@ class Worker:
                 self._release(run)
         grace_end = time.monotonic() + self.config.grace_s
         while self.inflight.running() and time.monotonic() < grace_end:
-            self._enforce_timeouts()
-            self._wakeup.wait(min(self._until_deadline(0.1), max(0.0, grace_end - time.monotonic())))
+            self.timeouts.enforce()
+            self._wakeup.wait(min(self.timeouts.until_deadline(0.1), max(0.0, grace_end - time.monotonic())))
             self._wakeup.clear()
         for run in self.inflight.running():
             if run.move(State.RELEASED):
