@@ -148,10 +148,27 @@ def make_engines(url: str, pool_size: int = 5, pg_schema: str | None = None) -> 
         # Reads and one-statement changes: connections that stay in autocommit
         # (no BEGIN/COMMIT round trips, no isolation level switched on every
         # checkout and back on every return, ~40 us of client CPU a call).
-        return (
+        write, read = (
             create_engine(url, **options),
             create_engine(url, isolation_level="AUTOCOMMIT", **options),
-            backend,
         )
+        _share_disconnects(write, read)
+        return write, read, backend
     raise ValidationError("store_url", f"unsupported SQL backend {backend!r}")
-    raise ValidationError("store_url", f"unsupported SQL backend {backend!r}")
+
+
+def _share_disconnects(*engines: Engine) -> None:
+    """A disconnect on one engine empties the other engines' pools too
+    (``Engine.dispose``: idle connections closed, checked-out ones dropped on
+    return). The engines talk to one server: after a restart or terminated
+    sessions, their idle connections are as dead as the one that failed, and
+    SQLAlchemy recycles only the pool that saw the error."""
+    for engine in engines:
+        others = [other for other in engines if other is not engine]
+
+        def on_error(context: Any, others: list[Engine] = others) -> None:
+            if context.is_disconnect:
+                for other in others:
+                    other.dispose()
+
+        event.listen(engine, "handle_error", on_error)
