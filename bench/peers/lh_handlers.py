@@ -5,11 +5,11 @@ drain runs).
 ``bench_full``: the drain's job with every feature on: one progress report,
 then the no-op result (who ran it, so ``check_ran`` can tell the lease holder
 recorded it). ``bench_stamp``: the latency job, the same body as the peers'
-stamp task (``common.stamp_body``)."""
+stamp task (``common.stamp_body``, imported on the first stamp so that the
+benchmark's Redis client is not in a drain's worker RSS)."""
 
 from __future__ import annotations
 
-from bench.peers import common
 from workers import JobContext, handler
 
 #: The fraction ``bench_full`` reports; the drain checks every job holds it.
@@ -24,4 +24,8 @@ def bench_full(ctx: JobContext) -> dict[str, object]:
 
 @handler("bench_stamp")
 def bench_stamp(ctx: JobContext) -> None:
+    # Imported here: its Redis client is the benchmark's, not the worker's, and
+    # must not count in the RSS of a PostgreSQL worker's drain.
+    from bench.peers import common
+
     common.stamp_body(int(ctx.payload["seq"]))
