@@ -113,6 +113,18 @@ REFUSALS: Final[frozenset[EventKind]] = frozenset(
 )
 
 
+def refusal_recorded(kind: EventKind, token: int, current_token: int, status: JobStatus) -> bool:
+    """Whether a refused worker write is recorded as a job event (and so
+    counted). Every refusal is returned to the worker; one is not recorded:
+    a heartbeat of a job its own holder's ack already Completed under the same
+    token. A worker renews the leases of finished runs until their acks land,
+    so a beat sent just before its own ack arrives after it: late, not stale
+    (only an ack with the current token reaches Completed)."""
+    return not (
+        kind is EventKind.HEARTBEAT_REFUSED and status is JobStatus.Completed and current_token == token
+    )
+
+
 class Operation(enum.Enum):
     """The store operations that change a job's status."""
 

@@ -135,18 +135,22 @@ class RedisPlumbing:
         self, kind: EventKind, actor: str | None, refused: list[tuple[str, int, str, str]]
     ) -> list[LeaseLost]:
         """Record one refusal event per ``(job_id, token, current token,
-        status code)`` (events of jobs deleted meanwhile are dropped) and
-        return the LeaseLost errors, in order."""
+        status code)`` that ``lifecycle.refusal_recorded`` keeps (events of
+        jobs deleted meanwhile are dropped) and return the LeaseLost errors of
+        all, in order."""
         lost = []
         for chunk in chunks(refused):
             keys, args = self.keys.common(), self._args()
             for job_id, token, current, code in chunk:
                 status = S(int(code))
+                lost.append(LeaseLost(job_id, token, int(current), status.name))
+                if not lifecycle.refusal_recorded(kind, token, int(current), status):
+                    continue
                 message = refusal_message(kind, actor, token, current, status)
                 keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, kind.value, actor or "", token, message]
-                lost.append(LeaseLost(job_id, token, int(current), status.name))
-            self._eval(self._lua.record_events, keys, args)
+            if len(keys) > len(self.keys.common()):
+                self._eval(self._lua.record_events, keys, args)
         return lost
 
     def _apply_failures(self, items: Sequence[Failure], *, want_jobs: bool) -> list[Any]:

@@ -23,7 +23,7 @@ from store import counters
 from store.base import StoreSettings, Wakeups
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, queue_event_key
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
-from store.lifecycle import EventKind, FailureDecision, JobStatus
+from store.lifecycle import EventKind, FailureDecision, JobStatus, refusal_recorded
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
 from store.sql import operating_statements as ops
 from store.sql import schema
@@ -268,8 +268,9 @@ class SqlPlumbing:
     def refuse(
         self, conn: Connection, refused: Sequence[Lease], kind: EventKind, actor: str | None
     ) -> dict[tuple[str, int], LeaseLost]:
-        """Record a refusal event per refused (job, token) in ``conn`` (jobs
-        that no longer exist get none) and return each one's LeaseLost."""
+        """Record a refusal event per refused (job, token) in ``conn`` that
+        ``lifecycle.refusal_recorded`` keeps (jobs that no longer exist get
+        none) and return each one's LeaseLost."""
         if not refused:
             return {}
         current = {r[0]: r for r in conn.execute(sql.tokens_of(), {"ids": [x.job_id for x in refused]})}
@@ -281,6 +282,8 @@ class SqlPlumbing:
                 continue
             status = JobStatus(cur[2])
             out[(lease.job_id, lease.token)] = LeaseLost(lease.job_id, lease.token, cur[1], status.name)
+            if not refusal_recorded(kind, lease.token, cur[1], status):
+                continue
             message = refusal_message(kind, actor, lease.token, cur[1], status)
             events.append(event_row(lease.job_id, kind, None, None, actor, lease.token, message))
         self.book(conn, events)

@@ -121,6 +121,23 @@ def test_heartbeat_refuses_expired_and_canceled(store: JobStore) -> None:
     assert store.get(ca.id).lease_expires_at == ca.lease_expires_at
 
 
+def test_a_heartbeat_overtaken_by_its_own_ack_is_refused_but_not_recorded(store: JobStore) -> None:
+    """A worker renews finished runs until their acks land: a beat that
+    arrives after its own ack is late, not stale. Refused (the worker drops
+    the run), but no heartbeat_refused event nor count; a canceled job's
+    refusal with the same token still is recorded."""
+    done, canceled = store.enqueue("t"), store.enqueue("t")
+    cd, cc = store.claim("w", ["default"], 2)
+    store.complete(done.id, cd.lease_token, None)
+    store.cancel(canceled.id)
+    before = store.event_counts().get("heartbeat_refused", 0)
+    result = store.heartbeat("w", [Lease(cd.id, cd.lease_token), Lease(cc.id, cc.lease_token)], 30)
+    assert {lease.job_id for lease in result.refused} == {done.id, canceled.id}
+    assert "heartbeat_refused" not in [e.kind for e in store.events(done.id)]
+    assert store.events(canceled.id)[-1].kind == "heartbeat_refused"
+    assert store.event_counts().get("heartbeat_refused", 0) == before + 1
+
+
 def test_aba_late_heartbeat_and_ack_do_not_touch_new_holder(store: JobStore) -> None:
     job = store.enqueue("t")
     [a] = store.claim("worker-a", ["default"], 1, lease_ttl_s=5)
