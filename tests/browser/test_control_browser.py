@@ -104,7 +104,9 @@ def test_a_bulk_cancel_of_5000_jobs_shows_progress_and_finishes(
 def test_a_handlers_progress_bar_moves(context: BrowserContext, live_server: LiveServer) -> None:
     handle = live_server.handle
     store = handle.store
-    job = store.enqueue("stepwise", {"steps": 4, "step_s": 1.5})
+    # Each step shows for 2.5 s less the worker's flush delay (<= 0.5 s): at least
+    # one of the page's polls (every 2 s) sees each one.
+    job = store.enqueue("stepwise", {"steps": 4, "step_s": 2.5})
     page = context.new_page()
     watched = Watched(page)
     log_in(page, live_server, "ann", f"/jobs/{job.id}")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from store.base import JobStore, Notice
+from store.base import JobStore, Notice, Wakeups
 from store.models import JobSpec
 from tests.backends import StoreHandle
 
@@ -19,11 +21,17 @@ from tests.backends import StoreHandle
 WAIT_S = 5.0
 
 
-def listening(handle: StoreHandle, queues: list[str]):
+@contextmanager
+def listening(handle: StoreHandle, queues: list[str]) -> Iterator[Wakeups]:
+    """A listener of ``queues``, connected and listening, closed on exit."""
     wakeups = handle.store.wakeups(queues)
     if wakeups is None:
         pytest.skip(f"{handle.backend} has no wake-up channel (workers poll)")
-    return wakeups
+    try:
+        wakeups.wait(0.05)  # a PostgreSQL LISTEN is in place once a wait returns
+        yield wakeups
+    finally:
+        wakeups.close()
 
 
 def first_notice(wakeups, timeout_s: float = WAIT_S) -> Notice | None:
@@ -40,9 +48,7 @@ def first_notice(wakeups, timeout_s: float = WAIT_S) -> Notice | None:
 
 def test_an_enqueue_of_one_ready_job_notifies_its_queue(handle: StoreHandle) -> None:
     store = handle.store
-    wakeups = listening(handle, ["a", "b"])
-    try:
-        wakeups.wait(0.05)  # connected and listening from here on
+    with listening(handle, ["a", "b"]) as wakeups:
         store.enqueue("noop", queue="elsewhere")
         store.enqueue("noop", queue="b", delay_s=60)  # not ready: no notice
         job = store.enqueue("noop", queue="b")
@@ -57,30 +63,22 @@ def test_an_enqueue_of_one_ready_job_notifies_its_queue(handle: StoreHandle) -> 
         assert jobs[0].lease_token == 1
         assert store.claim_notified("w-2", notice) == []  # taken: nobody else leases it
         assert store.get(job.id).worker_id == "w-1"
-    finally:
-        wakeups.close()
 
 
 def test_a_notified_claim_finds_nothing_once_a_batch_claim_took_the_job(handle: StoreHandle) -> None:
     store = handle.store
-    wakeups = listening(handle, ["default"])
-    try:
-        wakeups.wait(0.05)
+    with listening(handle, ["default"]) as wakeups:
         job = store.enqueue("noop")
         notice = first_notice(wakeups)
         assert notice is not None
         assert [j.id for j in store.claim("w-batch", ["default"], 10)] == [job.id]
         assert store.claim_notified("w-1", notice) == []
         assert store.get(job.id).worker_id == "w-batch"
-    finally:
-        wakeups.close()
 
 
 def test_a_notified_claim_leaves_a_paused_queue_alone(handle: StoreHandle) -> None:
     store = handle.store
-    wakeups = listening(handle, ["default"])
-    try:
-        wakeups.wait(0.05)
+    with listening(handle, ["default"]) as wakeups:
         job = store.enqueue("noop")
         notice = first_notice(wakeups)
         assert notice is not None
@@ -90,21 +88,15 @@ def test_a_notified_claim_leaves_a_paused_queue_alone(handle: StoreHandle) -> No
         store.resume_queue("default", actor="operator:t")
         if notice.job is not None:
             assert [j.id for j in store.claim_notified("w-1", notice)] == [job.id]
-    finally:
-        wakeups.close()
 
 
 def test_a_bulk_enqueue_notifies_without_naming_a_job(handle: StoreHandle) -> None:
     store = handle.store
-    wakeups = listening(handle, ["default"])
-    try:
-        wakeups.wait(0.05)
+    with listening(handle, ["default"]) as wakeups:
         store.enqueue_many([JobSpec("noop"), JobSpec("noop")])
         notice = first_notice(wakeups)
         assert notice == Notice("default", None)
         assert store.claim_notified("w-1", notice) == []
-    finally:
-        wakeups.close()
 
 
 # ------------------------------------------------------------ Redis only
