@@ -213,8 +213,8 @@ class RedisStore(
 
     def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
         """See JobStore.claim_notified: ``notice.job`` is the job's ready-zset
-        member (lua/enqueue.lua pushes it on the wake-up list), leased by claim.lua alone (one
-        round trip; claim_candidates.lua is skipped)."""
+        member (lua/enqueue.lua pushes it on the wake-up list), leased by
+        claim.lua alone (one round trip; claim_candidates.lua is skipped)."""
         if not notice.job:
             return []
         ttl = lease_ttl_s or self.settings.lease_ttl_s

@@ -242,18 +242,25 @@ def with_bookkeeping(
     return out.add_cte(*ctes)
 
 
-def complete_jobs_pg(now: ColumnElement[float]) -> Update:
-    """PostgreSQL batch ack: one UPDATE over ``unnest`` of three arrays, each row
-    guarded by status and token. Params: ids, tokens, results (JSON texts)."""
-    acks = (
+def _token_rows(texts: str, columns: tuple[str, str, str], name: str) -> Any:
+    """The derived table ``name`` (``columns``) of a batch write guarded by
+    token: ``unnest`` of the bind arrays ``ids``, ``tokens`` and ``texts``
+    (one text per job), one row per (job, token, text)."""
+    return (
         func.unnest(
             bindparam("ids", type_=postgresql.ARRAY(String())),
             bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
-            bindparam("results", type_=postgresql.ARRAY(Text())),
+            bindparam(texts, type_=postgresql.ARRAY(Text())),
         )
-        .table_valued("a_id", "a_token", "a_result")
-        .render_derived(name="acks")
+        .table_valued(*columns)
+        .render_derived(name=name)
     )
+
+
+def complete_jobs_pg(now: ColumnElement[float]) -> Update:
+    """PostgreSQL batch ack: one UPDATE over ``unnest`` of three arrays, each row
+    guarded by status and token. Params: ids, tokens, results (JSON texts)."""
+    acks = _token_rows("results", ("a_id", "a_token", "a_result"), "acks")
     return guarded_update(
         Operation.COMPLETE,
         now,
@@ -267,15 +274,7 @@ def set_progress_pg(now: ColumnElement[float]) -> Update:
     three arrays (autocommit), each row guarded by status InProgress and its
     token, stamped ``at`` = now. Params: ids, tokens, values (JSON texts
     without ``at``, one per job). Returns the (id, lease_token) written."""
-    reports = (
-        func.unnest(
-            bindparam("ids", type_=postgresql.ARRAY(String())),
-            bindparam("tokens", type_=postgresql.ARRAY(BigInteger())),
-            bindparam("values", type_=postgresql.ARRAY(Text())),
-        )
-        .table_valued("p_id", "p_token", "p_value")
-        .render_derived(name="reports")
-    )
+    reports = _token_rows("values", ("p_id", "p_token", "p_value"), "reports")
     return (
         update(jobs)
         .where(
