@@ -50,7 +50,7 @@ for i = 1, (#KEYS - 11 - l) / 3 do
     local old = tonumber(f[1])
     if old and op.sources[old] then
       local token = tonumber(f[4]) + 1
-      local expires = now + (tonumber(f[3]) or ttl)
+      local expires = fmt(now + (tonumber(f[3]) or ttl))
       move(k + 1, id, f[2], old, op.target)
       change(k + 1, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires}, {'rank'})
       redis.call('ZADD', KEYS[9], expires, id)

@@ -115,7 +115,7 @@ for i = 1, n do
   local due = now + delay
   local member = rank(arg(i, 'priority'), due, id)
   local hash = {
-    'status', status, 'due_at', due, 'created_at', now, 'last_updated_at', now, 'rank', member,
+    'status', status, 'due_at', due, 'created_at', now_text, 'last_updated_at', now_text, 'rank', member,
     'retry_count', 0, 'lease_expirations', 0, 'lease_token', 0,
   }
   for _, field in ipairs(FIELDS) do
@@ -155,4 +155,4 @@ for _, wake in pairs(ready) do
     redis.call('LTRIM', KEYS[wake.list], -math.floor(kept / 2), -1)
   end
 end
-return {'ok', fmt(now)}
+return {'ok', now_text}

@@ -15,3 +15,6 @@ do
   local t = redis.call('TIME')
   now = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
 end
+-- `now` as text (fmt), written once: a number passed to redis.call is
+-- formatted again at every call.
+local now_text = fmt(now)

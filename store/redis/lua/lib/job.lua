@@ -164,8 +164,16 @@ end
 
 -- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
 -- `at`, in the listing block's zsets of that status.
+local now_us  -- %017d of now in microseconds, made by the first list_job at now
 local function list_job(command, status, queue, name, at, id)
-  local tail = string.format('%017d', math.floor(tonumber(at) * 1000000 + 0.5)) .. ':' .. id
+  local us
+  if at == now_text then
+    now_us = now_us or string.format('%017d', math.floor(now * 1000000 + 0.5))
+    us = now_us
+  else
+    us = string.format('%017d', math.floor(tonumber(at) * 1000000 + 0.5))
+  end
+  local tail = us .. ':' .. id
   if status < listing.low or status > listing.high then
     error('status ' .. status .. ' is outside the listing block passed')
   end
@@ -194,9 +202,9 @@ local function move(hash, id, queue, old, new, name)
     list_job('ZREM', old, queue, name, f[2], id)
     count(status_counter(old, queue), -1)
   end
-  redis.call('ZADD', KEYS[2 + new / 100], now, id)
-  redis.call('ZADD', KEYS[2], now, id)
-  list_job('ZADD', new, queue, name, now, id)
+  redis.call('ZADD', KEYS[2 + new / 100], now_text, id)
+  redis.call('ZADD', KEYS[2], now_text, id)
+  list_job('ZADD', new, queue, name, now_text, id)
   count(status_counter(new, queue), 1)
 end
 
@@ -206,10 +214,10 @@ end
 -- script's own writes: the operation's written fields and Redis bookkeeping
 -- (`rank`).
 local function change(hash, op, target, set, drop)
-  local fields = {'status', target, 'last_updated_at', now}
+  local fields = {'status', target, 'last_updated_at', now_text}
   for _, field in ipairs(op.stamps) do
     fields[#fields + 1] = field
-    fields[#fields + 1] = now
+    fields[#fields + 1] = now_text
   end
   for _, value in ipairs(set or {}) do
     fields[#fields + 1] = value
@@ -249,12 +257,32 @@ local function unqueue(member, ready, scheduled)
   end
 end
 
--- A new event (a table; cjson.encode leaves nil fields out).
+-- A new event (a table; encode_event leaves nil fields out).
 local function new_event(kind, from, to, actor, token, message)
   return {
-    at = fmt(now), kind = kind, from = from, to = to,
+    at = now_text, kind = kind, from = from, to = to,
     actor = actor, token = token, message = message,
   }
+end
+
+-- The JSON object of `event` (store/redis/codec.py, event_from_json, reads
+-- it), written field by field: a third of the cost of cjson.encode(event),
+-- which walks the table and formats every number. Texts go through
+-- cjson.encode (escaping); from, to and token are integers; at is now_text.
+local function encode_event(event)
+  local out = {'{"at":"', event.at, '","kind":', cjson.encode(event.kind)}
+  for _, field in ipairs({'from', 'to', 'token'}) do
+    if event[field] then
+      out[#out + 1] = ',"' .. field .. '":' .. string.format('%d', event[field])
+    end
+  end
+  for _, field in ipairs({'actor', 'message', 'job'}) do
+    if event[field] then
+      out[#out + 1] = ',"' .. field .. '":' .. cjson.encode(event[field])
+    end
+  end
+  out[#out + 1] = '}'
+  return table.concat(out)
 end
 
 -- Count `event`'s kind and, when its actor is an operator, copy it with job
@@ -263,7 +291,7 @@ local function record(event, id)
   count(event_counter(event.kind), 1)
   if event.actor and string.sub(event.actor, 1, 9) == 'operator:' then
     event.job = id
-    if redis.call('LPUSH', KEYS[10], cjson.encode(event)) > AUDIT_KEPT then
+    if redis.call('LPUSH', KEYS[10], encode_event(event)) > AUDIT_KEPT then
       redis.call('LTRIM', KEYS[10], 0, AUDIT_KEPT - 1)
     end
   end
@@ -273,7 +301,7 @@ end
 -- count its kind, and copy an operator's event to the audit list.
 local function append_event(list, id, kind, from, to, actor, token, message)
   local event = new_event(kind, from, to, actor, token, message)
-  if redis.call('RPUSH', KEYS[list], cjson.encode(event)) > EVENTS_KEPT then
+  if redis.call('RPUSH', KEYS[list], encode_event(event)) > EVENTS_KEPT then
     redis.call('LTRIM', KEYS[list], -EVENTS_KEPT, -1)
   end
   record(event, id)
