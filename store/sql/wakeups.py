@@ -10,6 +10,7 @@ connection is down is lost; the worker's poll covers it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,14 +45,18 @@ class PgWakeups(Wakeups):
         return conn
 
     def wait(self, timeout_s: float) -> Notice | None:
+        """See Wakeups.wait: notifications for other queues (every listener
+        of the channel gets them all) are skipped until the timeout."""
         import psycopg
 
+        deadline = time.monotonic() + timeout_s
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = self._connect()
-            for notice in self._conn.notifies(timeout=timeout_s, stop_after=1):
-                if notice.payload in self._queues:
-                    return Notice(notice.payload)
+            while (left := deadline - time.monotonic()) > 0:
+                for notice in self._conn.notifies(timeout=left, stop_after=1):
+                    if notice.payload in self._queues:
+                        return Notice(notice.payload)
             return None
         except psycopg.Error as exc:
             self.close()

@@ -35,9 +35,9 @@ def listening(handle: StoreHandle, queues: list[str]) -> Iterator[Wakeups]:
 
 
 def first_notice(wakeups, timeout_s: float = WAIT_S) -> Notice | None:
-    """The first notice for the listened queues within ``timeout_s`` (a
-    PostgreSQL wait reads one notification and returns None when it is for
-    another queue: wait again until the deadline)."""
+    """The first notice for the listened queues within ``timeout_s`` (a wait
+    may end early without one, e.g. after a reconnect: wait again until the
+    deadline)."""
     deadline = time.monotonic() + timeout_s
     while (left := deadline - time.monotonic()) > 0:
         notice = wakeups.wait(left)
@@ -63,6 +63,22 @@ def test_an_enqueue_of_one_ready_job_notifies_its_queue(handle: StoreHandle) -> 
         assert jobs[0].lease_token == 1
         assert store.claim_notified("w-2", notice) == []  # taken: nobody else leases it
         assert store.get(job.id).worker_id == "w-1"
+
+
+def test_a_notice_for_another_queue_does_not_end_the_wait(handle: StoreHandle) -> None:
+    """One wait returns the listened queue's notice even when notices for
+    other queues come first (PostgreSQL delivers every queue's to every
+    listener; before 2026-11-25 its wait returned None on the first)."""
+    store = handle.store
+    with listening(handle, ["a"]) as wakeups:
+        store.enqueue("noop", queue="b")  # waiting when the wait starts
+        later = threading.Timer(0.5, lambda: store.enqueue("noop", queue="a"))
+        later.start()
+        try:
+            notice = wakeups.wait(WAIT_S)
+        finally:
+            later.join()
+        assert notice is not None and notice.queue == "a"
 
 
 def test_a_notified_claim_finds_nothing_once_a_batch_claim_took_the_job(handle: StoreHandle) -> None:
