@@ -141,3 +141,14 @@ bench-peers: $(STAMP)
 	exports="$$(scripts/services.sh)" && eval "$$exports" && \
 	BENCH_PEERS_REDIS_URL="$${BENCH_PEERS_REDIS_URL:-$${LEASEHOLD_TEST_REDIS_URL%/*}/13}" \
 	$(BIN)/python bench/peers/run.py --sweep --api --api-args "$(BENCH_API_ARGS)" $(BENCH_PEERS_ARGS)
+
+# Redis server instructions a job (callgrind; the same count every run, unlike seconds):
+# Leasehold (every feature on) and its Redis peers, single and bulk enqueue and a drain, on a
+# redis-server of its own under valgrind (bench/peers/cost.py; ~3 min). BENCH_COST_ARGS: its options.
+BENCH_COST_ARGS ?=
+.PHONY: bench-cost
+bench-cost: $(STAMP)
+	@command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
+	bench/peers/setup.sh
+	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	$(BIN)/python bench/peers/cost.py $(BENCH_COST_ARGS)

@@ -362,6 +362,10 @@ def measure(system: System, spec: dict[str, Any]) -> dict[str, Any]:
                 out["drain"] = drain(system, config, spec["jobs"], spec["timeout"], spec.get("cap_s", 0.0))
             elif what == "latency":
                 out["latency_ms"] = latency(system, config, spec["latency_jobs"], spec["gap_ms"])
+            elif what == "instructions":  # bench/peers/cost.py: the server under callgrind
+                from instructions import instructions
+
+                out["instructions"] = instructions(system, config, spec)
         except Exception as exc:  # reported in the table; the other measurements still run
             out.setdefault("errors", {})[what] = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         finally:

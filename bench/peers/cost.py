@@ -1,0 +1,146 @@
+"""Redis server instructions a job, Leasehold side by side with its Redis peers.
+
+    make bench-cost                          # creates bench/.peers-venv, then runs this
+    .venv/bin/python bench/peers/cost.py --systems leasehold-redis,huey --jobs 300
+
+The store's CPU is what bounds a Redis drain here (one server thread for all
+workers) and half of a single enqueue, and seconds on these machines vary 3x
+from day to day. So this runs one redis-server of its own under
+``valgrind --tool=callgrind`` (on a free port; valgrind is Debian's package
+``valgrind``) and each system against it, one process each, as
+bench/peers/run.py does, with the measure ``instructions``
+(bench/peers/instructions.py): thousands of server instructions a job for a
+single enqueue, a bulk enqueue and a drain, the same count every run for the
+same commands. Under callgrind the server runs some 50x slower, so sizes are
+small; no figure here is a rate. Leasehold runs with every feature on (a
+paused queue, unique keys, progress, as in run.py's drain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from run import SYSTEMS, unavailable, versions  # noqa: E402
+
+DEFAULT = ["leasehold-redis", "huey", "dramatiq", "rq"]
+COLUMNS = ("single", "bulk", "drain")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(folder: Path) -> tuple[subprocess.Popen, int, Path]:
+    """redis-server under callgrind; (process, port, --callgrind-out-file)."""
+    port = free_port()
+    out = folder / "callgrind.out"
+    cmd = [
+        "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+        shutil.which("redis-server") or "redis-server",
+        "--port", str(port), "--save", "", "--appendonly", "no",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client.ping()
+            return proc, port, out
+        except redis.ConnectionError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start under callgrind") from None
+            time.sleep(0.2)
+
+
+def run_one(name: str, spec: dict, port: int, out: Path, pid: int) -> dict:
+    script, python, args, _package = SYSTEMS[name]
+    url = f"redis://127.0.0.1:{port}"
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(HERE),
+        BENCH_PEERS_REDIS_URL=f"{url}/13",
+        LEASEHOLD_TEST_REDIS_URL=f"{url}/12",
+        BENCH_PEERS_CALLGRIND_PID=str(pid),
+        BENCH_PEERS_CALLGRIND_OUT=str(out),
+    )
+    spec = dict(spec, system_args=args)
+    proc = subprocess.run(
+        [str(python), str(HERE / script), json.dumps(spec)],
+        cwd=HERE, capture_output=True, text=True, timeout=spec["timeout"] * 3 + 300, env=env,
+    )  # fmt: skip
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    return {"errors": {"run": (proc.stderr.strip().splitlines() or ["no result"])[-1][:300]}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--systems", default=",".join(DEFAULT), help=f"of {','.join(SYSTEMS)} (Redis ones)")
+    p.add_argument("--single", type=int, default=200, help="jobs enqueued one at a time")
+    p.add_argument("--bulk", type=int, default=1000, help="jobs enqueued in bulk")
+    p.add_argument("--jobs", type=int, default=500, help="jobs drained")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds a drain may take")
+    args = p.parse_args(argv)
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        print("valgrind not found: apt-get install valgrind", file=sys.stderr)
+        return 2
+    names = [n for n in args.systems.split(",") if n]
+    spec = {"measures": ["instructions"], "single": args.single, "bulk": args.bulk, "jobs": args.jobs,
+            "timeout": args.timeout, "config": None}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="lh-cost-") as tmp:
+        proc, port, out = start_server(Path(tmp))
+        try:
+            version = redis.Redis(port=port).info("server")["redis_version"]
+            print("# Redis server instructions a job (callgrind), Leasehold and its peers side by side")
+            print(f"# command: {' '.join(['bench/peers/cost.py', *(argv or sys.argv[1:])])}")
+            print(f"# server: redis-server {version} under valgrind --tool=callgrind, its own, port {port}")
+            print(f"# sizes: single {args.single}, bulk {args.bulk}, drain {args.jobs} no-op jobs; "
+                  "each system's default configuration (bench/peers/peer_*.py, leasehold.py)")  # fmt: skip
+            print(f"# versions: {versions()}")
+            rows = []
+            for name in names:
+                if why := unavailable(name):
+                    print(f"# skipped {name}: {why}")
+                    continue
+                t0 = time.perf_counter()
+                result = run_one(name, spec, port, out, proc.pid)
+                print(f"# {name} ({time.perf_counter() - t0:.0f} s): {json.dumps(result)}", flush=True)
+                rows.append((name, result))
+        finally:
+            subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+            proc.wait(60)
+    print()
+    print("| system | configuration | " + " | ".join(f"{c} (k instr./job)" for c in COLUMNS) + " |")
+    print("|---|---|" + "---:|" * len(COLUMNS))
+    for name, result in rows:
+        got = result.get("instructions", {})
+        cells = [f"{got[c]:,.1f}" if c in got else result.get("errors", {}).get("instructions", "—")[:60]
+                 for c in COLUMNS]  # fmt: skip
+        print(f"| {name} | {result.get('config', '?')} | " + " | ".join(cells) + " |")
+    lh = dict(rows).get("leasehold-redis", {}).get("instructions", {})
+    for name, result in rows:
+        got = result.get("instructions", {})
+        if name != "leasehold-redis" and lh:
+            ratios = [f"{c} {lh[c] / got[c]:.1f}x" for c in COLUMNS if c in got and c in lh and got[c]]
+            print(f"# leasehold-redis / {name}: {', '.join(ratios)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
