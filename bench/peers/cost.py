@@ -92,7 +92,7 @@ def run_one(name: str, spec: dict, port: int, out: Path, pid: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--systems", default=",".join(DEFAULT), help=f"of {','.join(SYSTEMS)} (Redis ones)")
-    p.add_argument("--single", type=int, default=200, help="jobs enqueued one at a time")
+    p.add_argument("--single", type=int, default=1000, help="jobs enqueued one at a time")
     p.add_argument("--bulk", type=int, default=1000, help="jobs enqueued in bulk")
     p.add_argument("--jobs", type=int, default=500, help="jobs drained")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a drain may take")
