@@ -21,6 +21,7 @@ from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.sql import migrate
 from store.sql.indexes import declared_for, metadata
+from store.sql.schema import jobs
 from store.sql.upgrade import VERSION_TABLE, alembic_config
 from tests.backends import PgTemplate, SqliteTemplate, empty_pg_database
 
@@ -66,6 +67,21 @@ def test_sqlite_migration_matches_schema(sqlite_template: SqliteTemplate) -> Non
 
 def test_postgresql_migration_matches_schema(pg_template: PgTemplate) -> None:
     assert _diff(pg_template.url_for(pg_template.name)) == []
+
+
+def test_postgresql_jobs_table_keeps_room_for_row_versions(pg_template: PgTemplate) -> None:
+    """Migration 0006 sets what schema.py declares (Alembic does not compare
+    storage parameters): a claim's or an ack's row version fits on its page."""
+    declared = jobs.dialect_options["postgresql"]["with"]["fillfactor"]
+    engine = create_engine(pg_template.url_for(pg_template.name))
+    try:
+        with engine.connect() as conn:
+            options = conn.execute(
+                text("SELECT reloptions FROM pg_class WHERE relname = 'leasehold_jobs'")
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert options == [f"fillfactor={declared}"]
 
 
 def test_unknown_backend_is_refused() -> None:
