@@ -10,8 +10,11 @@ full-page image in the WAL at its first change after a checkpoint). Measured
 (100 enqueues and 15 claims and acks of 8 jobs after 1,000,000 finished ones,
 pg_statio and pg_stat_wal): heap pages read 340 -> 100, full-page images 367
 -> 120, WAL 3.5 -> 1.3 MB; the empty store was 6 pages and 0.6 MB either way.
-New pages get the setting; rows already written stay where they are.
-SQLite has no fillfactor.
+``make bench-scale`` (PostgreSQL, 1,000,000 finished against empty, before -> after):
+single enqueue 0.76x -> 0.91x, bulk 0.73x -> 0.84x, drain with 2 processes 0.67x ->
+0.77x. The cost: a queued job takes 918 -> 970 bytes (tables and indexes), a
+completed one 2,835 -> 2,850. New pages get the setting; rows already written
+stay where they are. SQLite has no fillfactor.
 
 Revision ID: 0006
 Revises: 0005
