@@ -10,7 +10,8 @@ full-page image in the WAL at its first change after a checkpoint). Measured
 (100 enqueues and 15 claims and acks of 8 jobs after 1,000,000 finished ones,
 pg_statio and pg_stat_wal): heap pages read 340 -> 100, full-page images 367
 -> 120, WAL 3.5 -> 1.3 MB; the empty store was 6 pages and 0.6 MB either way.
-``make bench-scale`` (PostgreSQL, 1,000,000 finished against empty, before -> after):
+``make bench-scale`` (PostgreSQL, 1,000,000 finished against empty; two runs an
+hour apart on one noisy machine, before -> after):
 single enqueue 0.76x -> 0.91x, bulk 0.73x -> 0.84x, drain with 2 processes 0.67x ->
 0.77x. The cost: a queued job takes 918 -> 970 bytes (tables and indexes), a
 completed one 2,835 -> 2,850. New pages get the setting; rows already written
