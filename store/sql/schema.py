@@ -92,10 +92,11 @@ jobs = Table(
     Column("idempotency_key", String(200)),
     # {"fraction", "message", "at"} as the handler last reported it.
     Column("progress", Json),
-    # PostgreSQL: room on each page for the row versions of claims and acks
-    # (migration 0006 says why and what it measured).
-    postgresql_with={"fillfactor": 80},
 )
+# PostgreSQL keeps a fifth of each leasehold_jobs page free for the row versions
+# of claims and acks (fillfactor 80): set by migration 0006, which says why and
+# what it measured. Not a postgresql_with= option here: that would load the
+# PostgreSQL dialect into every SQLite process (tests/unit/test_imports.py).
 
 job_events = Table(
     "leasehold_job_events",

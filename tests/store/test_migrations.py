@@ -21,7 +21,6 @@ from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.sql import migrate
 from store.sql.indexes import declared_for, metadata
-from store.sql.schema import jobs
 from store.sql.upgrade import VERSION_TABLE, alembic_config
 from tests.backends import PgTemplate, SqliteTemplate, empty_pg_database
 
@@ -70,10 +69,11 @@ def test_postgresql_migration_matches_schema(pg_template: PgTemplate) -> None:
 
 
 def test_postgresql_jobs_table_keeps_room_for_row_versions(pg_template: PgTemplate) -> None:
-    """Migration 0006 sets what schema.py declares (Alembic does not compare
+    """Migration 0006's fillfactor is on the table (Alembic does not compare
     storage parameters): a claim's or an ack's row version fits on its page."""
-    declared = jobs.dialect_options["postgresql"]["with"]["fillfactor"]
-    engine = create_engine(pg_template.url_for(pg_template.name))
+    url = pg_template.url_for(pg_template.name)
+    declared = ScriptDirectory.from_config(alembic_config(url)).get_revision("0006").module.JOBS_FILLFACTOR
+    engine = create_engine(url)
     try:
         with engine.connect() as conn:
             options = conn.execute(
