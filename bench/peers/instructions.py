@@ -57,7 +57,7 @@ def per_job(run: Callable[[], None], jobs: int) -> float:
 
 def instructions(system: Any, config: dict[str, Any], spec: dict[str, Any]) -> dict[str, float]:
     """``{"single", "bulk", "drain"}``: thousands of server instructions a job."""
-    from common import Workers  # common imports this module's caller
+    from common import Workers  # imported here: common.measure imports this module
 
     out: dict[str, float] = {}
     system.reset()
