@@ -269,14 +269,15 @@ end
 -- it), written field by field: a third of the cost of cjson.encode(event),
 -- which walks the table and formats every number. Texts go through
 -- cjson.encode (escaping); from, to and token are integers; at is now_text.
+local EVENT_INTEGERS, EVENT_TEXTS = {'from', 'to', 'token'}, {'actor', 'message', 'job'}
 local function encode_event(event)
   local out = {'{"at":"', event.at, '","kind":', cjson.encode(event.kind)}
-  for _, field in ipairs({'from', 'to', 'token'}) do
+  for _, field in ipairs(EVENT_INTEGERS) do
     if event[field] then
       out[#out + 1] = ',"' .. field .. '":' .. string.format('%d', event[field])
     end
   end
-  for _, field in ipairs({'actor', 'message', 'job'}) do
+  for _, field in ipairs(EVENT_TEXTS) do
     if event[field] then
       out[#out + 1] = ',"' .. field .. '":' .. cjson.encode(event[field])
     end
