@@ -144,7 +144,7 @@ bench-peers: $(STAMP)
 
 # Redis server instructions a job (callgrind; the same count every run, unlike seconds):
 # Leasehold (every feature on) and its Redis peers, single and bulk enqueue and a drain, on a
-# redis-server of its own under valgrind (bench/peers/cost.py; ~3 min). BENCH_COST_ARGS: its options.
+# redis-server of its own under valgrind (bench/peers/cost.py; ~2 min). BENCH_COST_ARGS: its options.
 BENCH_COST_ARGS ?=
 .PHONY: bench-cost
 bench-cost: $(STAMP)
