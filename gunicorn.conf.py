@@ -2,7 +2,7 @@
 
 The settings (and the LEASEHOLD_WEB_* variables that change them) live in
 ``webapp/gunicorn_conf.py``, so an installed Leasehold carries them too
-(``leasehold web`` runs ``gunicorn -c python:webapp.gunicorn_conf webapp.wsgi:app``).
+(``leasehold web`` runs ``gunicorn -c python:webapp.gunicorn_conf leasehold.wsgi:app``).
 This file runs that module's code afresh, so both ways of starting read the
 environment the same way.
 """

@@ -2,7 +2,7 @@
 
     gunicorn -c gunicorn.conf.py bench.api_app:app
 
-The standalone app (``webapp.wsgi.app``: the JSON API and the console, from the
+The standalone app (``leasehold.wsgi.app``: the JSON API and the console, from the
 ``LEASEHOLD_*`` environment) with ``POST /orders/<int:order_id>/invoice``
 mapped to the job ``make-invoice`` on queue ``billing`` (the example of
 ``webapp.api.async_endpoints``), so the bench measures both ways of enqueueing
@@ -11,8 +11,8 @@ over HTTP: ``POST /api/jobs`` and an async endpoint.
 
 from __future__ import annotations
 
+from leasehold.wsgi import app
 from webapp.api import async_endpoint
-from webapp.wsgi import app
 
 async_endpoint(app, "/orders/<int:order_id>/invoice", "make-invoice", queue="billing")
 

@@ -18,7 +18,7 @@ whether the median meets it. Groups (``--metrics``):
   with 1,000 jobs a call. Jobs carry a 40-byte payload and go to a queue no
   worker reads. Checked: the store counts every job Queued.
 * drain: ``--drain-jobs`` no-op jobs, then 1 and 2 ``leasehold worker
-  --burst --concurrency N`` processes (``python -m workers.cli``); jobs/s from the first claim to the last
+  --burst --concurrency N`` processes (``python -m leasehold.cli``); jobs/s from the first claim to the last
   completion (store clock, interpreter start-up left out). Checked: every job
   Completed with the result its lease holder's handler returned. The worker
   RSS row is the peak RSS (VmHWM) of each worker process in these runs.

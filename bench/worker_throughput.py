@@ -47,7 +47,7 @@ from store.lifecycle import JobStatus  # noqa: E402
 from store.models import Job  # noqa: E402
 
 #: ``leasehold worker``: the console script's module, so that it runs without the package installed.
-WORKER = [sys.executable, "-m", "workers.cli", "worker"]
+WORKER = [sys.executable, "-m", "leasehold.cli", "worker"]
 
 
 def worker_env(url: str) -> dict[str, str]:

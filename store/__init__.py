@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from leasehold.urls import DEFAULT_STORE_URL, UnknownScheme, store_kind
 from store.base import JobStore, StoreSettings
 from store.errors import ValidationError
-
-DEFAULT_STORE_URL = "sqlite:///instance/leasehold.db"
 
 __all__ = ["DEFAULT_STORE_URL", "JobStore", "StoreSettings", "open_store"]
 
@@ -23,16 +22,14 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
     """
     url = url or DEFAULT_STORE_URL
     settings = settings or StoreSettings()
-    scheme = url.split(":", 1)[0].lower()
-    if scheme.startswith(("sqlite", "postgresql")):
+    try:
+        kind = store_kind(url)
+    except UnknownScheme as exc:
+        raise ValidationError("store_url", str(exc)) from None
+    if kind == "sql":
         from store.sql.store import SqlStore
 
         return SqlStore(url, settings, **options)
-    if scheme in ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix"):
-        from store.redis.store import RedisStore
+    from store.redis.store import RedisStore
 
-        return RedisStore(url, settings, **options)
-    raise ValidationError(
-        "store_url",
-        f"unknown store URL scheme {scheme!r}; use sqlite:///…, postgresql+psycopg://… or redis://…",
-    )
+    return RedisStore(url, settings, **options)

@@ -1,4 +1,4 @@
-"""The Leasehold web app: JSON API, ops console, metrics, and the CLI.
+"""The Leasehold web app: JSON API, ops console and metrics.
 
 Two ways to serve them:
 
@@ -33,13 +33,11 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     web = load_web_settings(app.config)
     app.config["MAX_CONTENT_LENGTH"] = web.max_content_length  # bytes; larger bodies get 413
 
-    from webapp import cli
     from webapp.console import security
 
     security.init_standalone(app, web)
     Leasehold(app, url_prefix="", config=app.config)
     apply_proxy_fix(app, web)
-    cli.init_app(app)
     return app
 
 

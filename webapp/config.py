@@ -1,7 +1,7 @@
 """Configuration of the web app: the shared settings plus the web's own keys.
 
 The settings every process shares (store, handlers, worker, recovery) and
-their validation live in ``workers.settings``, which the ``leasehold`` command
+their validation live in ``leasehold.settings``, which the ``leasehold`` command
 reads without building this app. The web adds the console's and the API's
 keys, validated here the same strict way: every value is read as the string
 the environment holds (never guessed as JSON: an all-digit secret stays a
@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from store.base import MAX_PAGE_SIZE
-from workers.settings import DEFAULTS as SHARED_DEFAULTS
-from workers.settings import (
+from leasehold.settings import DEFAULTS as SHARED_DEFAULTS
+from leasehold.settings import (
     ConfigError,
     Settings,
     load_settings,
@@ -25,6 +24,7 @@ from workers.settings import (
     parse_flag,
     parse_number,
 )
+from store.base import MAX_PAGE_SIZE
 
 #: Defaults of the web's own keys, each with its unit. Keys are the names after ``LEASEHOLD_``.
 WEB_DEFAULTS: dict[str, Any] = {

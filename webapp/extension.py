@@ -39,6 +39,7 @@ from typing import Any
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from leasehold.settings import PREFIX, env_config
 from store import open_store
 from store.base import JobStore
 from webapp.config import (
@@ -48,7 +49,6 @@ from webapp.config import (
     load_settings,
     load_web_settings,
 )
-from workers.settings import PREFIX, env_config
 
 #: Called on every console request; returns ``(role, user name)`` with role
 #: ``viewer`` or ``operator``, or None when nobody (allowed) is logged in.

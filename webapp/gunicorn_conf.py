@@ -1,4 +1,4 @@
-"""gunicorn settings for the Leasehold web app: ``gunicorn -c python:webapp.gunicorn_conf webapp.wsgi:app``
+"""gunicorn settings for the Leasehold web app: ``gunicorn -c python:webapp.gunicorn_conf leasehold.wsgi:app``
 (what ``leasehold web`` runs), or ``gunicorn -c gunicorn.conf.py wsgi:app`` in a checkout.
 
 Every value can be changed from the environment (a bad value stops the
@@ -13,7 +13,7 @@ LEASEHOLD_WEB_ACCESSLOG        "-" for stdout (default), a file path, or "off"
 LEASEHOLD_WEB_LOGLEVEL         gunicorn's error log level (default info)
 
 Loading this file also validates every LEASEHOLD_* setting of the app (the
-same model the app, the worker and the CLI read: ``workers.settings`` and
+same model the app, the worker and the CLI read: ``leasehold.settings`` and
 ``webapp.config``), so a bad one stops gunicorn's master with one line naming
 the variable before any worker starts. The client address the app sees behind
 the proxy is set by LEASEHOLD_TRUSTED_PROXIES (werkzeug's ProxyFix in the app);
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import os
 
+from leasehold.logs import gunicorn_logconfig
+from leasehold.settings import PREFIX, env_config, load_settings, parse_number
 from webapp.config import ConfigError, load_web_settings
-from workers.logs import gunicorn_logconfig
-from workers.settings import PREFIX, env_config, load_settings, parse_number
 
 
 def _int(name: str, default: int, low: int, high: int) -> int:

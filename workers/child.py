@@ -29,9 +29,9 @@ def _die_with_parent() -> None:
 
 
 def main() -> int:
+    from leasehold.logs import configure_logging
     from workers.config import WorkerConfig
     from workers.handlers import load_handlers
-    from workers.logs import configure_logging
     from workers.supervisor import CONFIG_ENV
     from workers.worker import run_worker
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from werkzeug.security import generate_password_hash
 
+from leasehold.urls import is_sql
 from store import DEFAULT_STORE_URL, StoreSettings, open_store
 from store.base import JobStore
 from store.lifecycle import TERMINAL
@@ -77,7 +78,7 @@ class Demo:
 
     def start(self) -> None:
         """Migrate (SQL stores), then start gunicorn and the worker supervisor."""
-        if self.store_url.startswith(("sqlite", "postgresql")):
+        if is_sql(self.store_url):
             from store.sql import migrate
 
             migrate(self.store_url)

@@ -64,8 +64,8 @@ def default_store() -> JobStore:
     global _store, _opened
     with _lock:
         if _store is None:
+            from leasehold.settings import settings_from_env
             from store import open_store
-            from workers.settings import settings_from_env
 
             settings = settings_from_env()
             _store = _opened = open_store(settings.store_url, settings.store_settings())

@@ -22,12 +22,12 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
+from leasehold.logs import job_fields
 from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from workers.acker import Acker
 from workers.execute import Outcome, timed_out
 from workers.inflight import InFlight, Running, State
-from workers.logs import job_fields
 from workers.progress import ProgressReporter
 from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import time
 
+from leasehold.logs import job_fields
 from workers.inflight import InFlight, State
-from workers.logs import job_fields
 from workers.outcomes import Outcomes
 from workers.pool import Runner
 

@@ -43,6 +43,8 @@ import threading
 import time
 from typing import Any
 
+from leasehold.logs import job_fields
+from leasehold.urls import is_sql
 from store import open_store
 from store.base import JobStore, Notice
 from store.maintenance import MaintenanceService
@@ -55,7 +57,6 @@ from workers.execute import unknown_handler
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
-from workers.logs import job_fields
 from workers.outcomes import Outcomes
 from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
@@ -88,8 +89,7 @@ CLAIM_AHEAD_S = 0.05
 
 def open_worker_store(config: WorkerConfig, connections: int) -> JobStore:
     """This process's own store, with a connection pool sized for its threads."""
-    scheme = config.store_url.split(":", 1)[0].lower()
-    if scheme.startswith(("sqlite", "postgresql")):
+    if is_sql(config.store_url):
         return open_store(config.store_url, config.store, pool_size=connections)
     return open_store(config.store_url, config.store)
 

@@ -5,7 +5,7 @@ Each measurement gets a fresh store of ``kind`` (``reset``: SQLite file,
 PostgreSQL database cloned from a migrated template, or Redis key prefix),
 removed afterwards. Single enqueue ``store.enqueue``; bulk
 ``store.enqueue_many``, BULK_CHUNK a call. Workers: ``leasehold worker
---processes P --concurrency T`` (run as ``python -m workers.cli``: the
+--processes P --concurrency T`` (run as ``python -m leasehold.cli``: the
 ``leasehold`` command without needing the package installed).
 
 With ``features`` on, the drain runs what the issue asks of it: every job a
@@ -80,7 +80,7 @@ class Leasehold(common.System):
 
     def worker(self, config):
         return [
-            sys.executable, "-m", "workers.cli", "worker", "--processes", str(config["p"]),
+            sys.executable, "-m", "leasehold.cli", "worker", "--processes", str(config["p"]),
             "--concurrency", str(config["t"]), "--name", "bench-peers", "--log-level", "WARNING",
         ]  # fmt: skip
 

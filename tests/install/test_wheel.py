@@ -111,7 +111,7 @@ def test_the_wheel_carries_lua_migrations_templates_static_and_htmx(installed: I
         "webapp/static/console.css",
         "webapp/static/vendor/htmx.min.js",
         "webapp/gunicorn_conf.py",
-        "webapp/wsgi.py",
+        "leasehold/wsgi.py",
     ):
         assert name in names, name
     assert not any(n.startswith(("tests/", "bench/")) for n in names)

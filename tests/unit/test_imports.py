@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys
-import workers.worker, workers.pool, workers.cli, workers.settings, store.recovery
+import workers.worker, workers.pool, leasehold.cli, leasehold.settings, store.recovery
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -23,7 +23,7 @@ def test_worker_pool_and_cli_import_no_flask_and_no_webapp() -> None:
         [sys.executable, "-c", PROBE], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
     )
     loaded = json.loads(done.stdout)
-    assert "workers.cli" in loaded and "workers.worker" in loaded
+    assert "leasehold.cli" in loaded and "workers.worker" in loaded
     web = [m for m in loaded if m.split(".")[0].startswith(("flask", "webapp"))]
     assert web == []
 
@@ -39,7 +39,7 @@ def _loaded(code: str, cwd: Path = REPO) -> list[str]:
 
 def test_the_worker_side_loads_no_alembic() -> None:
     """Only ``db upgrade`` needs Alembic (~20 MB): not the worker, nor the CLI."""
-    loaded = _loaded("import workers.worker, workers.pool, workers.cli, store.sql.store")
+    loaded = _loaded("import workers.worker, workers.pool, leasehold.cli, store.sql.store")
     assert [m for m in loaded if m.split(".")[0] == "alembic"] == []
 
 

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TOP = ("store", "workers", "webapp")
+TOP = ("leasehold", "store", "workers", "webapp")
 #: Folders mapped into the webapp package in the wheel (top-level in the checkout).
 MAPPED = {"webapp.templates": "templates", "webapp.static": "static"}
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from werkzeug.security import generate_password_hash
 
+from leasehold.settings import settings_from_env
 from store.errors import ValidationError
 from store.sql.engine import pg_connect_timeout_s
 from webapp import create_app
 from webapp.config import DEFAULTS, ConfigError, load_web_settings
 from webapp.console import auth
-from workers.settings import settings_from_env
 
 REPO = Path(__file__).resolve().parents[2]
 #: Rows of the README table not in the model: gunicorn's own variables (webapp/gunicorn_conf.py).
@@ -96,7 +96,7 @@ def test_a_bad_value_stops_the_web_process_with_one_line(tmp_path: Path) -> None
         "LEASEHOLD_MAX_CONTENT_LENGTH": "1MB",
     }
     done = subprocess.run(
-        [sys.executable, "-c", "import webapp.wsgi"],
+        [sys.executable, "-c", "import leasehold.wsgi"],
         env=env,
         cwd=REPO,
         capture_output=True,

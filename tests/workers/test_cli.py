@@ -12,16 +12,16 @@ import pytest
 from click.testing import Result
 from werkzeug.security import check_password_hash
 
+from leasehold.cli.flask import create_cli_app
 from store import open_store
 from tests.backends import StoreHandle
 from tests.workers.procs import Spawner, wait_until
-from webapp import create_app
 
 Invoke = Callable[..., Result]
 
 
 def make_cli(store_url: str) -> tuple[Invoke, Callable[[], None]]:
-    app = create_app(
+    app = create_cli_app(
         {
             "STORE_URL": store_url,
             "HANDLERS": "tests.handlers",

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner, Result
 
+from leasehold.cli import leasehold
 from store.lifecycle import JobStatus
 from store.models import Schedule
 from tests.backends import StoreHandle
 from tests.store.helpers import job_in
 from tests.workers.test_cli import make_cli, one_line_error
-from workers.cli import leasehold
 from workers.scheduler import SCHEDULE_HEADER
 
 S = JobStatus

@@ -8,8 +8,8 @@ import logging
 import logging.config
 from pathlib import Path
 
+from leasehold.logs import formatter, gunicorn_logconfig
 from tests.workers.test_leasehold_cli import one_line, run
-from workers.logs import formatter, gunicorn_logconfig
 
 SECRET = "s3cret-console-key-never-logged"
 

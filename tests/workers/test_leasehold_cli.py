@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from leasehold.cli import leasehold
 from store.lifecycle import JobStatus
 from tests.backends import StoreHandle
 from tests.store.helpers import job_in
 from tests.workers.procs import REPO
 from tests.workers.test_cli import make_cli, one_line_error
-from workers.cli import leasehold
 
 S = JobStatus
 
@@ -32,9 +32,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m workers.cli ARGS`` (the ``leasehold`` script) in a clean environment."""
+    """``python -m leasehold.cli ARGS`` (the ``leasehold`` script) in a clean environment."""
     return subprocess.run(
-        [sys.executable, "-m", "workers.cli", *args],
+        [sys.executable, "-m", "leasehold.cli", *args],
         cwd=REPO,
         env=clean_env(PYTHONPATH=str(REPO), **env),
         capture_output=True,

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from workers.settings import PREFIX, parse_choice
+from leasehold.settings import PREFIX, parse_choice
 
 FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
 #: Values of LEASEHOLD_LOG_FORMAT.
@@ -75,7 +75,7 @@ def gunicorn_logconfig(log_format: str, level: str = "info") -> dict[str, Any] |
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "workers.logs.formatter", "log_format": "json"}},
+        "formatters": {"json": {"()": "leasehold.logs.formatter", "log_format": "json"}},
         "handlers": {
             "error": {**handler, "stream": "ext://sys.stderr"},
             "access": {**handler, "stream": "ext://sys.stdout"},

@@ -1,7 +1,7 @@
 """The ``leasehold`` commands under Flask's CLI: ``flask --app wsgi <command>``.
 
 One implementation, two entry points: the commands are those of
-``workers.cli`` (the ``leasehold`` script). Here each runs inside the app's
+``leasehold.cli`` (the ``leasehold`` script). Here each runs inside the app's
 context and takes the app's validated settings and its store
 (``app.extensions``) instead of reading the environment itself.
 """
@@ -17,9 +17,10 @@ import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 
+from leasehold import cli
+from leasehold.settings import Settings
 from store.base import JobStore
-from workers import cli
-from workers.settings import Settings
+from webapp import create_app
 
 
 class AppRuntime(cli.Runtime):
@@ -67,3 +68,11 @@ def init_app(app: Flask) -> None:
     """Register every ``leasehold`` command on ``app.cli``."""
     for command in cli.COMMANDS:
         app.cli.add_command(in_app(command))
+
+
+def create_cli_app(overrides: dict[str, Any] | None = None) -> Flask:
+    """``webapp.create_app(overrides)`` with every ``leasehold`` command on its
+    ``app.cli`` (what ``flask --app wsgi`` runs). Raises ConfigError for a bad setting."""
+    app = create_app(overrides)
+    init_app(app)
+    return app

@@ -3,8 +3,8 @@ stats, purge, periodic, queue, db upgrade, hash-password, web, demo. ``leasehold
 for each.
 
 A plain click group: it imports no Flask and builds no web app. Settings come
-from ``LEASEHOLD_*`` in the environment (``workers.settings``), so only ``web``,
-which serves the console, needs LEASEHOLD_SECRET_KEY. ``webapp.cli`` registers
+from ``LEASEHOLD_*`` in the environment (``leasehold.settings``), so only ``web``,
+which serves the console, needs LEASEHOLD_SECRET_KEY. ``leasehold.cli.flask`` registers
 the same commands under ``flask --app wsgi`` with the app's settings and store.
 Bad input exits non-zero with one line on stderr (``Error: ...``).
 """
@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import click
 
-from workers.cli.admin import db_group, demo_command, hash_password_command, web_command
-from workers.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
-from workers.cli.jobs import (
+from leasehold.cli.admin import db_group, demo_command, hash_password_command, web_command
+from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
+from leasehold.cli.jobs import (
     enqueue_command,
     purge_command,
     recover_command,
     stats_command,
     worker_command,
 )
-from workers.cli.operate import periodic_group, queue_group
-from workers.logs import configure_logging, log_format_from_env
-from workers.settings import ConfigError
+from leasehold.cli.operate import periodic_group, queue_group
+from leasehold.logs import configure_logging, log_format_from_env
+from leasehold.settings import ConfigError
 
-#: Every command (``webapp.cli`` registers the same ones under Flask).
+#: Every command (``leasehold.cli.flask`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (
     worker_command,
     enqueue_command,

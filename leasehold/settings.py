@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from store import DEFAULT_STORE_URL, StoreSettings
+from leasehold.urls import DEFAULT_STORE_URL, UnknownScheme, store_kind
+from store import StoreSettings
 from store.lifecycle import JobStatus, RetryPolicy
 
 #: Environment prefix of every setting: ``LEASEHOLD_LEASE_TTL`` is key ``LEASE_TTL``.
@@ -173,9 +174,10 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
     together: the heartbeat (lease TTL / 3) must leave room inside the lease,
     the recovery lock must outlive a recovery interval."""
     store_url = str(config.get("STORE_URL") or DEFAULTS["STORE_URL"])
-    scheme = store_url.split(":", 1)[0].lower()
-    if not scheme.startswith(("sqlite", "postgresql", "redis", "rediss")):
-        raise ConfigError(f"LEASEHOLD_STORE_URL has an unknown scheme {scheme!r}")
+    try:
+        store_kind(store_url)
+    except UnknownScheme as exc:
+        raise ConfigError(f"LEASEHOLD_STORE_URL has an {exc}") from None
     handlers = tuple(h.strip() for h in str(config.get("HANDLERS") or "").split(",") if h.strip())
     lease_ttl = _number(config, "LEASE_TTL", 0.3, high=DAY_S)
     recovery_interval = _number(config, "RECOVERY_INTERVAL", 0.05, high=DAY_S)

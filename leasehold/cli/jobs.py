@@ -10,15 +10,15 @@ from typing import Any
 import click
 import orjson
 
+from leasehold.cli.base import OneLineCommand, friendly_errors, runtime
+from leasehold.logs import configure_logging
 from store.lifecycle import TERMINAL, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
 from store.spec import MAX_DELAY_S
 from workers.claim import parse_queues
-from workers.cli.base import OneLineCommand, friendly_errors, runtime
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
 from workers.handlers import get_handler, load_handlers
-from workers.logs import configure_logging
 from workers.periodic import check_declared
 
 #: How long ``recover`` waits for a recovery another instance is running, seconds.

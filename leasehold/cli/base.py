@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
+from leasehold.settings import ConfigError, Settings, settings_from_env
 from store import open_store
 from store.base import JobStore
 from store.errors import StoreError
 from store.recovery import RecoveryBusy
 from workers.handlers import HandlerError
-from workers.settings import ConfigError, Settings, settings_from_env
 
 #: Key of the command's Runtime in ``click.Context.meta`` (shared by a whole command line).
 RUNTIME_KEY = "leasehold.runtime"
@@ -89,7 +89,7 @@ class Runtime:
 
     The ``leasehold`` script's: settings from ``LEASEHOLD_*`` in the environment
     (no Flask app, no LEASEHOLD_SECRET_KEY), the store opened on first use and
-    closed when the command line ends. Under Flask (``webapp.cli``) a subclass
+    closed when the command line ends. Under Flask (``leasehold.cli.flask``) a subclass
     hands out the app's validated settings and its store instead."""
 
     def __init__(self) -> None:

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 import click
 
+from leasehold.cli.base import OneLineGroup, friendly_errors, runtime
 from store.models import JobSpec, Schedule
-from workers.cli.base import OneLineGroup, friendly_errors, runtime
 from workers.handlers import get_handler, load_handlers
 from workers.periodic import describe, next_tick
 from workers.scheduler import SCHEDULE_HEADER

@@ -7,11 +7,12 @@ import sys
 
 import click
 
-from workers.cli.base import OneLineCommand, OneLineGroup, friendly_errors, runtime
+from leasehold.cli.base import OneLineCommand, OneLineGroup, friendly_errors, runtime
+from leasehold.urls import is_sql
 
 #: gunicorn's settings (the project's config, inside the package) and the app it serves.
 GUNICORN_CONFIG = "python:webapp.gunicorn_conf"
-WSGI_APP = "webapp.wsgi:app"
+WSGI_APP = "leasehold.wsgi:app"
 
 # ---------------------------------------------------------------------------- db
 db_group = OneLineGroup("db", help="Store schema.")
@@ -22,7 +23,7 @@ db_group = OneLineGroup("db", help="Store schema.")
 def db_upgrade_command() -> None:
     """Create or upgrade the SQL schema (Redis keeps no schema)."""
     url = runtime().settings().store_url
-    if not url.split(":", 1)[0].lower().startswith(("sqlite", "postgresql")):
+    if not is_sql(url):
         click.echo("this store keeps no schema; nothing to upgrade")
         return
     from sqlalchemy.exc import SQLAlchemyError

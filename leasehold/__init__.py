@@ -1,0 +1,82 @@
+"""Leasehold: a job queue in which every running job holds a lease.
+
+The public API, for handler modules and application code::
+
+    from leasehold import handler, open_store, wait, Leasehold
+
+Names are loaded on first use (PEP 562 ``__getattr__``), so ``import
+leasehold.settings`` from a store or a worker loads no web code, and this
+package's top floor (it names the worker and web floors) never runs when a
+lower floor imports ``leasehold.urls`` or ``leasehold.settings``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from store import JobStore, open_store
+    from store.lifecycle import JobStatus
+    from store.models import Job
+    from webapp import create_app
+    from webapp.extension import Leasehold
+    from workers import Handler, JobContext, PermanentError, handler, periodic, use_store, wait
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "handler": "workers",
+    "periodic": "workers",
+    "Handler": "workers",
+    "JobContext": "workers",
+    "PermanentError": "workers",
+    "use_store": "workers",
+    "wait": "workers",
+    "open_store": "store",
+    "JobStore": "store",
+    "Job": "store.models",
+    "JobStatus": "store.lifecycle",
+    "Leasehold": "webapp.extension",
+    "create_app": "webapp",
+}
+
+__all__ = [
+    "Handler",
+    "Job",
+    "JobContext",
+    "JobStatus",
+    "JobStore",
+    "Leasehold",
+    "PermanentError",
+    "__version__",
+    "create_app",
+    "handler",
+    "open_store",
+    "periodic",
+    "use_store",
+    "wait",
+]
+
+
+def _version() -> str:
+    try:
+        return version("leasehold")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "0+checkout"
+
+
+__version__ = _version()
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'leasehold' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

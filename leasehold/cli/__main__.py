@@ -1,0 +1,5 @@
+"""``python -m leasehold.cli``: the ``leasehold`` command without the console script."""
+
+from leasehold.cli import main
+
+main()
