@@ -187,7 +187,7 @@ class SqlPlumbing:
         self.clock_offset_s = 0.0
         self.write_engine, self.read_engine, dialect = make_engines(url, pool_size)
         self._now = sql.clock(lambda: self.clock_offset_s)
-        self.dialect: Dialect = _dialect(dialect, self)
+        self.dialect: Dialect = self.make_dialect(dialect)
         self._q_now = sql.select_now(self._now)
         self._q_attempt = ops.insert_attempt(self._now)
         engine_dialect = self.write_engine.dialect
@@ -353,20 +353,14 @@ class SqlPlumbing:
         self.book(conn, [event], counters.moved(job.queue, JobStatus.InProgress, job.status))
         return job
 
+    def make_dialect(self, name: str) -> Dialect:
+        """The strategy for the engine ``name`` (``postgresql`` or ``sqlite``): the
+        concrete store names its dialects, which build on this module."""
+        raise NotImplementedError
+
     def close(self) -> None:
         self.write_engine.dispose()
         self.read_engine.dispose()
-
-
-def _dialect(name: str, p: SqlPlumbing) -> Dialect:
-    """The strategy for an engine name (the one place that names dialects)."""
-    if name == "postgresql":
-        from store.sql.postgres import PostgresDialect
-
-        return PostgresDialect(p)
-    from store.sql.sqlite import SqliteDialect
-
-    return SqliteDialect(p)
 
 
 __all__ = ["Dialect", "JobSpec", "Planned", "Refused", "SqlPlumbing", "event_row"]

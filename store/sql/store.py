@@ -28,7 +28,7 @@ from store.spec import unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.operating import SqlOperatingMixin
-from store.sql.plumbing import Refused, event_row
+from store.sql.plumbing import Dialect, Refused, event_row
 from store.sql.recovery import SqlRecoveryMixin
 from store.sql.registry import SqlRegistryMixin
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
@@ -40,6 +40,17 @@ S = JobStatus
 
 class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
+
+    def make_dialect(self, name: str) -> Dialect:
+        """The strategy for an engine name (the one place that names dialects);
+        imported here so a PostgreSQL process never loads the SQLite one."""
+        if name == "postgresql":
+            from store.sql.postgres import PostgresDialect
+
+            return PostgresDialect(self)
+        from store.sql.sqlite import SqliteDialect
+
+        return SqliteDialect(self)
 
     def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
         super().__init__(url, settings, pool_size)
