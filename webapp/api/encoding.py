@@ -16,6 +16,9 @@ from typing import Any
 import orjson
 from flask import Response, current_app
 
+#: The request header that makes a POST idempotent (the IETF httpapi draft's name, as Stripe uses it).
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 MIMETYPE = "application/json"
 

@@ -11,11 +11,10 @@ from flask import Response, request, url_for
 
 from store.base import StoreSettings
 from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
-from webapp.api.encoding import json_response
+from webapp.api.encoding import IDEMPOTENCY_HEADER, json_response
 from webapp.api.errors import APIError
 from webapp.api.state import api_state, job_store
 
-IDEMPOTENCY_HEADER = "Idempotency-Key"
 _KEY = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
 
 

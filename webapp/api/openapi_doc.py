@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from store.models import MAX_IDEMPOTENCY_KEY_LEN
-from webapp.api.enqueue import IDEMPOTENCY_HEADER
+from webapp.api.encoding import IDEMPOTENCY_HEADER
 
 IDEMPOTENCY_PARAMETER: dict[str, Any] = {
     "name": IDEMPOTENCY_HEADER,
