@@ -8,6 +8,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
+# PostgreSQL and Redis for a recipe: scripts/services.sh prints the export lines of their URLs
+# (the machine's own servers, or throwaway ones it starts), evaluated in the recipe's shell.
+SERVICES = exports="$$(scripts/services.sh)" && eval "$$exports" &&
+
 .PHONY: venv .venv assets dist chromium test demo bench lint format services-stop clean
 
 # The virtualenv, (re)installed whenever a requirements file changes.
@@ -44,7 +48,7 @@ chromium:
 PYTEST_WORKERS ?= 3
 SERIAL := tests/faults tests/browser tests/store/test_contract_processes.py
 test: $(STAMP) $(HTMX) chromium
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	$(SERVICES) \
 	$(BIN)/ruff format --check . && \
 	$(BIN)/ruff check . && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
@@ -63,35 +67,35 @@ demo: $(STAMP) $(HTMX)
 BENCH_ARGS ?=
 .PHONY: bench-scale
 bench: $(STAMP)
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
-	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
+	$(SERVICES) \
+	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
 
 bench-scale: $(STAMP)
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
-	$(BIN)/python bench/run_all.py --scale --metrics enqueue,drain,latency $(BENCH_ARGS)
+	$(SERVICES) \
+	$(BIN)/python -m bench.run_all --scale --metrics enqueue,drain,latency $(BENCH_ARGS)
 
 # Issue 15: pruning 100,000 finished jobs on each store (time, longest batch) and the drain
 # with unique keys and a paused queue against a plain drain (bench/retention.py).
 .PHONY: bench-retention
 bench-retention: $(STAMP)
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
-	PYTHONPATH=. $(BIN)/python bench/retention.py $(BENCH_ARGS)
+	$(SERVICES) \
+	$(BIN)/python -m bench.retention $(BENCH_ARGS)
 
 # Issue 16, point 8: p50/p99 of every console page (overview, job lists and filters, a deep
 # page, the job page, the searches, a bulk preview) with 1,000,000 jobs of mixed statuses in
 # each store (bench/console_pages.py; ~8 min a store). BENCH_ARGS="--jobs 20000" for a smoke run.
 .PHONY: bench-console
 bench-console: $(STAMP)
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
-	PYTHONPATH=. $(BIN)/python bench/console_pages.py $(BENCH_ARGS)
+	$(SERVICES) \
+	$(BIN)/python -m bench.console_pages $(BENCH_ARGS)
 
 # Issue 17: POST /api/jobs and an async endpoint under gunicorn (gunicorn.conf.py, 2 processes
 # x 4 threads, 16 clients) side by side with a bare Flask app (bench/bare_app.py) on every
 # store: req/s, p50/p99, the ratio and its target (bench/api_enqueue.py; ~4 min).
 .PHONY: bench-api
 bench-api: $(STAMP)
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
-	$(BIN)/python bench/api_enqueue.py $(BENCH_ARGS)
+	$(SERVICES) \
+	$(BIN)/python -m bench.api_enqueue $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
@@ -120,9 +124,9 @@ SOAK_PROCESSES ?= 16
 SOAK_KILLS ?= 12
 .PHONY: soak
 soak: $(STAMP)
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	$(SERVICES) \
 	LEASEHOLD_SOAK_JOBS=$(SOAK_JOBS) LEASEHOLD_SOAK_PROCESSES=$(SOAK_PROCESSES) \
-	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) LEASEHOLD_SOAK_LONG=1 PYTHONPATH=. \
+	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) LEASEHOLD_SOAK_LONG=1 \
 	$(BIN)/pytest tests/faults/test_soak.py tests/faults/test_pg_long_transaction.py \
 		tests/faults/test_pg_restart.py tests/faults/test_pg_terminate.py \
 		-m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
@@ -138,9 +142,9 @@ BENCH_API_ARGS ?=
 .PHONY: bench-peers
 bench-peers: $(STAMP)
 	bench/peers/setup.sh
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
+	$(SERVICES) \
 	BENCH_PEERS_REDIS_URL="$${BENCH_PEERS_REDIS_URL:-$${LEASEHOLD_TEST_REDIS_URL%/*}/13}" \
-	$(BIN)/python bench/peers/run.py --sweep --api --api-args "$(BENCH_API_ARGS)" $(BENCH_PEERS_ARGS)
+	$(BIN)/python -m bench.peers.run --sweep --api --api-args "$(BENCH_API_ARGS)" $(BENCH_PEERS_ARGS)
 
 # Redis server instructions a job (callgrind; the same count every run, unlike seconds):
 # Leasehold (every feature on) and its Redis peers, single and bulk enqueue and a drain, on a
@@ -150,5 +154,5 @@ BENCH_COST_ARGS ?=
 bench-cost: $(STAMP)
 	@command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
 	bench/peers/setup.sh
-	exports="$$(scripts/services.sh)" && eval "$$exports" && \
-	$(BIN)/python bench/peers/cost.py $(BENCH_COST_ARGS)
+	$(SERVICES) \
+	$(BIN)/python -m bench.peers.cost $(BENCH_COST_ARGS)

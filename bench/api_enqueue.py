@@ -1,6 +1,6 @@
 """API enqueue under gunicorn, per store, side by side with a bare Flask app (GitHub issue 17).
 
-    .venv/bin/python bench/api_enqueue.py [--requests 2000] [--rounds 5] [--clients 16]
+    .venv/bin/python -m bench.api_enqueue [--requests 2000] [--rounds 5] [--clients 16]
                                           [--workers 2] [--threads 4] [--stores sqlite,postgresql,redis]
                                           [--routes jobs,async]
 
@@ -45,7 +45,6 @@ import os
 import platform
 import sqlite3
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -53,12 +52,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.report import commit  # noqa: E402
-from store import StoreSettings, open_store  # noqa: E402
-from tests.backends import (  # noqa: E402
+from bench.report import commit
+from store import StoreSettings, open_store
+from tests.backends import (
     PG_ADMIN_URL,
     REDIS_URL,
     PgTemplate,
@@ -66,7 +62,9 @@ from tests.backends import (  # noqa: E402
     delete_redis_prefix,
     redis_url_with_prefix,
 )
-from tests.web.gunicorn_proc import OPERATOR_TOKEN, Gunicorn  # noqa: E402
+from tests.web.gunicorn_proc import OPERATOR_TOKEN, Gunicorn
+
+REPO = Path(__file__).resolve().parent.parent
 
 BODY = json.dumps({"name": "index-source", "payload": {"path": "src/app/module.py", "lines": 120}}).encode()
 HEADERS = {"Authorization": f"Bearer {OPERATOR_TOKEN}", "Content-Type": "application/json"}

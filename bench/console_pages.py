@@ -1,7 +1,7 @@
 """Console pages at 1,000,000 jobs (GitHub issue 16, point 8): p50/p99 of
 every page an operator opens, per store, against the 200 ms p99 target.
 
-    PYTHONPATH=. .venv/bin/python bench/console_pages.py [--jobs 1000000] [--requests 200]
+    .venv/bin/python -m bench.console_pages [--jobs 1000000] [--requests 200]
         [--stores sqlite,postgresql,redis] [--budget 60] [--json FILE]
 
 Each store is fresh (bench/stores.py: a copy of a migrated SQLite file, a
@@ -37,8 +37,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
 from werkzeug.security import generate_password_hash
@@ -179,7 +177,7 @@ def header(args: argparse.Namespace, kinds: list[str]) -> list[str]:
     mix = ", ".join(f"{s.name} {share / 100:g} %" for s, share in MIX)
     return [
         f"# Console pages, {datetime.now(UTC).isoformat(timespec='seconds')}",
-        f"# command: python bench/console_pages.py {' '.join(sys.argv[1:])}".rstrip(),
+        f"# command: python -m bench.console_pages {' '.join(sys.argv[1:])}".rstrip(),
         f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
         f"CPython {platform.python_version()}; load average at start {loadavg()}",
         f"# commit: {commit()}",

@@ -1,6 +1,6 @@
 """Redis store figures: enqueue, claim + complete, recovery at scale, memory per job.
 
-    .venv/bin/python bench/redis_store.py [--single 2000] [--batches 20] [--jobs 20000]
+    .venv/bin/python -m bench.redis_store [--single 2000] [--batches 20] [--jobs 20000]
                                           [--recovery 100000] [--claim-batch 100]
 
 One process, one connection pool, against LEASEHOLD_TEST_REDIS_URL (default the
@@ -25,13 +25,9 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 from redis.utils import HIREDIS_AVAILABLE

@@ -1,7 +1,7 @@
 """Retention at scale (issue 15): prune 100,000 finished jobs on each store,
 and the drain with pause checks and unique keys in place.
 
-    PYTHONPATH=. .venv/bin/python bench/retention.py [--stores sqlite,postgresql,redis]
+    .venv/bin/python -m bench.retention [--stores sqlite,postgresql,redis]
         [--jobs 100000] [--drain-jobs 5000] [--concurrency 8]
 
 Pruning: ``--jobs`` Completed jobs are loaded (``bench/scale.py``), the store's
@@ -21,11 +21,8 @@ two is the cost of those features; the issue allows 5%.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.scale import load_finished
 from bench.stores import KINDS, FreshStores, server_versions

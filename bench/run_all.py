@@ -2,7 +2,7 @@
 
     make bench                                   # the default run below
     make bench-scale                             # also with 1,000,000 finished jobs in the store
-    .venv/bin/python bench/run_all.py [--stores sqlite,postgresql,redis]
+    .venv/bin/python -m bench.run_all [--stores sqlite,postgresql,redis]
         [--metrics enqueue,drain,latency,recovery,bytes] [--runs 3] [--quick] [--scale]
         [--single 5000] [--threads 4] [--bulk 50000] [--drain-jobs 20000] [--concurrency 8]
         [--latency-jobs 150] [--gap-ms 100] [--recovery-jobs 100000] [--recovery-cap 30]
@@ -59,15 +59,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from bench import measures
+from bench.report import Row, commit, table
+from bench.scale import load_finished
+from bench.stores import KINDS, FreshStores, server_versions
+from bench.worker_throughput import latency, throughput
+from store import open_store
 
-from bench import measures  # noqa: E402
-from bench.report import Row, commit, table  # noqa: E402
-from bench.scale import load_finished  # noqa: E402
-from bench.stores import KINDS, FreshStores, server_versions  # noqa: E402
-from bench.worker_throughput import latency, throughput  # noqa: E402
-from store import open_store  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 GROUPS = ("enqueue", "drain", "latency", "recovery", "bytes")
 SCALE_GROUPS = ("enqueue", "drain", "latency")

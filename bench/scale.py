@@ -15,7 +15,7 @@ VACUUMed / ANALYZEd, as autovacuum or an operator would have done by then.
   ``gen_random_uuid()``), events from the template's with a join;
 * SQLite: the same with a recursive CTE (ids from ``randomblob``).
 
-    PYTHONPATH=. .venv/bin/python bench/scale.py --store redis --jobs 100000
+    .venv/bin/python -m bench.scale --store redis --jobs 100000
 
 (on its own, it loads a fresh store, prints the rate and the store's counts,
 and removes it).
@@ -31,8 +31,6 @@ import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import create_engine, text
 

@@ -4,7 +4,7 @@ Each process loops ``claim(batch)`` then ``complete`` per job until the queue
 is empty; the figure is jobs completed per second of wall time, from the first
 claim to the last ack. Every job is checked Completed afterwards.
 
-    .venv/bin/python bench/store_throughput.py [--jobs 20000] [--batch 50] [--stores sqlite,postgresql,redis]
+    .venv/bin/python -m bench.store_throughput [--jobs 20000] [--batch 50] [--stores sqlite,postgresql,redis]
 
 PostgreSQL and Redis come from LEASEHOLD_TEST_PG_URL / LEASEHOLD_TEST_REDIS_URL
 (defaults: the local servers); the benchmark creates its own database / key
@@ -19,12 +19,9 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import StoreSettings, open_store
 from tests.backends import PgTemplate, SqliteTemplate, delete_redis_prefix, redis_url_with_prefix

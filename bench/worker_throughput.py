@@ -13,7 +13,7 @@ previous one completed plus a random pause (so the worker is found at every
 stage of its idle backoff, 5 ms -> 200 ms); latency is ``completed_at -
 created_at`` on the store's clock. p50/p99 in milliseconds.
 
-    .venv/bin/python bench/worker_throughput.py [--jobs 20000] [--concurrency 8]
+    .venv/bin/python -m bench.worker_throughput [--jobs 20000] [--concurrency 8]
         [--latency-jobs 300] [--gap-ms 250] [--stores sqlite,postgresql,redis]
 
 PostgreSQL and Redis come from LEASEHOLD_TEST_PG_URL / LEASEHOLD_TEST_REDIS_URL
@@ -38,13 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from bench.store_throughput import fresh_url
+from store import JobStore, StoreSettings, open_store
+from store.lifecycle import JobStatus
+from store.models import Job
 
-from bench.store_throughput import fresh_url  # noqa: E402
-from store import JobStore, StoreSettings, open_store  # noqa: E402
-from store.lifecycle import JobStatus  # noqa: E402
-from store.models import Job  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 #: ``leasehold worker``: the console script's module, so that it runs without the package installed.
 WORKER = [sys.executable, "-m", "leasehold.cli", "worker"]

@@ -1,7 +1,7 @@
 """Redis server instructions a job, Leasehold side by side with its Redis peers.
 
     make bench-cost                          # creates bench/.peers-venv, then runs this
-    .venv/bin/python bench/peers/cost.py --systems leasehold-redis,huey --jobs 300
+    .venv/bin/python -m bench.peers.cost --systems leasehold-redis,huey --jobs 300
 
 The store's CPU is what bounds a Redis drain here (one server thread for all
 workers) and half of a single enqueue, and seconds on these machines vary 3x
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import redis
 
+from bench.peers.run import SYSTEMS, system_command, unavailable, versions
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run import SYSTEMS, unavailable, versions  # noqa: E402
 
 DEFAULT = ["leasehold-redis", "huey", "dramatiq", "rq"]
 COLUMNS = ("single", "bulk", "drain")
@@ -68,21 +68,20 @@ def start_server(folder: Path) -> tuple[subprocess.Popen, int, Path]:
 
 
 def run_one(name: str, spec: dict, port: int, out: Path, pid: int) -> dict:
-    script, python, args, _package = SYSTEMS[name]
+    args = SYSTEMS[name][2]
     url = f"redis://127.0.0.1:{port}"
     env = dict(
         os.environ,
-        PYTHONPATH=str(HERE),
         BENCH_PEERS_REDIS_URL=f"{url}/13",
         LEASEHOLD_TEST_REDIS_URL=f"{url}/12",
         BENCH_PEERS_CALLGRIND_PID=str(pid),
         BENCH_PEERS_CALLGRIND_OUT=str(out),
     )
     spec = dict(spec, system_args=args)
+    argv, cwd, env = system_command(name, spec, env)
     proc = subprocess.run(
-        [str(python), str(HERE / script), json.dumps(spec)],
-        cwd=HERE, capture_output=True, text=True, timeout=spec["timeout"] * 3 + 300, env=env,
-    )  # fmt: skip
+        argv, cwd=cwd, capture_output=True, text=True, timeout=spec["timeout"] * 3 + 300, env=env
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])

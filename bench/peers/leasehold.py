@@ -1,5 +1,5 @@
 """Leasehold as one more system of the side-by-side run (main venv):
-``.venv/bin/python bench/peers/leasehold.py '{json spec}'``, run by run.py.
+``.venv/bin/python -m bench.peers.leasehold '{json spec}'``, run by run.py.
 
 Each measurement gets a fresh store of ``kind`` (``reset``: SQLite file,
 PostgreSQL database cloned from a migrated template, or Redis key prefix),
@@ -24,15 +24,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(REPO))
+from bench.peers import common
+from bench.peers.lh_handlers import PROGRESS
+from bench.stores import FreshStores
+from bench.worker_throughput import check_ran, worker_env
+from store import open_store
+from store.models import JobSpec
 
-from bench.peers import common  # noqa: E402
-from bench.peers.lh_handlers import PROGRESS  # noqa: E402
-from bench.stores import FreshStores  # noqa: E402
-from bench.worker_throughput import check_ran, worker_env  # noqa: E402
-from store import open_store  # noqa: E402
-from store.models import JobSpec  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent.parent
 
 PAUSED = "bench-paused"
 HANDLERS = "tests.handlers,bench.peers.lh_handlers"

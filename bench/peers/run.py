@@ -3,7 +3,7 @@
 CPU per job and worker RSS, in one run, with ratios and the issue's targets.
 
     make bench-peers            # creates bench/.peers-venv, then runs this with --sweep
-    .venv/bin/python bench/peers/run.py [--runs 3] [--jobs 10000] [--single 2000] [--bulk 20000]
+    .venv/bin/python -m bench.peers.run [--runs 3] [--jobs 10000] [--single 2000] [--bulk 20000]
         [--latency-jobs 150] [--gap-ms 100] [--sweep] [--sweep-jobs 5000] [--features both|on|off]
         [--systems leasehold-redis,leasehold-postgresql,huey,dramatiq,rq,celery,arq,procrastinate]
         [--timeout 180] [--api] [--quick] [--json FILE]
@@ -40,16 +40,15 @@ import time
 import uuid
 from pathlib import Path
 
+import redis
+
+from bench.peers import table
+from bench.peers.common import URL as PEERS_URL
+from bench.report import commit
+from bench.stores import server_versions
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(REPO))
-
-import redis  # noqa: E402
-
-from bench.peers import table  # noqa: E402
-from bench.peers.common import URL as PEERS_URL  # noqa: E402
-from bench.report import commit  # noqa: E402
-from bench.stores import server_versions  # noqa: E402
 
 MAIN_PY = sys.executable
 VENV_PY = REPO / "bench" / ".peers-venv" / "bin" / "python"
@@ -117,11 +116,25 @@ def unavailable(name: str) -> str | None:
     return None
 
 
+def system_command(name: str, spec: dict, env: dict[str, str]) -> tuple[list[str], Path, dict[str, str]]:
+    """How to start one run of ``name``: argv, working directory, environment.
+
+    Leasehold runs as ``python -m bench.peers.leasehold`` from the repository,
+    in its own venv. A peer runs in the peers' venv as a script of this folder,
+    which is on its PYTHONPATH: its consumers import its task module under its
+    own top-level name (``peer_huey.*``), as a user's project would."""
+    script, python, _args, _package = SYSTEMS[name]
+    if name.startswith("leasehold"):
+        module = f"bench.peers.{Path(script).stem}"
+        return [str(python), "-m", module, json.dumps(spec)], REPO, env
+    return [str(python), str(HERE / script), json.dumps(spec)], HERE, dict(env, PYTHONPATH=str(HERE))
+
+
 def run_system(name: str, spec: dict, conn: redis.Redis) -> dict:
     """One process of ``name`` running ``spec``; its RESULT, or {"failed": why}."""
-    script, python, args, _package = SYSTEMS[name]
+    args = SYSTEMS[name][2]
     check_empty(conn)
-    env = dict(os.environ, BENCH_PEERS_REDIS_URL=PEERS_URL, PYTHONPATH=str(HERE))
+    env = dict(os.environ, BENCH_PEERS_REDIS_URL=PEERS_URL)
     pg_db = None
     if name.startswith("leasehold"):
         env["LEASEHOLD_TEST_REDIS_URL"] = LEASEHOLD_REDIS_URL
@@ -130,10 +143,8 @@ def run_system(name: str, spec: dict, conn: redis.Redis) -> dict:
     spec = dict(spec, system_args={**args, **spec.get("system_args", {})})
     budget = spec["timeout"] * 3 + 120
     try:
-        out = subprocess.run(
-            [str(python), str(HERE / script), json.dumps(spec)],
-            cwd=HERE, capture_output=True, text=True, timeout=budget, env=env,
-        )  # fmt: skip
+        argv, cwd, env = system_command(name, spec, env)
+        out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=budget, env=env)
     except subprocess.TimeoutExpired:
         return {"failed": f"no result within {budget:.0f} s"}
     finally:
