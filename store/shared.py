@@ -35,7 +35,7 @@ from store.models import (
 )
 from store.records import WORKER_COMMANDS, WorkerInfo
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
-from store.spec import unique_key_of
+from store.spec import refuse_nul, unique_key_of
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
 EncodedAck = tuple[str, int, str | None]
@@ -46,14 +46,17 @@ CheckedProgress = tuple[str, int, dict[str, Any]]
 
 def encode_results(acks: Sequence[tuple[str, int, Any]]) -> list[EncodedAck]:
     """Each ack's result as JSON text (None stays None). Raises
-    ValidationError naming ``result`` when one is not JSON-serialisable;
-    nothing is written then."""
+    ValidationError naming ``result`` when one is not JSON-serialisable or
+    holds a NUL (store.spec: data is refused, never altered); nothing is
+    written then."""
     out = []
     for job_id, token, result in acks:
         try:
-            out.append((job_id, token, None if result is None else orjson.dumps(result).decode()))
+            text = None if result is None else orjson.dumps(result).decode()
         except TypeError as exc:
             raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+        refuse_nul("result", text)
+        out.append((job_id, token, text))
     return out
 
 
@@ -303,6 +306,10 @@ class SharedStore(JobStore):
             raise ValidationError("scan_limit", f"must be within [1, {MAX_SCAN_LIMIT}]")
         if isinstance(payload, str):
             payload = parse_payload_filter(payload)
+        texts = [("id_part", id_part), ("error", error), *(("payload", part) for part in payload or ())]
+        for fld, given in texts:
+            if isinstance(given, str) and "\x00" in given:  # no store holds one (store/spec.py)
+                raise ValidationError(fld, "must not contain NUL characters")
         query = SearchQuery(
             id_part=(id_part or "").strip().lower() or None,
             error=(error or "").strip() or None,

@@ -1,10 +1,23 @@
 """What ``enqueue`` takes (JobSpec), its limits and its validation, done once
-before anything is written. The API checks the same limits earlier."""
+before anything is written (the API checks the same limits earlier), and
+the one rule for NUL characters in text that reaches a store.
+
+NUL (``\\x00``): PostgreSQL's text and JSONB cannot hold it, so no store
+takes it, whatever its engine (one behaviour on every store):
+
+* data (a payload, headers, params at enqueue; a handler's result at ack)
+  is refused with ValidationError naming the field, nothing written: a
+  store never alters data a program reads back (``refuse_nul``);
+* text written for people (an error's type, message and traceback, a
+  progress message, an audit entry's detail) has each NUL replaced by
+  U+FFFD, so a failure is never lost to its own text (``scrub_nul``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +58,51 @@ class JobSpec:
     #: payload when only ``unique_for`` is given (``unique_key_of``).
     unique_key: str | None = None
     unique_for: float | None = None
+
+
+#: What a NUL becomes in text written for people (U+FFFD REPLACEMENT CHARACTER).
+NUL_REPLACEMENT = "\ufffd"
+
+
+#: A NUL in JSON text: the escape ``\\u0000`` after an even number of
+#: backslashes (after an odd number it is the six characters ``\\u0000``).
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def refuse_nul(fld: str, encoded: str | bytes | None) -> None:
+    """Raise ValidationError naming ``fld`` when the JSON text ``encoded``
+    (orjson's) holds a NUL, in a key or a value."""
+    if encoded is None:
+        return
+    raw = encoded.encode() if isinstance(encoded, str) else encoded
+    if b"\\u0000" in raw and _JSON_NUL.search(raw):
+        raise ValidationError(fld, "must not contain NUL characters")
+
+
+def scrub_nul(value: Any) -> Any:
+    """``value`` with each NUL in its texts (dict keys included, nested)
+    replaced by NUL_REPLACEMENT; other values unchanged."""
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_REPLACEMENT) if "\x00" in value else value
+    if isinstance(value, dict):
+        return {scrub_nul(k): scrub_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_nul(v) for v in value]
+    return value
+
+
+def clean_error(error: Any) -> dict[str, Any]:
+    """A handler's error ``{type, message, traceback}`` as stores write it:
+    NULs replaced (``scrub_nul``). Raises ValidationError naming ``error``
+    when it is not a JSON-serialisable dict."""
+    if not isinstance(error, dict):
+        raise ValidationError("error", "must be an object {type, message, traceback}")
+    cleaned = scrub_nul(error)
+    try:
+        orjson.dumps(cleaned)
+    except TypeError as exc:
+        raise ValidationError("error", f"must be JSON-serialisable ({exc})") from None
+    return cleaned
 
 
 def _finite(fld: str, value: float | None, low: float, high: float) -> None:
@@ -97,8 +155,7 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             encoded = orjson.dumps(getattr(spec, fld))
         except TypeError as exc:
             raise ValidationError(fld, f"must be JSON-serialisable ({exc})") from None
-        if b"\\u0000" in encoded:  # PostgreSQL text and JSONB cannot hold NUL
-            raise ValidationError(fld, "must not contain NUL characters")
+        refuse_nul(fld, encoded)
     return spec
 
 

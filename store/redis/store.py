@@ -69,6 +69,7 @@ from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore
+from store.spec import clean_error
 
 S = JobStatus
 #: Most claim rounds per call when candidates were taken by other workers.
@@ -320,10 +321,7 @@ class RedisStore(
     ) -> Job:
         """See JobStore.fail: read, decide (lifecycle.decide_failure), apply as
         compare-and-set; re-read up to GUARD_ATTEMPTS times if the job changed."""
-        try:
-            codec.dumps(error)
-        except TypeError as exc:
-            raise ValidationError("error", f"must be JSON-serialisable ({exc})") from None
+        error = clean_error(error)
         for _ in range(GUARD_ATTEMPTS):
             code, current, retries, max_retries, queue = self._fields(
                 job_id, "status", "lease_token", "retry_count", "max_retries", "queue"

@@ -7,7 +7,7 @@ Failed and Scheduled jobs, read through the status index). A payload field:
 
 * PostgreSQL: ``payload @> '{"key": value}'`` on the GIN index
   leasehold_ix_jobs_payload (migration 0005): complete.
-* SQLite: ``json_type``/``json_extract`` of the field over the ``scan_limit``
+* SQLite: the field found by ``json_each`` over the ``scan_limit``
   newest jobs that pass the other criteria (no index can answer it), with a
   second query counting that window: ``complete`` False when the window was
   full and the page was not.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, Text, and_, bindparam, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, bindparam, cast, exists, func, literal, or_, select
 
 from store.search import SearchPage, SearchQuery, like_pattern
 from store.sql.plumbing import SqlPlumbing
@@ -75,15 +75,17 @@ def payload_contains() -> ColumnElement[bool]:
 
 
 def payload_field_sqlite(table: Any, value: Any) -> ColumnElement[bool]:
-    """SQLite: the payload's field has ``value`` (type and value, as JSON
-    compares them). Params: s_path (``$."key"``), s_value."""
-    path = bindparam("s_path")
-    kind = func.json_type(table.c.payload, path).in_(_SQLITE_JSON_TYPES[type(value)])
+    """SQLite: the payload has a top-level field ``s_key`` holding ``value``
+    (type and value, as JSON compares them), found with ``json_each``: any
+    key matches, quotes and dots included (a JSON path cannot quote ``"``).
+    Params: s_key, s_value."""
+    field = func.json_each(table.c.payload).table_valued("key", "value", "type").alias("field")
+    terms: list[ColumnElement[bool]] = [field.c.key == bindparam("s_key")]
     if value is None or isinstance(value, bool):
-        return (
-            kind if value is None else func.json_type(table.c.payload, path) == ("true" if value else "false")
-        )
-    return and_(kind, func.json_extract(table.c.payload, path) == bindparam("s_value"))
+        terms.append(field.c.type == ("null" if value is None else "true" if value else "false"))
+    else:
+        terms += [field.c.type.in_(_SQLITE_JSON_TYPES[type(value)]), field.c.value == bindparam("s_value")]
+    return exists(select(literal(1)).select_from(field).where(*terms))
 
 
 def newest(stmt: Select, table: Any, limit: str) -> Select:
@@ -105,7 +107,7 @@ class SqlSearchMixin(SqlPlumbing):
             rows = self.read(newest(select(jobs).where(*terms), jobs, "s_limit"), params)
             return SearchPage([job_from_row(r) for r in rows], True, len(rows))
         key, value = query.payload
-        params.update(s_scan=scan_limit, s_path='$."' + key.replace('"', '\\"') + '"', s_value=value)
+        params.update(s_scan=scan_limit, s_key=key, s_value=value)
         window = newest(select(jobs).where(*terms), jobs, "s_scan").subquery()
         found = select(window).where(payload_field_sqlite(window, value))
         rows = self.read(newest(found, window, "s_limit"), params)

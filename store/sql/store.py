@@ -24,7 +24,7 @@ from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import unique_key_of
+from store.spec import clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.operating import SqlOperatingMixin
@@ -253,6 +253,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     ) -> Job:
         refusal = rule(Operation.FAIL).refusal
         assert refusal is not None
+        error = clean_error(error)
 
         def body(conn: Connection) -> Job:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
