@@ -106,7 +106,23 @@ class OperatingContract(abc.ABC):
     @abc.abstractmethod
     def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
         """Append an entry about no one job to the audit log (``audit``):
-        a bulk operation's start or outcome. Counted like a job event."""
+        a bulk operation's start or outcome. Counted like a job event. NULs
+        in ``message`` are replaced (store/spec.py). Raises ValidationError
+        for an actor longer than MAX_ACTOR_LEN."""
+
+    @abc.abstractmethod
+    def record_action(self, actor: str, action: EventKind, target: str, detail: str | None = None) -> None:
+        """Record one operator action on no one job in the audit log (``audit``):
+        ``action`` an audit-only EventKind (SCHEDULE_ENABLED, SCHEDULE_DISABLED,
+        SCHEDULE_RUN, WORKER_FORGOTTEN, JOBS_PURGED, BULK_STARTED,
+        BULK_FINISHED, ...), ``actor`` who (``operator:<name>``, at most
+        MAX_ACTOR_LEN characters), ``target`` what it acted on, as the
+        console shows it (``schedule nightly``, ``worker host.12``,
+        ``operation <id>``), and ``detail`` free text (counts, a filter).
+        One entry, message ``"<target>: <detail>"`` (``target`` alone
+        without detail), NULs replaced; kept for the audit retention
+        (``prune_audit``), never pushed out by volume. Raises
+        ValidationError (actor, target)."""
 
     # ------------------------------------------------------- bulk operations
     @abc.abstractmethod

@@ -34,6 +34,16 @@ MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_DELAY_S = 365 * 24 * 3600.0
 MIN_LEASE_TTL_S = 0.1
+#: A default unique key: ``<name>:<sha256 hex>`` (``unique_key_of``).
+MAX_UNIQUE_KEY_LEN = MAX_NAME_LEN + 1 + 64
+#: A bulk operation's id: a UUID, or an Idempotency-Key of 1-100 characters.
+MAX_OPERATION_ID_LEN = 100
+#: Who did something, as stores record it (``operator:<name>``, a worker id,
+#: a lock owner): every actor column is this wide.
+MAX_ACTOR_LEN = 200
+#: An operator's name (console user, API token name, the embedding hook's
+#: name): ``operator:<name>#<8 hex>`` (a recovery run's owner) fits MAX_ACTOR_LEN.
+MAX_OPERATOR_NAME_LEN = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +140,24 @@ def _text(fld: str, value: str | None, limit: int, required: bool) -> None:
         raise ValidationError(fld, "must be a non-empty string")
     if len(value) > limit:
         raise ValidationError(fld, f"must be at most {limit} characters")
+
+
+def check_queue_name(queue: str) -> str:
+    """``queue`` when it is a queue name enqueue would take (1..MAX_QUEUE_LEN
+    characters, not blank, no NUL). Raises ValidationError naming ``queue``."""
+    _text("queue", queue, MAX_QUEUE_LEN, True)
+    if "\x00" in queue:
+        raise ValidationError("queue", "must not contain NUL characters")
+    return queue
+
+
+def check_actor(actor: str) -> str:
+    """``actor`` when a store can record it (text of 1..MAX_ACTOR_LEN
+    characters, no NUL). Raises ValidationError naming ``actor``."""
+    _text("actor", actor, MAX_ACTOR_LEN, True)
+    if "\x00" in actor:
+        raise ValidationError("actor", "must not contain NUL characters")
+    return actor
 
 
 def validate_spec(spec: JobSpec) -> JobSpec:

@@ -69,7 +69,7 @@ from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import clean_error
+from store.spec import check_actor, clean_error
 
 S = JobStatus
 #: Most claim rounds per call when candidates were taken by other workers.
@@ -360,7 +360,9 @@ class RedisStore(
     def _operator(self, job_id: str, op: Operation, actor: str, script: Any, *extra: Any) -> Job:
         """Read the status, check ``op`` with the lifecycle, run ``script``
         guarded by that status; re-read when it changed meanwhile. Raises
-        JobNotFound, InvalidTransition (also when the job kept changing)."""
+        JobNotFound, InvalidTransition (also when the job kept changing),
+        ValidationError (actor)."""
+        check_actor(actor)
         k, code = self.keys, None
         for _ in range(GUARD_ATTEMPTS):
             code, queue = self._fields(job_id, "status", "queue")

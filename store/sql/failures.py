@@ -7,7 +7,8 @@ exception class and SQLSTATE (never by its text alone):
   connection SQLAlchemy invalidated, and the SQLSTATE classes 08
   (connection exception), 53 (insufficient resources), 57 (operator
   intervention: a shutdown, a statement timeout) and 58 (system error)
-  -> ``StoreUnavailable`` (HTTP 503; workers retry);
+  -> ``StoreUnavailable`` (HTTP 503; workers retry); a read cut by the
+  statement timeout -> ``StoreTimeout``, a StoreUnavailable naming the limit;
 * a value the database will not hold (SQLSTATE class 22, data exception:
   a NUL in text or JSONB, a string longer than its column; psycopg's own
   ``DataError`` has no SQLSTATE) -> ``ValidationError`` (HTTP 422; the
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 
-from store.errors import StoreUnavailable, ValidationError
+from store.errors import StoreTimeout, StoreUnavailable, ValidationError
 
 #: SQLSTATE classes of an outage (see the module docstring).
 OUTAGE_CLASSES = frozenset({"08", "53", "57", "58"})
@@ -50,8 +51,8 @@ def translate(exc: DBAPIError, statement_timeout_s: float | None = None) -> Exce
     code = sqlstate(exc)
     if code == STATEMENT_TIMEOUT:
         limit = f" within {statement_timeout_s:g} s" if statement_timeout_s else " in time"
-        return StoreUnavailable(
-            f"SQL store did not answer{limit} (statement timeout, LEASEHOLD_PG_STATEMENT_TIMEOUT): "
+        return StoreTimeout(
+            f"the job store did not answer{limit} (statement timeout, LEASEHOLD_PG_STATEMENT_TIMEOUT): "
             "the read was cancelled; narrow the filter or try again"
         )
     if isinstance(exc, DataError) or (code is not None and code.startswith(DATA_CLASS)):

@@ -24,7 +24,7 @@ from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import clean_error, unique_key_of
+from store.spec import check_actor, clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.operating import SqlOperatingMixin
@@ -299,6 +299,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     def _operator(self, job_id: str, op: Operation, actor: str, extra: dict[str, Any]) -> Job:
         kind = rule(op).event
         assert kind is not None
+        check_actor(actor)
 
         def body(conn: Connection) -> Job:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
@@ -326,6 +327,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     def delete(self, job_id: str, *, actor: str = "operator") -> None:
         kind = rule(Operation.DELETE).event
         assert kind is not None
+        check_actor(actor)
 
         def body(conn: Connection) -> None:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
