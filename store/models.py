@@ -245,6 +245,15 @@ class Page:
     prev_cursor: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    """Operator actions, newest first, and the cursor of the next (older)
+    page, None at the end. The cursor is opaque (each store its own)."""
+
+    items: list[JobEvent]
+    next_cursor: str | None
+
+
 #: Longest traceback kept with an attempt's error, characters (the end is kept).
 MAX_TRACEBACK_CHARS = 16_000
 

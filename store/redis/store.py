@@ -50,6 +50,7 @@ from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationEr
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
+from store.redis.audit import AuditMixin
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.keys import rank_job_id
@@ -79,7 +80,14 @@ HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 
 
 class RedisStore(
-    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, SearchMixin, SharedStore
+    AuditMixin,
+    OperatingMixin,
+    BulkMixin,
+    FailuresMixin,
+    RecoveryMixin,
+    RegistryMixin,
+    SearchMixin,
+    SharedStore,
 ):
     """JobStore on Redis or Redis Cluster.
 
@@ -168,14 +176,6 @@ class RedisStore(
             return []
         [texts] = self._pipe(lambda p: p.lrange(self.keys.events(job_id), -limit, -1))
         return [codec.event_from_json(text, job_id) for text in texts]
-
-    def audit(self, limit: int = 100) -> list[JobEvent]:
-        """Operator actions, newest first, from the audit list (capped at
-        plumbing.AUDIT_KEPT entries; kept when their job is purged)."""
-        if limit <= 0:
-            return []
-        [texts] = self._pipe(lambda p: p.lrange(self.keys.audit, 0, limit - 1))
-        return [codec.event_from_json(text) for text in texts]
 
     def expired_lease_count(self) -> int:
         return int(self._eval(self._lua.expired_leases, [self.keys.leases], [self._offset(), 0])[0])

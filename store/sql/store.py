@@ -27,6 +27,7 @@ from store.shared import CheckedProgress, EncodedAck, SharedStore
 from store.spec import check_actor, clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
+from store.sql.audit import SqlAuditMixin
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Refused, event_row
 from store.sql.recovery import SqlRecoveryMixin
@@ -38,7 +39,9 @@ from store.sql.search import SqlSearchMixin
 S = JobStatus
 
 
-class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore):
+class SqlStore(
+    SqlAuditMixin, SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore
+):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
 
     def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
@@ -171,9 +174,6 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         rows = self.read(sql.job_events_of(), {"job_id": job_id, "limit": limit})
         return [event_from_row(r) for r in reversed(rows)]
-
-    def audit(self, limit: int = 100) -> list[JobEvent]:
-        return [event_from_row(r) for r in self.read(sql.operator_events(), {"limit": limit})]
 
     # -------------------------------------------------------------- worker
     def claim(
