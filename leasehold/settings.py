@@ -46,6 +46,8 @@ DEFAULTS: dict[str, Any] = {
     "MAINTENANCE_INTERVAL": 60.0,  # seconds between retention and worker-pruning runs
     "PG_SCHEMA": "",  # PostgreSQL schema of the tables; "" = the server's search_path
     "PG_CONNECT_TIMEOUT": 5,  # seconds to wait for a PostgreSQL connection
+    "PG_STATEMENT_TIMEOUT": 5.0,  # seconds a PostgreSQL read may run (claims and acks have none)
+    "RETENTION_AUDIT": 7776000.0,  # seconds an audit entry is kept (90 days); 0 keeps forever
 }
 
 #: Upper bounds (inclusive): a value past them is a typo, not a setting.
@@ -128,6 +130,8 @@ class Settings:
     concurrency: int
     #: Seconds each finished status is kept before retention prunes it (0: forever).
     retention_s: Mapping[JobStatus, float]
+    #: Seconds an audit-log entry is kept before maintenance prunes it (0: forever).
+    audit_retention_s: float
     worker_forget_after_s: float
     maintenance_interval_s: float
 
@@ -156,6 +160,12 @@ def _check_store_environment(config: Mapping[str, Any]) -> None:
     connects: checked here too so a bad one stops the process at start."""
     parse_number(
         "PG_CONNECT_TIMEOUT", config.get("PG_CONNECT_TIMEOUT", DEFAULTS["PG_CONNECT_TIMEOUT"]), 1, True, 300
+    )
+    parse_number(
+        "PG_STATEMENT_TIMEOUT",
+        config.get("PG_STATEMENT_TIMEOUT", DEFAULTS["PG_STATEMENT_TIMEOUT"]),
+        0.001,
+        high=3600.0,  # store.sql.engine.MAX_PG_STATEMENT_TIMEOUT_S (not imported: no SQLAlchemy here)
     )
     schema = str(config.get("PG_SCHEMA") or "")
     if schema:
@@ -216,6 +226,7 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         retry=RetryPolicy(base_s=base, max_delay_s=max_delay, jitter=jitter),
         concurrency=concurrency,
         retention_s=retention,
+        audit_retention_s=_number(config, "RETENTION_AUDIT", 0.0, high=MAX_RETENTION_S),
         worker_forget_after_s=forget,
         maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05, high=DAY_S),
     )

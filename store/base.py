@@ -215,10 +215,11 @@ class JobStore(OperatingContract):
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         """A job's timeline, oldest first (the last ``limit`` events)."""
 
-    @abc.abstractmethod
     def audit(self, limit: int = 100) -> list[JobEvent]:
         """Operator actions (events whose actor starts with ``operator:``),
-        newest first, read through an index (not a scan of all events)."""
+        newest first, read through an index (not a scan of all events): the
+        first ``audit_page`` (nothing for ``limit`` < 1)."""
+        return self.audit_page(limit).items if limit >= 1 else []
 
     @abc.abstractmethod
     def expired_lease_count(self) -> int:

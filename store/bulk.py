@@ -29,6 +29,7 @@ from store.cursor import encode_cursor
 from store.errors import InvalidTransition, JobNotFound, StoreError, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import BULK_ACTIONS, BulkOperation
+from store.spec import MAX_OPERATION_ID_LEN, check_actor
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +83,15 @@ def start(
     """Record a bulk operation to run in the background and return it
     (state queued). With an ``operation_id`` already used, the stored
     operation is returned unchanged. Raises ValidationError (action, filter,
-    status, expected)."""
+    status, expected, actor, operation_id: 1..MAX_OPERATION_ID_LEN characters)."""
     if action not in BULK_ACTIONS:
         raise ValidationError("action", f"must be one of {', '.join(BULK_ACTIONS)}")
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
         raise ValidationError("expected", "must be an integer >= 0")
     checked = check_filter(filter_)
+    check_actor(actor)
+    if operation_id is not None and not 1 <= len(operation_id) <= MAX_OPERATION_ID_LEN:
+        raise ValidationError("operation_id", f"must be 1-{MAX_OPERATION_ID_LEN} characters")
     if operation_id is not None:
         found = store.get_operation(operation_id)
         if found is not None:

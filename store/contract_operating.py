@@ -13,8 +13,11 @@ from typing import Any
 
 from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, JobStatus
-from store.models import BulkOperation, LockInfo, MaintenanceRun, QueueState, Schedule, WorkerInfo
+from store.models import AuditPage, BulkOperation, LockInfo, MaintenanceRun, QueueState, Schedule, WorkerInfo
 from store.search import SEARCH_SCAN_LIMIT, SearchPage
+
+#: Most entries one ``audit_page`` returns.
+MAX_AUDIT_PAGE = 1000
 
 #: A progress report: (job id, lease token, fraction in [0, 1], message or None).
 ProgressReport = tuple[str, int, float, str | None]
@@ -106,7 +109,42 @@ class OperatingContract(abc.ABC):
     @abc.abstractmethod
     def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
         """Append an entry about no one job to the audit log (``audit``):
-        a bulk operation's start or outcome. Counted like a job event."""
+        a bulk operation's start or outcome. Counted like a job event. NULs
+        in ``message`` are replaced (store/spec.py). Raises ValidationError
+        for an actor longer than MAX_ACTOR_LEN."""
+
+    @abc.abstractmethod
+    def record_action(self, actor: str, action: EventKind, target: str, detail: str | None = None) -> None:
+        """Record one operator action on no one job in the audit log (``audit``):
+        ``action`` an audit-only EventKind (SCHEDULE_ENABLED, SCHEDULE_DISABLED,
+        SCHEDULE_RUN, WORKER_FORGOTTEN, JOBS_PURGED, BULK_STARTED,
+        BULK_FINISHED, ...), ``actor`` who (``operator:<name>``, at most
+        MAX_ACTOR_LEN characters), ``target`` what it acted on, as the
+        console shows it (``schedule nightly``, ``worker host.12``,
+        ``operation <id>``), and ``detail`` free text (counts, a filter).
+        One entry, message ``"<target>: <detail>"`` (``target`` alone
+        without detail), NULs replaced; kept for the audit retention
+        (``prune_audit``), never pushed out by volume. Raises
+        ValidationError (actor, target)."""
+
+    @abc.abstractmethod
+    def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:
+        """The audit log, newest first, ``limit`` (1..MAX_AUDIT_PAGE) entries
+        after ``cursor`` (a page's ``next_cursor``; None: the newest). A page
+        costs the same at any depth (SQL: the partial index by id; Redis: the
+        audit zset by time). Raises ValidationError for a bad limit or cursor."""
+
+    @abc.abstractmethod
+    def prune_audit(self, older_than_s: float, limit: int = 1000) -> int:
+        """Delete up to ``limit`` audit entries written more than
+        ``older_than_s`` seconds ago (store clock; LEASEHOLD_RETENTION_AUDIT),
+        oldest first; how many went. The audit log is trimmed by age only:
+        however many entries are written, none younger is ever dropped."""
+
+    @abc.abstractmethod
+    def prune_failures(self, limit: int = 1000) -> int:
+        """Delete up to ``limit`` failure counters whose window has closed;
+        how many went (0 on Redis, whose counters expire on their own)."""
 
     # ------------------------------------------------------- bulk operations
     @abc.abstractmethod

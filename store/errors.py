@@ -1,7 +1,8 @@
 """Typed errors of the JobStore contract (pure; no store imports).
 
 The web layer maps them to HTTP codes: JobNotFound 404, InvalidTransition 409,
-LeaseLost 409, StoreUnavailable 503, ValidationError 422.
+LeaseLost 409, StoreUnavailable 503 (StoreTimeout too, with its message),
+ValidationError 422.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ class StoreUnavailable(StoreError):
     """The store could not be reached or did not answer in time. The operation
     may or may not have been applied; every write is guarded by status and
     token, so retrying it is safe."""
+
+
+class StoreTimeout(StoreUnavailable):
+    """A read ran longer than the store allows (PostgreSQL's statement timeout,
+    LEASEHOLD_PG_STATEMENT_TIMEOUT) and was cancelled; nothing changed. Its
+    message names the limit and holds nothing secret (it may be shown)."""
 
 
 class ValidationError(StoreError, ValueError):

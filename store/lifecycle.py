@@ -93,6 +93,11 @@ class EventKind(enum.StrEnum):
     BULK_STARTED = "bulk_started"  # audit only: a bulk operation's action, filter and count
     BULK_FINISHED = "bulk_finished"  # audit only: its outcome
     WORKER_COMMANDED = "worker_commanded"  # audit only: an operator's quiet or stop for a worker
+    WORKER_FORGOTTEN = "worker_forgotten"  # audit only: an operator removed a worker's entry
+    SCHEDULE_ENABLED = "schedule_enabled"  # audit only: a periodic job turned on
+    SCHEDULE_DISABLED = "schedule_disabled"  # audit only: a periodic job turned off
+    SCHEDULE_RUN = "schedule_run"  # audit only: a periodic job run now by an operator
+    JOBS_PURGED = "jobs_purged"  # audit only: an operator's purge (API, CLI) and its count
     COMPLETION_REFUSED = "completion_refused"
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"

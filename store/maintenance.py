@@ -14,6 +14,11 @@ slow batch and grows after a fast one, within [MIN_BATCH, MAX_BATCH], so no
 batch holds the store near the 50 ms the issue allows, whatever the store and
 its load.
 
+``run_audit_retention`` deletes audit entries older than their own
+retention (LEASEHOLD_RETENTION_AUDIT) in batches under the lock
+``AUDIT_LOCK`` and records task ``audit``; ``prune_closed_failures`` deletes
+the closed failure windows of login throttling (no lock: idempotent).
+
 ``run_worker_pruning`` removes registry entries whose heartbeat is older than
 ``forget_after_s`` (``store.prune_workers``), logs one line per worker and
 records task ``workers``, under the lock ``WORKERS_LOCK``.
@@ -47,8 +52,12 @@ log = logging.getLogger(__name__)
 #: Lock names (``store.acquire_lock``) and task names of the runs.
 RETENTION_LOCK = "retention"
 WORKERS_LOCK = "workers"
+AUDIT_LOCK = "audit"
 RETENTION_TASK = "retention"
 WORKERS_TASK = "workers"
+AUDIT_TASK = "audit"
+#: How long audit entries are kept by default, seconds (LEASEHOLD_RETENTION_AUDIT: 90 days).
+AUDIT_RETENTION_S = 90 * 86400.0
 
 #: First batch of a retention run (jobs per ``store.purge``).
 DEFAULT_BATCH = 100
@@ -220,6 +229,57 @@ def run_worker_pruning(
     return removed
 
 
+def run_audit_retention(
+    store: JobStore,
+    retention_s: float,
+    owner: str,
+    *,
+    lock_ttl_s: float = LOCK_TTL_S,
+    skip_if_ran_within_s: float | None = None,
+) -> MaintenanceRun | None:
+    """Delete audit entries older than ``retention_s`` seconds
+    (LEASEHOLD_RETENTION_AUDIT; 0 keeps them forever: nothing is done, None)
+    in batches of MAX_BATCH (``store.prune_audit``), extending the lock
+    between batches, and record a run (task ``audit``, ``count``: entries
+    deleted). None when skipped (``skip_if_ran_within_s``, as in
+    ``run_retention``).
+
+    Raises MaintenanceBusy when another instance holds the lock, and the
+    store's errors. The lock is always released."""
+    if retention_s <= 0:
+        return None
+    if not store.acquire_lock(AUDIT_LOCK, owner, lock_ttl_s):
+        raise MaintenanceBusy(AUDIT_TASK, store.lock_info(AUDIT_LOCK).owner)
+    t0, longest_ms, pruned = time.perf_counter(), 0.0, 0
+    try:
+        if _ran_recently(store, AUDIT_TASK, skip_if_ran_within_s):
+            return None
+        while True:
+            b0 = time.perf_counter()
+            deleted = store.prune_audit(retention_s, limit=MAX_BATCH)
+            longest_ms = max(longest_ms, (time.perf_counter() - b0) * 1000)
+            pruned += deleted
+            if deleted < MAX_BATCH or not store.acquire_lock(AUDIT_LOCK, owner, lock_ttl_s):
+                break
+    finally:
+        _release(store, AUDIT_LOCK, owner)
+    duration_ms = (time.perf_counter() - t0) * 1000
+    if pruned:
+        log.info("audit retention by %s: %d entries older than %gs pruned", owner, pruned, retention_s)
+    return _record(store, AUDIT_TASK, owner, pruned, duration_ms, longest_ms)
+
+
+def prune_closed_failures(store: JobStore) -> int:
+    """Delete every closed failure window (login throttling) in batches of
+    MAX_BATCH; how many went. Idempotent, so it needs no lock."""
+    pruned = 0
+    while (deleted := store.prune_failures(MAX_BATCH)) > 0:
+        pruned += deleted
+        if deleted < MAX_BATCH:
+            break
+    return pruned
+
+
 #: How often the maintenance thread looks for bulk operations to run, seconds
 #: (an operator waits at most about this long for one to start).
 BULK_POLL_S = 1.0
@@ -228,9 +288,11 @@ BULK_BUDGET_S = 5.0
 
 
 class MaintenanceService(threading.Thread):
-    """Runs retention, worker pruning and history trimming in one worker
-    process every interval, and bulk operations (store/bulk.py) as soon as
-    they are started (checked every BULK_POLL_S)."""
+    """Runs retention (finished jobs, then audit entries older than
+    ``audit_retention_s``), worker pruning, history trimming and the pruning
+    of closed failure windows in one worker process every interval, and bulk
+    operations (store/bulk.py) as soon as they are started (checked every
+    BULK_POLL_S)."""
 
     def __init__(
         self,
@@ -239,6 +301,7 @@ class MaintenanceService(threading.Thread):
         interval_s: float,
         retention_s: Mapping[JobStatus, float],
         forget_after_s: float,
+        audit_retention_s: float = AUDIT_RETENTION_S,
     ) -> None:
         super().__init__(name="leasehold-maintenance", daemon=True)
         self.store = store
@@ -246,13 +309,14 @@ class MaintenanceService(threading.Thread):
         self.interval_s = interval_s
         self.retention_s = dict(retention_s)
         self.forget_after_s = forget_after_s
+        self.audit_retention_s = audit_retention_s
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
         self._stop_event.set()
 
     def tick(self) -> None:
-        """One pass of both tasks; errors are logged, never raised."""
+        """One pass of every task; errors are logged, never raised."""
         recent_s = self.interval_s * RECENT_FRACTION
         lock_ttl_s = max(LOCK_TTL_S, self.interval_s)
         try:
@@ -276,9 +340,22 @@ class MaintenanceService(threading.Thread):
         except Exception as exc:
             log.warning("pruning dead workers failed: %s", exc)
         try:
-            self.store.trim_history()
+            run_audit_retention(
+                self.store,
+                self.audit_retention_s,
+                self.owner,
+                lock_ttl_s=lock_ttl_s,
+                skip_if_ran_within_s=recent_s,
+            )
+        except MaintenanceBusy as exc:
+            log.debug("%s", exc)
         except Exception as exc:
-            log.warning("trimming the history counters failed: %s", exc)
+            log.warning("audit retention failed: %s", exc)
+        try:
+            self.store.trim_history()
+            prune_closed_failures(self.store)
+        except Exception as exc:
+            log.warning("trimming the history counters or failure windows failed: %s", exc)
 
     def run_bulk(self) -> None:
         """Run started bulk operations for up to BULK_BUDGET_S; errors logged."""

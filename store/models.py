@@ -83,6 +83,9 @@ from store.spec import (
     as_spec as as_spec,
 )
 from store.spec import (
+    scrub_nul,
+)
+from store.spec import (
     validate_spec as validate_spec,
 )
 from store.times import iso as iso
@@ -242,6 +245,15 @@ class Page:
     prev_cursor: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    """Operator actions, newest first, and the cursor of the next (older)
+    page, None at the end. The cursor is opaque (each store its own)."""
+
+    items: list[JobEvent]
+    next_cursor: str | None
+
+
 #: Longest traceback kept with an attempt's error, characters (the end is kept).
 MAX_TRACEBACK_CHARS = 16_000
 
@@ -263,12 +275,13 @@ MAX_PROGRESS_MESSAGE = 500
 
 def progress_value(fraction: float, message: str | None) -> dict[str, Any]:
     """A progress report checked: ``{"fraction", "message"}`` (the store adds
-    ``at``). Raises ValidationError naming ``fraction`` or ``message``."""
+    ``at``), each NUL of the message replaced (``store.spec.scrub_nul``).
+    Raises ValidationError naming ``fraction`` or ``message``."""
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 <= fraction <= 1.0:
         raise ValidationError("fraction", "must be a number within [0, 1]")
     if message is not None and (not isinstance(message, str) or len(message) > MAX_PROGRESS_MESSAGE):
         raise ValidationError("message", f"must be text of at most {MAX_PROGRESS_MESSAGE} characters")
-    return {"fraction": float(fraction), "message": message}
+    return {"fraction": float(fraction), "message": scrub_nul(message)}
 
 
 def trimmed_error(error: dict[str, Any]) -> dict[str, Any]:

@@ -9,12 +9,15 @@ listing filters status, queue and name. Results come newest update first.
 How far a store searches depends on what its engine can index; a store that
 stops early says so with ``complete=False`` and ``scanned``:
 
-* PostgreSQL: every criterion in SQL over the whole table (payload by jsonb
-  containment on a GIN index); complete.
-* SQLite: id and error by ``LIKE`` over the whole table; a payload field by
-  ``json_extract`` over the ``scan_limit`` newest jobs that pass the filters.
+* SQL: the listing filters (and on PostgreSQL a payload field, by jsonb
+  containment on a GIN index) over the whole table through its indexes; id
+  and error by ``LIKE`` (and on SQLite a payload field, by ``json_each``)
+  within the ``scan_limit`` newest jobs that pass those (store/sql/search.py).
 * Redis: the ``scan_limit`` newest jobs of the filtered listing index, each
   read and tested here (``matches``).
+
+So no search reads more than ``scan_limit`` jobs' rows on any store, and a
+console or API search costs the same on a table of any size.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ from store.models import (
     progress_value,
     validate_spec,
 )
-from store.records import WORKER_COMMANDS, WorkerInfo
+from store.records import WORKER_COMMANDS, QueueState, WorkerInfo
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
-from store.spec import unique_key_of
+from store.spec import check_actor, check_queue_name, refuse_nul, scrub_nul, unique_key_of
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
 EncodedAck = tuple[str, int, str | None]
@@ -46,14 +46,17 @@ CheckedProgress = tuple[str, int, dict[str, Any]]
 
 def encode_results(acks: Sequence[tuple[str, int, Any]]) -> list[EncodedAck]:
     """Each ack's result as JSON text (None stays None). Raises
-    ValidationError naming ``result`` when one is not JSON-serialisable;
-    nothing is written then."""
+    ValidationError naming ``result`` when one is not JSON-serialisable or
+    holds a NUL (store.spec: data is refused, never altered); nothing is
+    written then."""
     out = []
     for job_id, token, result in acks:
         try:
-            out.append((job_id, token, None if result is None else orjson.dumps(result).decode()))
+            text = None if result is None else orjson.dumps(result).decode()
         except TypeError as exc:
             raise ValidationError("result", f"must be JSON-serialisable ({exc})") from None
+        refuse_nul("result", text)
+        out.append((job_id, token, text))
     return out
 
 
@@ -303,6 +306,10 @@ class SharedStore(JobStore):
             raise ValidationError("scan_limit", f"must be within [1, {MAX_SCAN_LIMIT}]")
         if isinstance(payload, str):
             payload = parse_payload_filter(payload)
+        texts = [("id_part", id_part), ("error", error), *(("payload", part) for part in payload or ())]
+        for fld, given in texts:
+            if isinstance(given, str) and "\x00" in given:  # no store holds one (store/spec.py)
+                raise ValidationError(fld, "must not contain NUL characters")
         query = SearchQuery(
             id_part=(id_part or "").strip().lower() or None,
             error=(error or "").strip() or None,
@@ -320,6 +327,32 @@ class SharedStore(JobStore):
         """Engine half of search_jobs (criteria validated and normalised; at
         least one status left to search)."""
 
+    # ---------------------------------------------------------------- queues
+    def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
+        return self._set_paused(check_queue_name(queue), True, check_actor(actor))
+
+    def resume_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
+        return self._set_paused(check_queue_name(queue), False, check_actor(actor))
+
+    @abc.abstractmethod
+    def _set_paused(self, queue: str, paused: bool, actor: str) -> QueueState:
+        """Engine half of pause_queue and resume_queue (queue and actor checked):
+        the state, the audit entry (``queue <name>``) and its count, atomically."""
+
+    # ----------------------------------------------------------------- audit
+    def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+        self._record_audit(kind, check_actor(actor), scrub_nul(str(message)))
+
+    def record_action(self, actor: str, action: EventKind, target: str, detail: str | None = None) -> None:
+        if not isinstance(target, str) or not target.strip():
+            raise ValidationError("target", "must be a non-empty string")
+        message = f"{target}: {detail}" if detail else target
+        self.record_audit(EventKind(action), actor, message)
+
+    @abc.abstractmethod
+    def _record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+        """Engine half of record_audit (actor checked, message without NUL)."""
+
     # --------------------------------------------------------------- workers
     def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
         """Leave ``command`` for the worker and record it in the audit log
@@ -327,7 +360,7 @@ class SharedStore(JobStore):
         after the command is stored). Raises ValidationError, WorkerNotFound."""
         if command not in WORKER_COMMANDS:
             raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
-        info = self._command_worker(worker_id, command, actor)
+        info = self._command_worker(worker_id, command, check_actor(actor))
         self.record_audit(EventKind.WORKER_COMMANDED, actor, f"{command} worker {worker_id}")
         return info
 

@@ -1,10 +1,23 @@
 """What ``enqueue`` takes (JobSpec), its limits and its validation, done once
-before anything is written. The API checks the same limits earlier."""
+before anything is written (the API checks the same limits earlier), and
+the one rule for NUL characters in text that reaches a store.
+
+NUL (``\\x00``): PostgreSQL's text and JSONB cannot hold it, so no store
+takes it, whatever its engine (one behaviour on every store):
+
+* data (a payload, headers, params at enqueue; a handler's result at ack)
+  is refused with ValidationError naming the field, nothing written: a
+  store never alters data a program reads back (``refuse_nul``);
+* text written for people (an error's type, message and traceback, a
+  progress message, an audit entry's detail) has each NUL replaced by
+  U+FFFD, so a failure is never lost to its own text (``scrub_nul``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +34,16 @@ MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_DELAY_S = 365 * 24 * 3600.0
 MIN_LEASE_TTL_S = 0.1
+#: A default unique key: ``<name>:<sha256 hex>`` (``unique_key_of``).
+MAX_UNIQUE_KEY_LEN = MAX_NAME_LEN + 1 + 64
+#: A bulk operation's id: a UUID, or an Idempotency-Key of 1-100 characters.
+MAX_OPERATION_ID_LEN = 100
+#: Who did something, as stores record it (``operator:<name>``, a worker id,
+#: a lock owner): every actor column is this wide.
+MAX_ACTOR_LEN = 200
+#: An operator's name (console user, API token name, the embedding hook's
+#: name): ``operator:<name>#<8 hex>`` (a recovery run's owner) fits MAX_ACTOR_LEN.
+MAX_OPERATOR_NAME_LEN = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +68,51 @@ class JobSpec:
     #: payload when only ``unique_for`` is given (``unique_key_of``).
     unique_key: str | None = None
     unique_for: float | None = None
+
+
+#: What a NUL becomes in text written for people (U+FFFD REPLACEMENT CHARACTER).
+NUL_REPLACEMENT = "\ufffd"
+
+
+#: A NUL in JSON text: the escape ``\\u0000`` after an even number of
+#: backslashes (after an odd number it is the six characters ``\\u0000``).
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def refuse_nul(fld: str, encoded: str | bytes | None) -> None:
+    """Raise ValidationError naming ``fld`` when the JSON text ``encoded``
+    (orjson's) holds a NUL, in a key or a value."""
+    if encoded is None:
+        return
+    raw = encoded.encode() if isinstance(encoded, str) else encoded
+    if b"\\u0000" in raw and _JSON_NUL.search(raw):
+        raise ValidationError(fld, "must not contain NUL characters")
+
+
+def scrub_nul(value: Any) -> Any:
+    """``value`` with each NUL in its texts (dict keys included, nested)
+    replaced by NUL_REPLACEMENT; other values unchanged."""
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_REPLACEMENT) if "\x00" in value else value
+    if isinstance(value, dict):
+        return {scrub_nul(k): scrub_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_nul(v) for v in value]
+    return value
+
+
+def clean_error(error: Any) -> dict[str, Any]:
+    """A handler's error ``{type, message, traceback}`` as stores write it:
+    NULs replaced (``scrub_nul``). Raises ValidationError naming ``error``
+    when it is not a JSON-serialisable dict."""
+    if not isinstance(error, dict):
+        raise ValidationError("error", "must be an object {type, message, traceback}")
+    cleaned = scrub_nul(error)
+    try:
+        orjson.dumps(cleaned)
+    except TypeError as exc:
+        raise ValidationError("error", f"must be JSON-serialisable ({exc})") from None
+    return cleaned
 
 
 def _finite(fld: str, value: float | None, low: float, high: float) -> None:
@@ -74,6 +142,24 @@ def _text(fld: str, value: str | None, limit: int, required: bool) -> None:
         raise ValidationError(fld, f"must be at most {limit} characters")
 
 
+def check_queue_name(queue: str) -> str:
+    """``queue`` when it is a queue name enqueue would take (1..MAX_QUEUE_LEN
+    characters, not blank, no NUL). Raises ValidationError naming ``queue``."""
+    _text("queue", queue, MAX_QUEUE_LEN, True)
+    if "\x00" in queue:
+        raise ValidationError("queue", "must not contain NUL characters")
+    return queue
+
+
+def check_actor(actor: str) -> str:
+    """``actor`` when a store can record it (text of 1..MAX_ACTOR_LEN
+    characters, no NUL). Raises ValidationError naming ``actor``."""
+    _text("actor", actor, MAX_ACTOR_LEN, True)
+    if "\x00" in actor:
+        raise ValidationError("actor", "must not contain NUL characters")
+    return actor
+
+
 def validate_spec(spec: JobSpec) -> JobSpec:
     """Check a spec before anything is written.
 
@@ -97,8 +183,7 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             encoded = orjson.dumps(getattr(spec, fld))
         except TypeError as exc:
             raise ValidationError(fld, f"must be JSON-serialisable ({exc})") from None
-        if b"\\u0000" in encoded:  # PostgreSQL text and JSONB cannot hold NUL
-            raise ValidationError(fld, "must not contain NUL characters")
+        refuse_nul(fld, encoded)
     return spec
 
 

@@ -42,7 +42,8 @@ class WorkerConfig:
     maintenance_enabled: run retention and dead-worker pruning
       (``store.maintenance``) every ``maintenance_interval_s``
       (LEASEHOLD_MAINTENANCE_INTERVAL); ``retention_s`` holds ``(status name,
-      seconds)`` pairs (LEASEHOLD_RETENTION_*, 0 keeps forever) and
+      seconds)`` pairs (LEASEHOLD_RETENTION_*, 0 keeps forever),
+      ``audit_retention_s`` is LEASEHOLD_RETENTION_AUDIT and
       ``worker_forget_after_s`` is LEASEHOLD_WORKER_FORGET_AFTER.
     store_url, store: where jobs live and the store's defaults (retry policy...).
     handlers: handler modules (LEASEHOLD_HANDLERS).
@@ -66,6 +67,7 @@ class WorkerConfig:
     maintenance_enabled: bool = False
     maintenance_interval_s: float = 60.0
     retention_s: tuple[tuple[str, float], ...] = ()
+    audit_retention_s: float = 7776000.0
     worker_forget_after_s: float = 300.0
     log_level: str = "INFO"
     store: StoreSettings = field(default_factory=StoreSettings)

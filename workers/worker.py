@@ -188,6 +188,7 @@ class Worker:
                     self.config.maintenance_interval_s,
                     self.config.retention,
                     self.config.worker_forget_after_s,
+                    self.config.audit_retention_s,
                 )
                 self.maintenance.start()
             periodic_jobs = [] if self.config.burst or self._stopping.is_set() else check_declared()

@@ -132,6 +132,7 @@ def worker_command(
         maintenance_enabled=settings.recovery_enabled,
         maintenance_interval_s=settings.maintenance_interval_s,
         retention_s=tuple((status.name, seconds) for status, seconds in settings.retention_s.items()),
+        audit_retention_s=settings.audit_retention_s,
         worker_forget_after_s=settings.worker_forget_after_s,
         log_level=log_level.upper(),
         store=settings.store_settings(),

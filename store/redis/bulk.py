@@ -13,7 +13,7 @@ from store.redis.plumbing import RedisPlumbing
 
 
 class BulkMixin(RedisPlumbing):
-    """save_operation, get_operation, operations, record_audit."""
+    """save_operation, get_operation, operations, _record_audit."""
 
     def save_operation(self, operation: BulkOperation) -> BulkOperation:
         k = self.keys
@@ -39,7 +39,7 @@ class BulkMixin(RedisPlumbing):
         [texts] = self._pipe(lambda p: p.hmget(k.operations, ids))
         return [_operation(t) for t in texts if t]
 
-    def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+    def _record_audit(self, kind: EventKind, actor: str, message: str) -> None:
         self._eval(self._lua.audit, self.keys.common(), self._args(kind.value, actor, message))
 
 

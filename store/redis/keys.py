@@ -33,7 +33,10 @@ Key schema (``P`` = prefix):
                           HISTORY_KINDS kind in that bucket (store/counters.py)
 ``{P}:history_index:<width>`` zset: the fields of that hash, score their bucket
                           start (history reads and trims by score, never scans)
-``{P}:audit``             list: operators' events as JSON (with the job id), newest first, capped
+``{P}:audit_log``         zset: operators' events as JSON (with the job id), score
+                          their time; pruned by age (store/redis/audit.py)
+``{P}:audit``             list of earlier releases (newest first, capped): moved into
+                          ``audit_log`` by the first audit read or prune, then gone
 ``{P}:worker:<id>``       hash: a worker's registry entry
 ``{P}:workers``           zset: worker ids, score last_seen_at
 ``{P}:lock:<name>``       hash: owner, expires_at
@@ -182,6 +185,12 @@ class Keys:
 
     @property
     def audit(self) -> str:
+        """The audit log zset."""
+        return self._key("audit_log")
+
+    @property
+    def audit_legacy(self) -> str:
+        """The audit list of earlier releases (store/redis/audit.py moves it)."""
         return self._key("audit")
 
     def worker(self, worker_id: str) -> str:

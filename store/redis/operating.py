@@ -22,6 +22,7 @@ from store.models import MaintenanceRun, QueueState, Schedule
 from store.redis import codec
 from store.redis.keys import parse_history_field
 from store.redis.plumbing import GUARD_ATTEMPTS, RedisPlumbing, chunks, codes, op_args
+from store.spec import check_actor
 
 S = JobStatus
 #: Most history fields one trim_history script call removes per width.
@@ -36,6 +37,7 @@ class OperatingMixin(RedisPlumbing):
         """See JobStore.delete: read the status, check DELETE's sources with
         the lifecycle, remove the job in one script guarded by that status
         (lua/delete.lua); re-read when it changed meanwhile."""
+        check_actor(actor)
         k, code = self.keys, None
         for _ in range(GUARD_ATTEMPTS):
             code, queue = self._fields(job_id, "status", "queue")
@@ -89,12 +91,6 @@ class OperatingMixin(RedisPlumbing):
         keys = [*self.keys.common(), self.keys.queues, self.keys.paused]
         args = self._args(queue, 1 if paused else 0, actor, kind.value, f"queue {queue}")
         return codec.queue_state_from_json(queue, self._eval(self._lua.queue_state, keys, args))
-
-    def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
-        return self._set_paused(queue, True, actor)
-
-    def resume_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
-        return self._set_paused(queue, False, actor)
 
     def queue_states(self) -> list[QueueState]:
         [states] = self._pipe(lambda p: p.hgetall(self.keys.queues))

@@ -26,8 +26,6 @@ from store.redis.scripts import Scripts
 
 S = JobStatus
 T = TypeVar("T")
-#: Operator events kept in the audit list (the oldest beyond this are dropped).
-AUDIT_KEPT = 10_000
 #: Most jobs one script call works on. Redis runs one script at a time, so this
 #: bounds how long a batch blocks every other client (heartbeats included): a
 #: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
@@ -106,9 +104,9 @@ class RedisPlumbing:
         return repr(float(self.clock_offset_s))
 
     def _args(self, *rest: Any) -> list[Any]:
-        """ARGV of a job script: clock offset, events kept per job, audit
-        entries kept (lua/lib/job.lua), then ``rest``."""
-        return [self._offset(), self.settings.events_per_job, AUDIT_KEPT, *rest]
+        """ARGV of a job script: clock offset, events kept per job, 0 (unused:
+        lua/lib/job.lua), then ``rest``."""
+        return [self._offset(), self.settings.events_per_job, 0, *rest]
 
     def _history(self) -> tuple[list[str], tuple[str, str]]:
         """KEYS and ARGV of the history block (lua/lib/job.lua ``history_at``)

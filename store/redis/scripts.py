@@ -55,6 +55,7 @@ class Scripts:
     lock_info: Script
     failure_record: Script
     audit: Script
+    audit_migrate: Script
     operation_save: Script
     failure_count: Script
     worker_heartbeat: Script

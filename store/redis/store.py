@@ -50,6 +50,7 @@ from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationEr
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
+from store.redis.audit import AuditMixin
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.keys import rank_job_id
@@ -69,6 +70,7 @@ from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore
+from store.spec import check_actor, clean_error
 
 S = JobStatus
 #: Most claim rounds per call when candidates were taken by other workers.
@@ -78,7 +80,14 @@ HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 
 
 class RedisStore(
-    OperatingMixin, BulkMixin, FailuresMixin, RecoveryMixin, RegistryMixin, SearchMixin, SharedStore
+    AuditMixin,
+    OperatingMixin,
+    BulkMixin,
+    FailuresMixin,
+    RecoveryMixin,
+    RegistryMixin,
+    SearchMixin,
+    SharedStore,
 ):
     """JobStore on Redis or Redis Cluster.
 
@@ -167,14 +176,6 @@ class RedisStore(
             return []
         [texts] = self._pipe(lambda p: p.lrange(self.keys.events(job_id), -limit, -1))
         return [codec.event_from_json(text, job_id) for text in texts]
-
-    def audit(self, limit: int = 100) -> list[JobEvent]:
-        """Operator actions, newest first, from the audit list (capped at
-        plumbing.AUDIT_KEPT entries; kept when their job is purged)."""
-        if limit <= 0:
-            return []
-        [texts] = self._pipe(lambda p: p.lrange(self.keys.audit, 0, limit - 1))
-        return [codec.event_from_json(text) for text in texts]
 
     def expired_lease_count(self) -> int:
         return int(self._eval(self._lua.expired_leases, [self.keys.leases], [self._offset(), 0])[0])
@@ -320,10 +321,7 @@ class RedisStore(
     ) -> Job:
         """See JobStore.fail: read, decide (lifecycle.decide_failure), apply as
         compare-and-set; re-read up to GUARD_ATTEMPTS times if the job changed."""
-        try:
-            codec.dumps(error)
-        except TypeError as exc:
-            raise ValidationError("error", f"must be JSON-serialisable ({exc})") from None
+        error = clean_error(error)
         for _ in range(GUARD_ATTEMPTS):
             code, current, retries, max_retries, queue = self._fields(
                 job_id, "status", "lease_token", "retry_count", "max_retries", "queue"
@@ -362,7 +360,9 @@ class RedisStore(
     def _operator(self, job_id: str, op: Operation, actor: str, script: Any, *extra: Any) -> Job:
         """Read the status, check ``op`` with the lifecycle, run ``script``
         guarded by that status; re-read when it changed meanwhile. Raises
-        JobNotFound, InvalidTransition (also when the job kept changing)."""
+        JobNotFound, InvalidTransition (also when the job kept changing),
+        ValidationError (actor)."""
+        check_actor(actor)
         k, code = self.keys, None
         for _ in range(GUARD_ATTEMPTS):
             code, queue = self._fields(job_id, "status", "queue")

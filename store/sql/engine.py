@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
@@ -33,6 +33,11 @@ PG_SCHEMA_ENV = "LEASEHOLD_PG_SCHEMA"
 #: The environment variable of psycopg's connect timeout (whole seconds, 1-300; default 5).
 PG_CONNECT_TIMEOUT_ENV = "LEASEHOLD_PG_CONNECT_TIMEOUT"
 PG_CONNECT_TIMEOUT_S = 5
+#: The environment variable of the PostgreSQL statement timeout of reads
+#: (seconds, > 0 and at most 3600; default 5).
+PG_STATEMENT_TIMEOUT_ENV = "LEASEHOLD_PG_STATEMENT_TIMEOUT"
+PG_STATEMENT_TIMEOUT_S = 5.0
+MAX_PG_STATEMENT_TIMEOUT_S = 3600.0
 #: A schema name we accept: a lowercase unquoted PostgreSQL identifier (at most 63 bytes).
 _PG_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -72,6 +77,44 @@ def pg_connect_timeout_s(raw: str | None = None) -> int:
     return value
 
 
+def pg_statement_timeout_s(raw: str | None = None) -> float:
+    """Seconds a PostgreSQL read may run before the server cancels it:
+    ``raw``, else ``LEASEHOLD_PG_STATEMENT_TIMEOUT``, else 5. Raises
+    ValidationError naming the variable unless it is a number of seconds
+    within (0, 3600] (at least 1 ms: PostgreSQL counts milliseconds)."""
+    raw = os.environ.get(PG_STATEMENT_TIMEOUT_ENV, "") if raw is None else raw
+    if not raw.strip():
+        return PG_STATEMENT_TIMEOUT_S
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = 0.0
+    if not 0.001 <= value <= MAX_PG_STATEMENT_TIMEOUT_S:
+        raise ValidationError(
+            PG_STATEMENT_TIMEOUT_ENV,
+            f"must be seconds within [0.001, {MAX_PG_STATEMENT_TIMEOUT_S:g}], got {raw!r}",
+        )
+    return value
+
+
+class Engines(NamedTuple):
+    """The engines of one SQL store handle.
+
+    write: transactions of changes (SQLite: ``BEGIN IMMEDIATE``).
+    read: reads (SQLite: ``BEGIN`` deferred; PostgreSQL: autocommit, every
+        statement cut by the server after the statement timeout).
+    dialect: ``sqlite`` or ``postgresql``.
+    single: a change that is one statement atomic on its own (PostgreSQL:
+        autocommit with no statement timeout, so a worker's claim or ack is
+        never cut; SQLite: the write engine).
+    """
+
+    write: Engine
+    read: Engine
+    dialect: str
+    single: Engine
+
+
 def _json_dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
@@ -107,28 +150,41 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
     return engine
 
 
-def _pg_connect_args(url: URL, schema: str | None) -> dict[str, Any]:
-    """psycopg's connect arguments: the connect timeout (s) and the schema's search_path."""
+def _pg_connect_args(
+    url: URL, schema: str | None, statement_timeout_s: float | None = None
+) -> dict[str, Any]:
+    """psycopg's connect arguments: the connect timeout (s), the schema's
+    search_path and the sessions' statement timeout (s; None: the server's)."""
     args: dict[str, Any] = {"connect_timeout": pg_connect_timeout_s()}
+    startup = []
     if schema is not None:
+        startup.append(f"-csearch_path={schema}")
+    if statement_timeout_s is not None:
+        startup.append(f"-cstatement_timeout={max(1, round(statement_timeout_s * 1000))}")
+    if startup:
         # Keep any startup options of the URL (?options=...): connect_args replace them.
         given = url.query.get("options")
         given = " ".join(given) if isinstance(given, tuple) else given
-        args["options"] = " ".join(filter(None, [given, f"-csearch_path={schema}"]))
+        args["options"] = " ".join(filter(None, [given, *startup]))
     return args
 
 
-def make_engines(url: str, pool_size: int = 5, pg_schema: str | None = None) -> tuple[Engine, Engine, str]:
-    """Return ``(write_engine, read_engine, dialect_name)`` for a SQLAlchemy URL.
+def make_engines(
+    url: str, pool_size: int = 5, pg_schema: str | None = None, statement_timeout_s: float | None = None
+) -> Engines:
+    """The ``Engines`` of a SQLAlchemy URL.
 
     For SQLite the file's folder is created; the two engines differ in how
-    they begin transactions. For PostgreSQL they are two pools of up to
-    ``2 * pool_size`` connections each, the read engine's in autocommit (each
-    statement its own transaction: under READ COMMITTED a read sees what a
-    transaction would), every session in the schema ``resolve_pg_schema(pg_schema)`` (None: the
-    ``LEASEHOLD_PG_SCHEMA`` variable; ``""``: none); SQLite ignores it.
+    they begin transactions. For PostgreSQL they are three pools of up to
+    ``2 * pool_size`` connections each (a pool opens connections only when
+    used), the read and single engines' in autocommit (each statement its own
+    transaction: under READ COMMITTED a read sees what a transaction would),
+    every session in the schema ``resolve_pg_schema(pg_schema)`` (None: the
+    ``LEASEHOLD_PG_SCHEMA`` variable; ``""``: none); SQLite ignores it. The
+    read engine's sessions run with ``statement_timeout`` =
+    ``statement_timeout_s`` (None: ``pg_statement_timeout_s()``).
     Raises ValidationError for a URL that is neither SQLite nor PostgreSQL,
-    or for a bad schema name.
+    or for a bad schema name or timeout.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
@@ -136,24 +192,29 @@ def make_engines(url: str, pool_size: int = 5, pg_schema: str | None = None) -> 
         if parsed.database in (None, "", ":memory:"):
             raise ValidationError("store_url", "SQLite needs a file path (sqlite:///path.db)")
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        return _sqlite_engine(url, True), _sqlite_engine(url, False), "sqlite"
+        write = _sqlite_engine(url, True)
+        return Engines(write, _sqlite_engine(url, False), "sqlite", write)
     if backend == "postgresql":
+        schema = resolve_pg_schema(pg_schema)
+        timeout_s = pg_statement_timeout_s() if statement_timeout_s is None else statement_timeout_s
         options: dict[str, Any] = {
             "json_serializer": _json_dumps,
             "json_deserializer": orjson.loads,
             "pool_size": pool_size,
             "max_overflow": pool_size,
-            "connect_args": _pg_connect_args(parsed, resolve_pg_schema(pg_schema)),
+            "connect_args": _pg_connect_args(parsed, schema),
         }
+        timed = {**options, "connect_args": _pg_connect_args(parsed, schema, timeout_s)}
         # Reads and one-statement changes: connections that stay in autocommit
         # (no BEGIN/COMMIT round trips, no isolation level switched on every
         # checkout and back on every return, ~40 us of client CPU a call).
-        write, read = (
+        write, read, single = (
             create_engine(url, **options),
+            create_engine(url, isolation_level="AUTOCOMMIT", **timed),
             create_engine(url, isolation_level="AUTOCOMMIT", **options),
         )
-        _share_disconnects(write, read)
-        return write, read, backend
+        _share_disconnects(write, read, single)
+        return Engines(write, read, backend, single)
     raise ValidationError("store_url", f"unsupported SQL backend {backend!r}")
 
 

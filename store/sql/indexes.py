@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import Index, text
 
-from store.sql.schema import attempts, job_events, jobs, maintenance_runs, metadata, operations
+from store.sql.schema import attempts, failures, job_events, jobs, maintenance_runs, metadata, operations
 from store.sql.schema import recovery_runs as runs
 from store.sql.schema import unique_keys as keys
 
@@ -62,6 +62,8 @@ INDEXES: tuple[Index, ...] = (
     Index("leasehold_ix_maintenance_runs_task", maintenance_runs.c.task, maintenance_runs.c.started_at),
     Index("leasehold_ix_attempts_job", attempts.c.job_id, attempts.c.id),
     Index("leasehold_ix_operations_created", operations.c.created_at),
+    # Maintenance deletes closed failure windows (login throttling) through it.
+    Index("leasehold_ix_failures_window_end", failures.c.window_end),
 )
 
 

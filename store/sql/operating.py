@@ -65,14 +65,8 @@ class SqlOperatingMixin(SqlPlumbing):
 
         return self.tx(body)
 
-    def record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+    def _record_audit(self, kind: EventKind, actor: str, message: str) -> None:
         self.tx(lambda conn: self.book(conn, [event_row("", kind, None, None, actor, None, message)]))
-
-    def pause_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
-        return self._set_paused(queue, True, actor)
-
-    def resume_queue(self, queue: str, *, actor: str = "operator") -> QueueState:
-        return self._set_paused(queue, False, actor)
 
     def queue_states(self) -> list[QueueState]:
         return [_queue_state(r) for r in self.read(reg.all_queue_states())]

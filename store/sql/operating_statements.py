@@ -22,7 +22,7 @@ from sqlalchemy import (
     update,
 )
 
-from store.sql.schema import Json, attempts, history, job_events, jobs, unique_keys
+from store.sql.schema import Json, attempts, failures, history, job_events, jobs, unique_keys
 from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, bucket_start, json_with_at
 
 
@@ -176,3 +176,43 @@ def trim_history(now: ColumnElement[float]) -> Delete:
         history.c.width == bindparam("h_width"),
         history.c.bucket < now - bindparam("keep", type_=Double()),
     )
+
+
+def audit_page() -> Select:
+    """Operator actions (the audit log), newest first, before the event id
+    ``before`` (ix_job_events_audit). Params: before (an id; 2**62 for the
+    first page), limit."""
+    return (
+        select(job_events)
+        .where(job_events.c.actor.like(f"{OPERATOR_PREFIX}%"), job_events.c.id < bindparam("before"))
+        .order_by(job_events.c.id.desc())
+        .limit(bindparam("limit"))
+    )
+
+
+def prune_audit(now: ColumnElement[float]) -> Delete:
+    """Delete the operator actions older than ``now - age`` among the
+    ``limit`` oldest (ix_job_events_audit walks them by id, the order they
+    were written in): a batch reads ``limit`` entries however long the log.
+    Params: age, limit."""
+    oldest = (
+        select(job_events.c.id, job_events.c.at)
+        .where(job_events.c.actor.like(f"{OPERATOR_PREFIX}%"))
+        .order_by(job_events.c.id)
+        .limit(bindparam("limit"))
+        .subquery()
+    )
+    age = bindparam("age", type_=Double())
+    return delete(job_events).where(job_events.c.id.in_(select(oldest.c.id).where(oldest.c.at < now - age)))
+
+
+def prune_failures(now: ColumnElement[float]) -> Delete:
+    """Delete up to ``limit`` failure counters whose window has closed
+    (ix_failures_window_end). Params: limit."""
+    closed = (
+        select(failures.c.key)
+        .where(failures.c.window_end <= now)
+        .order_by(failures.c.window_end)
+        .limit(bindparam("limit"))
+    )
+    return delete(failures).where(failures.c.key.in_(closed.scalar_subquery()))

@@ -16,19 +16,20 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, CursorResult, Engine, Insert, Table
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy import Connection, CursorResult, Insert, Table
+from sqlalchemy.exc import DBAPIError
 
 from store import counters
 from store.base import StoreSettings, Wakeups
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, queue_event_key
-from store.errors import JobNotFound, LeaseLost, StoreUnavailable
+from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, refusal_recorded
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
 from store.sql import operating_statements as ops
 from store.sql import schema
 from store.sql import statements as sql
-from store.sql.engine import make_engines
+from store.sql.engine import make_engines, pg_statement_timeout_s
+from store.sql.failures import sqlstate, translate
 from store.sql.rows import job_from_row
 
 T = TypeVar("T")
@@ -128,10 +129,6 @@ class Dialect(abc.ABC):
     def upsert(self, table: Table) -> Insert:
         """This dialect's INSERT that supports ON CONFLICT."""
 
-    def single_engine(self) -> Engine:
-        """Engine for a change that is one self-contained statement."""
-        return self.p.write_engine
-
     @abc.abstractmethod
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert job rows (``SqlStore._row_for``) with their events and
@@ -185,7 +182,11 @@ class SqlPlumbing:
         self.settings = settings or StoreSettings()
         #: Seconds added to the database clock; tests move time with it.
         self.clock_offset_s = 0.0
-        self.write_engine, self.read_engine, dialect = make_engines(url, pool_size)
+        engines = make_engines(url, pool_size)
+        self.write_engine, self.read_engine, self.single_engine = engines.write, engines.read, engines.single
+        dialect = engines.dialect
+        #: Seconds a PostgreSQL read may run (LEASEHOLD_PG_STATEMENT_TIMEOUT); None on SQLite.
+        self.statement_timeout_s = pg_statement_timeout_s() if dialect == "postgresql" else None
         self._now = sql.clock(lambda: self.clock_offset_s)
         self.dialect: Dialect = self.make_dialect(dialect)
         self._q_now = sql.select_now(self._now)
@@ -200,11 +201,14 @@ class SqlPlumbing:
 
     def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
         """Run ``fn`` in one transaction; retry deadlocks, map outages to
-        StoreUnavailable. ``single``: ``fn`` runs one statement atomic on its
-        own, on ``Dialect.single_engine`` (PostgreSQL: autocommit, saving the
-        BEGIN and COMMIT round trips)."""
+        StoreUnavailable and refused values to ValidationError
+        (store/sql/failures.py). ``single``: ``fn`` runs one statement atomic on its
+        own, on the single engine (PostgreSQL: autocommit, saving the BEGIN
+        and COMMIT round trips, with no statement timeout). Reads
+        (``write=False``) run on the read engine, under the statement timeout
+        on PostgreSQL."""
         if single:
-            engine = self.dialect.single_engine()
+            engine = self.single_engine
         else:
             engine = self.write_engine if write else self.read_engine
         for attempt in range(_TX_ATTEMPTS):
@@ -212,20 +216,13 @@ class SqlPlumbing:
                 with engine.begin() as conn:
                     return fn(conn)
             except DBAPIError as exc:
-                code = getattr(exc.orig, "sqlstate", None)
-                if code in _RETRYABLE_PG and attempt + 1 < _TX_ATTEMPTS:
+                if sqlstate(exc) in _RETRYABLE_PG and attempt + 1 < _TX_ATTEMPTS:
                     time.sleep(0.005 * (attempt + 1))
                     continue
-                if isinstance(exc, IntegrityError):
+                translated = translate(exc, self.statement_timeout_s if engine is self.read_engine else None)
+                if translated is exc:
                     raise
-                if (
-                    exc.connection_invalidated
-                    or code is None
-                    or code.startswith("08")
-                    or "locked" in str(exc)
-                ):
-                    raise StoreUnavailable(f"SQL store unavailable: {exc.orig}") from exc
-                raise
+                raise translated from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def read(self, stmt: Any, params: dict[str, Any] | None = None) -> list[Any]:
@@ -359,8 +356,8 @@ class SqlPlumbing:
         raise NotImplementedError
 
     def close(self) -> None:
-        self.write_engine.dispose()
-        self.read_engine.dispose()
+        for engine in {self.write_engine, self.read_engine, self.single_engine}:
+            engine.dispose()
 
 
 __all__ = ["Dialect", "JobSpec", "Planned", "Refused", "SqlPlumbing", "event_row"]

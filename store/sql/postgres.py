@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Engine, Insert, Table
+from sqlalchemy import Connection, Insert, Table
 from sqlalchemy.dialects import postgresql
 
 from store.lifecycle import EventKind, Operation, rule
@@ -52,10 +52,6 @@ class PostgresDialect(Dialect):
 
     def upsert(self, table: Table) -> Insert:
         return postgresql.insert(table)
-
-    def single_engine(self) -> Engine:
-        """The read engine: its connections stay in autocommit (engine.py)."""
-        return self.p.read_engine
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert and return the jobs: what the caller sent (JSON columns read

@@ -32,6 +32,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from store.spec import MAX_ACTOR_LEN, MAX_OPERATION_ID_LEN, MAX_UNIQUE_KEY_LEN
+
 #: The tables; ``store.sql.indexes`` adds the indexes (DDL only).
 metadata = MetaData()
 
@@ -155,7 +157,7 @@ recovery_runs = Table(
     Column("started_at", Double, nullable=False),
     Column("finished_at", Double, nullable=False),
     Column("owner", String(200), nullable=False),
-    Column("trigger", String(100), nullable=False),
+    Column("trigger", String(MAX_ACTOR_LEN), nullable=False),
     Column("recovered", Integer, nullable=False),
     Column("failed", Integer, nullable=False),
     Column("duration_ms", Double, nullable=False),
@@ -176,7 +178,7 @@ queues = Table(
 unique_keys = Table(
     "leasehold_unique_keys",
     metadata,
-    Column("key", String(200), primary_key=True),
+    Column("key", String(MAX_UNIQUE_KEY_LEN), primary_key=True),
     Column("job_id", String(36), nullable=False),
     Column("expires_at", Double, nullable=False),
 )
@@ -257,7 +259,7 @@ failures = Table(
 operations = Table(
     "leasehold_operations",
     metadata,
-    Column("id", String(36), primary_key=True),
+    Column("id", String(MAX_OPERATION_ID_LEN), primary_key=True),
     Column("state", String(10), nullable=False),
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),

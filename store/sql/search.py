@@ -1,16 +1,20 @@
 """``search_jobs`` of the SQL store (a mixin of SqlStore) and its statements.
 
-Every criterion is SQL: part of the id by ``LIKE`` on the id as stored
-(lower-case, as the part is made), error text by a case-insensitive
-``LIKE`` (a full match, complete on both engines; error text only among
-Failed and Scheduled jobs, read through the status index). A payload field:
+What an index answers is asked of the whole table: the listing filters
+(status, queue, name) and, on PostgreSQL, a payload field (``payload @>
+'{"key": value}'`` on the GIN index leasehold_ix_jobs_payload, migration
+0005). What no index answers is tested within a bounded window, the
+``scan_limit`` newest jobs that pass those, as on Redis (store/search.py):
 
-* PostgreSQL: ``payload @> '{"key": value}'`` on the GIN index
-  leasehold_ix_jobs_payload (migration 0005): complete.
-* SQLite: ``json_type``/``json_extract`` of the field over the ``scan_limit``
-  newest jobs that pass the other criteria (no index can answer it), with a
-  second query counting that window: ``complete`` False when the window was
-  full and the page was not.
+* part of the id, by ``LIKE`` on the id as stored (lower-case, as the part is
+  made);
+* error text, by a case-insensitive ``LIKE`` on the error's type and message
+  (Failed and Scheduled jobs only);
+* on SQLite, a payload field, found by ``json_each``.
+
+A second query counts that window: ``complete`` is False when the window was
+full and the page was not, and ``scanned`` says how many jobs it held. A
+search by indexed criteria alone is complete, ``scanned`` the rows read.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, Text, and_, bindparam, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, bindparam, cast, exists, func, literal, or_, select
 
 from store.search import SearchPage, SearchQuery, like_pattern
 from store.sql.plumbing import SqlPlumbing
@@ -35,8 +39,8 @@ _SQLITE_JSON_TYPES: dict[type, tuple[str, ...]] = {
 }
 
 
-def search_filters(query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[str, Any]]:
-    """The WHERE terms of every criterion but the payload, and their params."""
+def listing_terms(query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[str, Any]]:
+    """The WHERE terms an index answers (status, queue, name), and their params."""
     terms: list[ColumnElement[bool]] = []
     params: dict[str, Any] = {}
     statuses = query.statuses()
@@ -50,17 +54,25 @@ def search_filters(query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[
     if query.name is not None:
         terms.append(jobs.c.name == bindparam("s_name"))
         params["s_name"] = query.name
+    return terms, params
+
+
+def text_terms(table: Any, query: SearchQuery) -> tuple[list[ColumnElement[bool]], dict[str, Any]]:
+    """The WHERE terms no index answers, part of the id and error text, on
+    ``table`` (the jobs, or a window of them), and their params."""
+    terms: list[ColumnElement[bool]] = []
+    params: dict[str, Any] = {}
     if query.id_part is not None:
         # Ids are lower-case UUID text written by the store and id_part is
-        # lower-cased (SharedStore.search_jobs): no lower() on a million ids.
-        terms.append(jobs.c.id.like(bindparam("s_id"), escape="\\"))
+        # lower-cased (SharedStore.search_jobs): no lower() on each id.
+        terms.append(table.c.id.like(bindparam("s_id"), escape="\\"))
         params["s_id"] = like_pattern(query.id_part)
     if query.error is not None:
         pattern = bindparam("s_error")
         terms.append(
             or_(
-                func.lower(jobs.c.error["message"].as_string()).like(pattern, escape="\\"),
-                func.lower(jobs.c.error["type"].as_string()).like(pattern, escape="\\"),
+                func.lower(table.c.error["message"].as_string()).like(pattern, escape="\\"),
+                func.lower(table.c.error["type"].as_string()).like(pattern, escape="\\"),
             )
         )
         params["s_error"] = like_pattern(query.error)
@@ -75,15 +87,17 @@ def payload_contains() -> ColumnElement[bool]:
 
 
 def payload_field_sqlite(table: Any, value: Any) -> ColumnElement[bool]:
-    """SQLite: the payload's field has ``value`` (type and value, as JSON
-    compares them). Params: s_path (``$."key"``), s_value."""
-    path = bindparam("s_path")
-    kind = func.json_type(table.c.payload, path).in_(_SQLITE_JSON_TYPES[type(value)])
+    """SQLite: the payload has a top-level field ``s_key`` holding ``value``
+    (type and value, as JSON compares them), found with ``json_each``: any
+    key matches, quotes and dots included (a JSON path cannot quote ``"``).
+    Params: s_key, s_value."""
+    field = func.json_each(table.c.payload).table_valued("key", "value", "type").alias("field")
+    terms: list[ColumnElement[bool]] = [field.c.key == bindparam("s_key")]
     if value is None or isinstance(value, bool):
-        return (
-            kind if value is None else func.json_type(table.c.payload, path) == ("true" if value else "false")
-        )
-    return and_(kind, func.json_extract(table.c.payload, path) == bindparam("s_value"))
+        terms.append(field.c.type == ("null" if value is None else "true" if value else "false"))
+    else:
+        terms += [field.c.type.in_(_SQLITE_JSON_TYPES[type(value)]), field.c.value == bindparam("s_value")]
+    return exists(select(literal(1)).select_from(field).where(*terms))
 
 
 def newest(stmt: Select, table: Any, limit: str) -> Select:
@@ -95,22 +109,27 @@ class SqlSearchMixin(SqlPlumbing):
     """The engine half of ``search_jobs``."""
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
-        terms, params = search_filters(query)
+        indexed, params = listing_terms(query)
         params["s_limit"] = limit
-        if query.payload is None or self.read_engine.dialect.name == "postgresql":
-            if query.payload is not None:
-                key, value = query.payload
-                terms.append(payload_contains())
-                params["s_doc"] = orjson.dumps({key: value}).decode()
-            rows = self.read(newest(select(jobs).where(*terms), jobs, "s_limit"), params)
+        payload_indexed = self.read_engine.dialect.name == "postgresql"
+        if query.payload is not None and payload_indexed:
+            key, value = query.payload
+            indexed.append(payload_contains())
+            params["s_doc"] = orjson.dumps({key: value}).decode()
+        if query.id_part is None and query.error is None and (query.payload is None or payload_indexed):
+            rows = self.read(newest(select(jobs).where(*indexed), jobs, "s_limit"), params)
             return SearchPage([job_from_row(r) for r in rows], True, len(rows))
-        key, value = query.payload
-        params.update(s_scan=scan_limit, s_path='$."' + key.replace('"', '\\"') + '"', s_value=value)
-        window = newest(select(jobs).where(*terms), jobs, "s_scan").subquery()
-        found = select(window).where(payload_field_sqlite(window, value))
-        rows = self.read(newest(found, window, "s_limit"), params)
+        params["s_scan"] = scan_limit
+        window = newest(select(jobs).where(*indexed), jobs, "s_scan").subquery()
+        tested, text_params = text_terms(window, query)
+        params.update(text_params)
+        if query.payload is not None and not payload_indexed:
+            key, value = query.payload
+            tested.append(payload_field_sqlite(window, value))
+            params.update(s_key=key, s_value=value)
+        rows = self.read(newest(select(window).where(*tested), window, "s_limit"), params)
         counted = select(func.count()).select_from(
-            newest(select(jobs.c.id).where(*terms), jobs, "s_scan").subquery()
+            newest(select(jobs.c.id).where(*indexed), jobs, "s_scan").subquery()
         )
         scanned = self.tx(lambda c: c.execute(counted, params).scalar_one(), write=False)
         return SearchPage(

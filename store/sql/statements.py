@@ -367,16 +367,6 @@ def job_events_of() -> Select:
     )
 
 
-def operator_events() -> Select:
-    """Operator actions, newest first (partial index ix_job_events_audit). Params: limit."""
-    return (
-        select(job_events)
-        .where(job_events.c.actor.like(f"{OPERATOR_PREFIX}%"))
-        .order_by(job_events.c.id.desc())
-        .limit(bindparam("limit"))
-    )
-
-
 def upsert_counters(ins: Insert) -> Insert:
     """Add to sharded counters (executemany); ``ins`` is the dialect's INSERT
     of ``counters`` (Dialect.upsert). Params: key, shard, n."""

@@ -24,9 +24,10 @@ from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import unique_key_of
+from store.spec import check_actor, clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
+from store.sql.audit import SqlAuditMixin
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Dialect, Refused, event_row
 from store.sql.recovery import SqlRecoveryMixin
@@ -38,7 +39,9 @@ from store.sql.search import SqlSearchMixin
 S = JobStatus
 
 
-class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore):
+class SqlStore(
+    SqlAuditMixin, SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore
+):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
 
     def make_dialect(self, name: str) -> Dialect:
@@ -183,9 +186,6 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
         rows = self.read(sql.job_events_of(), {"job_id": job_id, "limit": limit})
         return [event_from_row(r) for r in reversed(rows)]
 
-    def audit(self, limit: int = 100) -> list[JobEvent]:
-        return [event_from_row(r) for r in self.read(sql.operator_events(), {"limit": limit})]
-
     # -------------------------------------------------------------- worker
     def claim(
         self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
@@ -264,6 +264,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     ) -> Job:
         refusal = rule(Operation.FAIL).refusal
         assert refusal is not None
+        error = clean_error(error)
 
         def body(conn: Connection) -> Job:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
@@ -309,6 +310,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     def _operator(self, job_id: str, op: Operation, actor: str, extra: dict[str, Any]) -> Job:
         kind = rule(op).event
         assert kind is not None
+        check_actor(actor)
 
         def body(conn: Connection) -> Job:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
@@ -336,6 +338,7 @@ class SqlStore(SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchM
     def delete(self, job_id: str, *, actor: str = "operator") -> None:
         kind = rule(Operation.DELETE).event
         assert kind is not None
+        check_actor(actor)
 
         def body(conn: Connection) -> None:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()

@@ -62,9 +62,9 @@ def migrate(url: str, revision: str = "head", pg_schema: str | None = None) -> N
     folder, and on PostgreSQL the schema ``pg_schema``, default LEASEHOLD_PG_SCHEMA).
 
     Raises ValidationError for a bad URL or schema name before connecting."""
-    write, read, _ = make_engines(url, pg_schema=pg_schema)  # validates; creates the folder
-    write.dispose()
-    read.dispose()
+    engines = make_engines(url, pg_schema=pg_schema)  # validates; creates the folder
+    for engine in {engines.write, engines.read, engines.single}:
+        engine.dispose()
     command.upgrade(alembic_config(url, pg_schema), revision)
 
 

@@ -81,11 +81,23 @@ def test_search_says_how_far_it_went(handle: StoreHandle) -> None:
     assert _ids(page) == {old.id} and page.complete
     full = store.search_jobs(payload="k=1", limit=5, scan_limit=10)
     assert len(full.items) == 5 and full.complete  # a full page is an exact page
+    # Id and error text are tested within the scan window on every store.
     page = store.search_jobs(id_part=old.id[-6:], scan_limit=10)
-    if handle.backend == "redis":
-        assert page.items == [] and not page.complete and page.scanned == 10
-    else:
-        assert _ids(page) == {old.id} and page.complete
+    assert page.items == [] and not page.complete and page.scanned == 10
+    assert _ids(store.search_jobs(id_part=old.id[-6:], scan_limit=31)) == {old.id}
+    [failed] = store.claim("w", ["default"], 1)
+    store.fail(
+        failed.id, failed.lease_token, {"type": "E", "message": "needle", "traceback": None}, permanent=True
+    )
+    store.clock_offset_s += 1
+    for job in store.claim("w", ["default"], 30):
+        store.fail(
+            job.id, job.lease_token, {"type": "E", "message": "hay", "traceback": None}, permanent=True
+        )
+    page = store.search_jobs(error="needle", status=S.Failed, scan_limit=10)
+    assert page.items == [] and not page.complete and page.scanned == 10
+    page = store.search_jobs(error="needle", scan_limit=100)
+    assert _ids(page) == {failed.id} and page.complete and page.scanned <= 100
 
 
 def test_search_newest_first_with_a_limit(store: JobStore) -> None:

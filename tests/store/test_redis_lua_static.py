@@ -52,7 +52,7 @@ KEY_POSITIONS: dict[str, int | str] = {
     **dict.fromkeys(["HGET", "HMGET", "HGETALL", "HSET", "HSETNX", "HDEL", "HINCRBY"], 1),
     **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZSCORE", "ZREMRANGEBYRANK"], 1),
     **dict.fromkeys(["SADD", "SREM", "SISMEMBER"], 1),
-    **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "PEXPIRE"], 1),
+    **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "LRANGE", "LLEN", "PEXPIRE"], 1),
 }
 KEY_REF = re.compile(r"KEYS\[[^\[\]]+\]")
 

@@ -37,6 +37,7 @@ from store.errors import (
     LeaseLost,
     ScheduleNotFound,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
     ValidationError,
 )
@@ -103,9 +104,9 @@ def to_api_error(exc: BaseException) -> APIError | None:
     if isinstance(exc, ValidationError):
         return APIError(422, str(exc), exc.field)
     if isinstance(exc, StoreUnavailable):
-        return APIError(
-            503, "the job store is unavailable; retry later", headers={"Retry-After": str(RETRY_AFTER_S)}
-        )
+        # A timeout's message names the limit only; an outage's may name hosts: not shown.
+        message = str(exc) if isinstance(exc, StoreTimeout) else "the job store is unavailable; retry later"
+        return APIError(503, message, headers={"Retry-After": str(RETRY_AFTER_S)})
     if isinstance(exc, StoreError):
         return APIError(409, str(exc))
     if isinstance(exc, PydanticValidationError):

@@ -37,6 +37,7 @@ from flask import Flask, abort, current_app, g, request, session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from store.base import JobStore
+from store.spec import MAX_OPERATOR_NAME_LEN
 from webapp.config import ConfigError, WebSettings
 
 ROLES = ("viewer", "operator")
@@ -75,6 +76,8 @@ def parse_users(raw: str) -> dict[str, User]:
             raise ConfigError(f"{where} must be name:password-hash:role")
         if role not in ROLES:
             raise ConfigError(f"{where} has role {role!r}; expected viewer or operator")
+        if len(name.strip()) > MAX_OPERATOR_NAME_LEN:
+            raise ConfigError(f"{where} has a name longer than {MAX_OPERATOR_NAME_LEN} characters")
         if name in users:
             raise ConfigError(f"{where} repeats the user name")
         users[name.strip()] = User(name.strip(), password_hash, role)
@@ -170,7 +173,7 @@ def _from_hook(authorize: Callable[[], tuple[str, str] | None]) -> User | None:
             "leasehold: authorize hook returned role %r; expected viewer or operator", role
         )
         return None
-    return User(str(name).strip()[:200], "", role)
+    return User(str(name).strip()[:MAX_OPERATOR_NAME_LEN], "", role)
 
 
 def current_user() -> User | None:

@@ -20,9 +20,8 @@ config = context.config
 
 def run_migrations_online() -> None:
     pg_schema = config.attributes.get("pg_schema")  # None: LEASEHOLD_PG_SCHEMA
-    write, read, dialect = make_engines(
-        config.get_main_option("sqlalchemy.url"), pool_size=1, pg_schema=pg_schema
-    )
+    engines = make_engines(config.get_main_option("sqlalchemy.url"), pool_size=1, pg_schema=pg_schema)
+    write, dialect = engines.write, engines.dialect
     try:
         with write.connect() as connection:
             context.configure(
@@ -36,8 +35,8 @@ def run_migrations_online() -> None:
                 prepare(connection, resolve_pg_schema(pg_schema) if dialect == "postgresql" else None)
                 context.run_migrations()
     finally:
-        write.dispose()
-        read.dispose()
+        for engine in {engines.write, engines.read, engines.single}:
+            engine.dispose()
 
 
 if context.is_offline_mode():

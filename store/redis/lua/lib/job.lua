@@ -7,10 +7,11 @@
 -- KEYS[2]      updated zset: every job, score last_updated_at, member id
 -- KEYS[3..8]   updated:<status> zsets for statuses 100..600: KEYS[2 + status / 100]
 -- KEYS[9]      leases zset: InProgress jobs, score lease_expires_at, member id
--- KEYS[10]     audit list: events whose actor starts with "operator:", newest first
+-- KEYS[10]     audit log zset: events whose actor starts with "operator:" as JSON
+--              (with the job id), score their time (trimmed by age, store/redis/audit.py)
 -- ARGV[1]      clock offset, seconds (lib/clock.lua)
 -- ARGV[2]      events kept per job (each job's event list is trimmed to this many)
--- ARGV[3]      entries kept in the audit list
+-- ARGV[3]      unused (the audit log is trimmed by age, not by count)
 -- A script of an operation also passes its row of store/lifecycle.py OPERATIONS
 -- as five ARGV values (store/redis/plumbing.py, op_args), read by `operation`:
 -- ARGV[i]      source statuses, e.g. "100 200"
@@ -47,7 +48,7 @@
 -- audit_event, remove_job. A script that counts calls flush_counts() once,
 -- before it returns.
 
-local EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
+local EVENTS_KEPT = tonumber(ARGV[2])
 
 -- "100 200" -> {[100] = true, [200] = true}: the statuses a guard accepts.
 local function status_set(text)
@@ -287,14 +288,13 @@ local function encode_event(event)
 end
 
 -- Count `event`'s kind and, when its actor is an operator, copy it with job
--- id `id` ('' when no job: a queue paused) to the audit list KEYS[10].
+-- id `id` ('' when no job: a queue paused) to the audit log KEYS[10], scored
+-- by its time (never trimmed here: maintenance prunes it by age).
 local function record(event, id)
   count(event_counter(event.kind), 1)
   if event.actor and string.sub(event.actor, 1, 9) == 'operator:' then
     event.job = id
-    if redis.call('LPUSH', KEYS[10], encode_event(event)) > AUDIT_KEPT then
-      redis.call('LTRIM', KEYS[10], 0, AUDIT_KEPT - 1)
-    end
+    redis.call('ZADD', KEYS[10], now_text, encode_event(event))
   end
 end
 
