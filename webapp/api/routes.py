@@ -77,13 +77,17 @@ ENQUEUE_FIELDS = tuple(EnqueueRequest.model_fields)
 
 # ------------------------------------------------------------------ views
 def healthz() -> tuple[dict[str, Any], int]:
-    """Liveness and store reachability: 200, or 503 when the store does not answer.
+    """Liveness and store reachability: `{"status": "ok"}` 200, or
+    `{"status": "unavailable"}` 503 when the store does not answer (why goes to
+    the log, never to the caller: a store's error names its host and user).
 
-    The only route that needs no token."""
+    The only route that needs no token in the standalone app; mounted in a
+    host app with an `authorize` hook, the hook's login (or a token) is needed."""
     try:
         job_store().now()
     except StoreUnavailable as exc:
-        return {"status": "unavailable", "store": str(exc)}, 503
+        current_app.logger.warning("healthz: store unavailable: %s", exc)
+        return {"status": "unavailable"}, 503
     return {"status": "ok"}, 200
 
 
