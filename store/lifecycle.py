@@ -93,6 +93,11 @@ class EventKind(enum.StrEnum):
     BULK_STARTED = "bulk_started"  # audit only: a bulk operation's action, filter and count
     BULK_FINISHED = "bulk_finished"  # audit only: its outcome
     WORKER_COMMANDED = "worker_commanded"  # audit only: an operator's quiet or stop for a worker
+    WORKER_FORGOTTEN = "worker_forgotten"  # audit only: a silent worker removed from the registry
+    SCHEDULE_ENABLED = "schedule_enabled"  # audit only: the message names the schedule
+    SCHEDULE_DISABLED = "schedule_disabled"
+    SCHEDULE_RUN = "schedule_run"  # audit only: a schedule's job enqueued now (message: schedule, job)
+    JOBS_PURGED = "jobs_purged"  # audit only: an operator's purge, its statuses, age and count
     COMPLETION_REFUSED = "completion_refused"
     FAILURE_REFUSED = "failure_refused"
     HEARTBEAT_REFUSED = "heartbeat_refused"
