@@ -12,7 +12,9 @@ at the operation's creation time: a job acted on gets a newer update time and
 leaves the walk, so a batch that is run again after a crash (its progress
 not saved) never acts twice on a job; the counts of such a batch are lost.
 Each job is changed by the store's own guarded operation; a job whose
-status no longer allows the action is skipped.
+status no longer allows the action is skipped. The audit log gets two
+entries an operation (started, finished: filter and counts), never one a
+job: each job's event carries the actor ``bulk:<name>`` (``job_actor``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ ACTIONS: dict[str, Operation] = {
     "delete": Operation.DELETE,
 }
 _FILTER_KEYS = ("status", "queue", "name")
+#: Actor prefix of the event a bulk operation writes on each job it changes:
+#: not ``operator:``, so those events stay in each job's timeline and out of
+#: the audit log, which holds the operation's start and end (filter, counts).
+JOB_ACTOR_PREFIX = "bulk:"
+
+
+def job_actor(operation: BulkOperation) -> str:
+    """``operator:ann`` -> ``bulk:ann``: the actor of each job's own event."""
+    return JOB_ACTOR_PREFIX + operation.actor.removeprefix("operator:")
 
 
 def _call(store: JobStore, action: str) -> Callable[[str, str], Any]:
@@ -127,13 +138,14 @@ def run_batch(store: JobStore, operation: BulkOperation, batch: int = BATCH) -> 
         cursor=cursor,
     )
     sources, act = rule(ACTIONS[operation.action]).sources, _call(store, operation.action)
+    actor = job_actor(operation)
     changed = skipped = 0
     for job in page.items:
         if job.status not in sources:
             skipped += 1
             continue
         try:
-            act(job.id, operation.actor)
+            act(job.id, actor)
             changed += 1
         except (InvalidTransition, JobNotFound):
             skipped += 1  # changed by someone else since the page was read

@@ -34,7 +34,8 @@ WEB_DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": 1048576,  # bytes; larger request bodies get 413
     "SECURE_COOKIES": False,  # Secure session cookie even on plain-http requests
     "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait percentile gauges
-    "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto/-Host are applied
+    "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto are applied
+    "TRUST_FORWARDED_HOST": False,  # also apply X-Forwarded-Host from those hops
     "LOG_FORMAT": "text",  # text or json
 }
 
@@ -58,6 +59,7 @@ class WebSettings:
     secure_cookies: bool
     metrics_sample_jobs: int
     trusted_proxies: int  # hops
+    trust_forwarded_host: bool
     log_format: str
 
 
@@ -84,6 +86,7 @@ def load_web_settings(config: Mapping[str, Any]) -> WebSettings:
         secure_cookies=parse_flag("SECURE_COOKIES", config.get("SECURE_COOKIES", False)),
         metrics_sample_jobs=integer("METRICS_SAMPLE_JOBS", 0, MAX_PAGE_SIZE),
         trusted_proxies=integer("TRUSTED_PROXIES", 0, MAX_PROXY_HOPS),
+        trust_forwarded_host=parse_flag("TRUST_FORWARDED_HOST", config.get("TRUST_FORWARDED_HOST", False)),
         log_format=parse_choice("LOG_FORMAT", config.get("LOG_FORMAT", "text"), LOG_FORMATS),
     )
 

@@ -27,7 +27,8 @@ else the ``LEASEHOLD_*`` environment, validated like every process's.
 Behind a proxy: the extension does not wrap the host's ``app.wsgi_app``. A host
 behind N proxies applies ``werkzeug.middleware.proxy_fix.ProxyFix`` itself (or
 passes ``proxy_fix=True`` to let the extension apply ``LEASEHOLD_TRUSTED_PROXIES``
-hops to the whole app); the standalone app (``create_app``) always applies it.
+and ``LEASEHOLD_TRUST_FORWARDED_HOST`` to the whole app); the standalone app
+(``create_app``) always applies it.
 """
 
 from __future__ import annotations
@@ -132,11 +133,15 @@ class Leasehold:
 
 
 def apply_proxy_fix(app: Flask, web: WebSettings) -> None:
-    """Trust ``X-Forwarded-For/-Proto/-Host`` from ``LEASEHOLD_TRUSTED_PROXIES``
-    hops (none by default, so a client cannot pick its own address)."""
+    """Trust ``X-Forwarded-For`` and ``X-Forwarded-Proto`` from
+    ``LEASEHOLD_TRUSTED_PROXIES`` hops (none by default, so a client cannot
+    pick its own address), and ``X-Forwarded-Host`` from as many only with
+    ``LEASEHOLD_TRUST_FORWARDED_HOST`` (the host a client names would reach
+    every URL the app builds, and the CSRF check's same-origin test)."""
     hops = web.trusted_proxies
     if hops:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
+        x_host = hops if web.trust_forwarded_host else 0
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=x_host)  # type: ignore[method-assign]
 
 
 __all__ = ["WEB_DEFAULTS", "Authorize", "Leasehold", "apply_proxy_fix", "host_config"]

@@ -5,8 +5,10 @@ Parsing uses cronsim (next run, in the schedule's IANA time zone, so DST is
 the library's; the same parser as the workers' scheduler) and cron-descriptor
 (words, 24-hour clock, English). Both are
 read-only here: the scheduler in the workers decides what runs; this module
-only describes a stored Schedule. A bad expression or zone does not break a
-page: its description says so and it has no next run.
+describes a stored Schedule, and turns one on or off or enqueues its job now
+for an operator (``set_enabled``, ``run_now``), each recorded in the audit log.
+A bad expression or zone does not break a page: its description says so and
+it has no next run.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from cron_descriptor import ExpressionDescriptor, Options
 from cronsim import CronSim, CronSimError
 
 from store.base import JobStore
-from store.errors import JobNotFound
-from store.models import Schedule, iso
+from store.errors import JobNotFound, ScheduleNotFound
+from store.lifecycle import EventKind
+from store.models import Job, JobSpec, Schedule, iso
 
 
 def describe(cron: str) -> str:
@@ -107,3 +110,27 @@ def views(store: JobStore) -> list[ScheduleView]:
 def find(store: JobStore, name: str) -> Schedule | None:
     """The stored schedule called ``name``, or None."""
     return next((s for s in store.schedules() if s.name == name), None)
+
+
+def set_enabled(store: JobStore, name: str, enabled: bool, actor: str) -> Schedule:
+    """Turn a schedule on or off for ``actor`` (``operator:<name>``), with one
+    audit entry. Raises ScheduleNotFound."""
+    schedule = store.set_schedule_enabled(name, enabled)
+    kind = EventKind.SCHEDULE_ENABLED if enabled else EventKind.SCHEDULE_DISABLED
+    store.record_audit(kind, actor, f"schedule {name}")
+    return schedule
+
+
+def run_now(store: JobStore, name: str, actor: str, idempotency_key: str | None) -> tuple[Job, bool]:
+    """Enqueue the schedule's job now, outside its ticks, for ``actor``:
+    ``(job, created)``. With an ``idempotency_key`` already used, the job it
+    made and False, and nothing is written (a double click makes one job);
+    a new job gets one audit entry. Raises ScheduleNotFound."""
+    schedule = find(store, name)
+    if schedule is None:
+        raise ScheduleNotFound(name)
+    spec = JobSpec(schedule.handler, schedule.payload, queue=schedule.queue, idempotency_key=idempotency_key)
+    job, created = store.enqueue_idempotent(spec)
+    if created:
+        store.record_audit(EventKind.SCHEDULE_RUN, actor, f"schedule {name}: job {job.id} enqueued now")
+    return job, created

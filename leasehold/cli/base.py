@@ -9,6 +9,7 @@ handler, recovery and configuration errors become ``click.ClickException``.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -113,6 +114,13 @@ class Runtime:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def operator() -> str:
+    """The actor recorded for an operator action from the command line:
+    ``operator:cli:<login name>`` (an ``operator:`` actor, so it reaches the
+    audit log, named apart from a console user or API token of the same name)."""
+    return f"operator:cli:{os.environ.get('USER') or 'unknown'}"
 
 
 def runtime() -> Runtime:

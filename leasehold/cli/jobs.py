@@ -10,9 +10,9 @@ from typing import Any
 import click
 import orjson
 
-from leasehold.cli.base import OneLineCommand, friendly_errors, runtime
+from leasehold.cli.base import OneLineCommand, friendly_errors, operator, runtime
 from leasehold.logs import configure_logging
-from store.lifecycle import TERMINAL, JobStatus
+from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
 from store.spec import MAX_DELAY_S
@@ -295,4 +295,6 @@ def purge_command(older_than: float, status: tuple[str, ...], dry_run: bool) -> 
     total = 0
     while deleted := store.purge(older_than, limit=PURGE_BATCH, statuses=statuses):
         total += deleted
+    ages = ", ".join(f"{s.name} older than {older_than:g} s" for s in statuses)
+    store.record_audit(EventKind.JOBS_PURGED, operator(), f"{total:,} jobs purged ({ages})")
     click.echo(f"{total} job(s) purged")

@@ -4,23 +4,18 @@ list|enable|disable|run NAME`` and ``queue pause|resume QUEUE``."""
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import click
 
-from leasehold.cli.base import OneLineGroup, friendly_errors, runtime
+from leasehold.cli.base import OneLineGroup, friendly_errors, operator, runtime
+from store.lifecycle import EventKind
 from store.models import JobSpec, Schedule
 from workers.handlers import get_handler, load_handlers
 from workers.periodic import describe, next_tick
 from workers.scheduler import SCHEDULE_HEADER
-
-
-def operator() -> str:
-    """The actor recorded for an operator action from the command line."""
-    return f"operator:{os.environ.get('USER') or 'cli'}"
 
 
 # ------------------------------------------------------------------ periodic
@@ -99,7 +94,10 @@ def periodic_list(as_json: bool) -> None:
 
 
 def _switch(name: str, enabled: bool) -> None:
-    schedule = runtime().store().set_schedule_enabled(name, enabled)
+    store = runtime().store()
+    schedule = store.set_schedule_enabled(name, enabled)
+    kind = EventKind.SCHEDULE_ENABLED if enabled else EventKind.SCHEDULE_DISABLED
+    store.record_audit(kind, operator(), f"schedule {name}")
     click.echo(f"periodic job {schedule.name} {'enabled' if schedule.enabled else 'disabled'}")
 
 
@@ -132,7 +130,9 @@ def periodic_run(name: str) -> None:
         spec = handler.job_spec(schedule.payload, **options)
     else:
         spec = JobSpec(schedule.handler, schedule.payload, **options)
-    job, _ = runtime().store().enqueue_idempotent(spec)
+    store = runtime().store()
+    job, _ = store.enqueue_idempotent(spec)
+    store.record_audit(EventKind.SCHEDULE_RUN, operator(), f"schedule {name}: job {job.id} enqueued now")
     click.echo(job.id)
 
 

@@ -10,6 +10,7 @@ status change is built from the lifecycle table (``changes.py``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -347,8 +348,10 @@ class SqlStore(
             old = S(row["status"])
             lifecycle.check_operation(job_id, Operation.DELETE, old)
             self.remove_jobs(conn, [(job_id, int(old), row["queue"])])
-            event = event_row(job_id, kind, int(old), None, actor, row["lease_token"])
-            self.book(conn, [event])
+            if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
+                self.book(conn, [event_row(job_id, kind, int(old), None, actor, row["lease_token"])])
+            else:  # counted only, like Redis: no event row of a job that is gone
+                self.book(conn, [], Counter({counters.event_key(kind): 1}))
 
         self.tx(body)
 

@@ -71,11 +71,11 @@ def test_periodic_errors_are_one_line(handle: StoreHandle, cli: CliRunner) -> No
 
 def test_queue_pause_and_resume(handle: StoreHandle, cli: CliRunner) -> None:
     job = handle.store.enqueue("noop", None, queue="mail")
-    assert invoke(cli, "queue", "pause", "mail").stdout == "queue mail paused by operator:ann\n"
+    assert invoke(cli, "queue", "pause", "mail").stdout == "queue mail paused by operator:cli:ann\n"
     assert handle.store.claim("w", ["mail"], 5) == []
-    assert invoke(cli, "queue", "resume", "mail").stdout == "queue mail resumed by operator:ann\n"
+    assert invoke(cli, "queue", "resume", "mail").stdout == "queue mail resumed by operator:cli:ann\n"
     assert [j.id for j in handle.store.claim("w", ["mail"], 5)] == [job.id]
-    assert [e.actor for e in handle.store.audit()][:2] == ["operator:ann", "operator:ann"]
+    assert [e.actor for e in handle.store.audit()][:2] == ["operator:cli:ann", "operator:cli:ann"]
     assert "QUEUE" in one_line_error(invoke(cli, "queue", "pause"))
 
 

@@ -27,6 +27,7 @@ from webapp.api.status_responses import (
     summary_status_response,
 )
 from webapp.config import WebSettings
+from webapp.console.auth import current_user
 from webapp.metrics import make_registry
 
 __all__ = [
@@ -83,8 +84,11 @@ def _make_spec() -> SpecTree:
 
 def _protect() -> None:
     """Deny by default: every API request needs a token, except ANONYMOUS routes;
-    GET/HEAD need viewer, every other method operator."""
-    if request.endpoint in routes.ANONYMOUS:
+    GET/HEAD need viewer, every other method operator. Mounted in a host app
+    with an ``authorize`` hook, an ANONYMOUS route is anonymous no more: it
+    needs a user the hook accepts, or a token, like every route under the prefix."""
+    embedded = current_app.extensions["leasehold.mount"].authorize is not None
+    if request.endpoint in routes.ANONYMOUS and (not embedded or current_user() is not None):
         return
     authorize(api_state().tokens, request.method)
 

@@ -14,6 +14,7 @@ Every error the API answers is ``{"error": {"code": <int>, "message": <str>,
 415    a body that is not declared ``application/json``
 422    validation: unknown field, out of range, too deep; an Idempotency-Key
        reused for a different request; ``field`` set
+429    too many searches (``Retry-After`` set)
 503    StoreUnavailable (``Retry-After`` set)
 =====  ============================================================
 

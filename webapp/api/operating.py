@@ -15,14 +15,13 @@ from typing import Any
 
 from flask import Response, current_app
 
-from store.errors import ScheduleNotFound
-from store.lifecycle import TERMINAL, JobStatus
+from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.maintenance import RETENTION_LOCK
 from store.models import JobSpec, MaintenanceRun, QueueState, ts
 from webapp import periodic
 from webapp.api.auth import current_token
 from webapp.api.common import context_of, job_json, json_response
-from webapp.api.enqueue import job_location
+from webapp.api.enqueue import IDEMPOTENCY_HEADER, idempotency_key, job_location, same_request
 from webapp.api.errors import APIError
 from webapp.api.schemas_operating import (
     PurgeQuery,
@@ -105,7 +104,7 @@ def run_purge() -> Response:
     (409 while a maintenance run holds it). `?dry_run=1` counts them:
     `{"would_prune": n}`; else `{"pruned": n}` in bounded batches (`more` when
     the request's bound was reached) and the run is recorded in the
-    retention history with the token's actor as its owner."""
+    retention history with the token's actor as its owner, and in the audit log."""
     q: PurgeQuery = context_of("query", PurgeQuery)
     body: PurgeRequest = context_of("json", PurgeRequest)
     older_than = body.older_than if body.older_than is not None else q.older_than
@@ -147,7 +146,14 @@ def run_purge() -> Response:
         longest_ms,
     )
     store.record_maintenance_run(run)
+    store.record_audit(EventKind.JOBS_PURGED, actor, purge_text(pruned, plan, more))
     return json_response({"pruned": pruned, "more": more})
+
+
+def purge_text(pruned: int, plan: list[tuple[JobStatus, float]], more: bool) -> str:
+    """The audit log's words for a purge: ``12 jobs purged (Completed older than 3600 s)``."""
+    ages = ", ".join(f"{status.name} older than {age:g} s" for status, age in plan) or "nothing to purge"
+    return f"{pruned:,} jobs purged ({ages})" + ("; more remain" if more else "")
 
 
 # ---------------------------------------------------------------- periodic
@@ -158,7 +164,7 @@ def list_periodic() -> dict[str, Any]:
 
 def _toggle(name: str, enabled: bool) -> dict[str, Any]:
     store = job_store()
-    schedule = store.set_schedule_enabled(name, enabled)
+    schedule = periodic.set_enabled(store, name, enabled, current_token().actor)
     return periodic.view(store, schedule, store.now()).to_json()
 
 
@@ -174,12 +180,22 @@ def disable_periodic(name: str) -> dict[str, Any]:
 
 def run_periodic(name: str) -> Response:
     """Enqueue the schedule's handler now with its queue and payload, outside
-    its ticks (the schedule's last tick is unchanged). 202 with the job."""
+    its ticks (the schedule's last tick is unchanged). 202 with the job.
+    `Idempotency-Key` as on `POST /api/jobs`: a replay answers 202 with the
+    first job and enqueues nothing; the key used for another request is 422."""
     store = job_store()
-    schedule = periodic.find(store, name)
-    if schedule is None:
-        raise ScheduleNotFound(name)
-    job = store.enqueue_idempotent(JobSpec(schedule.handler, schedule.payload, queue=schedule.queue))[0]
+    key = idempotency_key()
+    job, created = periodic.run_now(store, name, current_token().actor, key)
+    if not created and key is not None:
+        schedule = periodic.find(store, name)
+        assert schedule is not None  # run_now found it
+        spec = JobSpec(schedule.handler, schedule.payload, queue=schedule.queue, idempotency_key=key)
+        if not same_request(job, spec, store.settings):
+            raise APIError(
+                422,
+                f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
+                IDEMPOTENCY_HEADER,
+            )
     response = job_json(job, 202)
     response.headers["Location"] = job_location(job.id)
     return response

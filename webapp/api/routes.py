@@ -63,6 +63,7 @@ from webapp.api.schemas_operating import (
 )
 from webapp.api.state import api_state, job_store
 from webapp.api.status_responses import job_status_response
+from webapp.search_limit import SEARCH_LIMIT, SEARCH_WINDOW_S, search_wait
 
 JOB = "/api/jobs/<uuid:job_id>"
 QUEUE = "/api/queues/<path:queue>"
@@ -77,13 +78,17 @@ ENQUEUE_FIELDS = tuple(EnqueueRequest.model_fields)
 
 # ------------------------------------------------------------------ views
 def healthz() -> tuple[dict[str, Any], int]:
-    """Liveness and store reachability: 200, or 503 when the store does not answer.
+    """Liveness and store reachability: `{"status": "ok"}` 200, or
+    `{"status": "unavailable"}` 503 when the store does not answer (why goes to
+    the log, never to the caller: a store's error names its host and user).
 
-    The only route that needs no token."""
+    The only route that needs no token in the standalone app; mounted in a
+    host app with an `authorize` hook, the hook's login (or a token) is needed."""
     try:
         job_store().now()
     except StoreUnavailable as exc:
-        return {"status": "unavailable", "store": str(exc)}, 503
+        current_app.logger.warning("healthz: store unavailable: %s", exc)
+        return {"status": "unavailable"}, 503
     return {"status": "ok"}, 200
 
 
@@ -104,10 +109,18 @@ def list_jobs() -> dict[str, Any]:
     """Jobs, newest update first, filtered by status, queue and name; keyset
     paging both ways (`cursor`, `before`). With `id`, `error` or `payload` a
     search: one page, with `complete` false when the store stopped at its scan
-    limit after `scanned` jobs."""
+    limit after `scanned` jobs. Searches are limited per token (429 with
+    `Retry-After` past the limit)."""
     q: ListJobsQuery = context_of("query", ListJobsQuery)
     status = JobStatus[q.status] if q.status else None
     if q.searching:
+        wait = search_wait(job_store(), "api:" + current_token().digest.hex())
+        if wait:
+            raise APIError(
+                429,
+                f"too many searches: at most {SEARCH_LIMIT} every {SEARCH_WINDOW_S:g} s per token",
+                headers={"Retry-After": str(wait)},
+            )
         found = job_store().search_jobs(
             id_part=q.id,
             error=q.error,
@@ -253,7 +266,9 @@ ROUTES: tuple[Route, ...] = (
         },
         enqueues=True,
     ),
-    Route("/api/jobs", list_jobs, query=ListJobsQuery, responses={"HTTP_200": JobPage, **_READ}),
+    Route(
+        "/api/jobs", list_jobs, query=ListJobsQuery, responses={"HTTP_200": JobPage, "HTTP_429": E, **_READ}
+    ),
     Route(JOB, get_job, responses={"HTTP_200": None, "HTTP_404": E, **_READ}),
     Route(f"{JOB}/cancel", cancel_job, ("POST",), responses={"HTTP_200": JobOut, **_ACT}),
     Route(
@@ -314,8 +329,9 @@ ROUTES: tuple[Route, ...] = (
         f"{PERIODIC}/run",
         ops.run_periodic,
         ("POST",),
-        responses={"HTTP_202": JobOut, **_ACT},
+        responses={"HTTP_202": JobOut, "HTTP_422": E, **_ACT},
         tags=_PERIODIC,
+        enqueues=True,
     ),
     Route("/api/stats", stats, responses={"HTTP_200": StatsOut, **_READ}, tags=_OPS),
     Route("/api/workers", list_workers, responses={"HTTP_200": WorkerList, **_READ}, tags=_OPS),

@@ -304,4 +304,3 @@ class RecoveryOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: str
-    store: str | None = None

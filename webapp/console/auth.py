@@ -14,11 +14,15 @@ In a host app (the ``Leasehold`` extension with ``authorize=``) the host's
 login decides instead: its hook returns ``(role, name)`` or None on every
 request, and the console's own login, logout and session keys are unused.
 
-Login throttling is keyed by (user, client address) and counted in the store
-(see LoginThrottle), so every gunicorn worker shares one allowance. Behind a
-proxy the client address is right only with LEASEHOLD_TRUSTED_PROXIES set to
-the number of proxies (ProxyFix); otherwise every client shares the proxy's
-address and one user's lock-out is everyone's.
+Login throttling counts failed logins in the store (see LoginThrottle), so
+every gunicorn worker shares one allowance, under three limits: per (user,
+client address), per user from any address (an attacker rotating addresses,
+or forging X-Forwarded-For behind too many trusted proxies, still meets it),
+and for every failed login together (each costs a password hash, so the CPU
+an attack can burn is bounded). Behind a proxy the client address is right
+only with LEASEHOLD_TRUSTED_PROXIES set to the number of proxies (ProxyFix);
+otherwise every client shares the proxy's address and one user's lock-out is
+everyone's.
 """
 
 from __future__ import annotations
@@ -41,9 +45,16 @@ from store.spec import MAX_OPERATOR_NAME_LEN
 from webapp.config import ConfigError, WebSettings
 
 ROLES = ("viewer", "operator")
-#: Failed logins allowed per (username, address) within THROTTLE_WINDOW_S.
+#: Failed logins allowed per (username, address) within THROTTLE_WINDOW_S seconds.
 THROTTLE_ATTEMPTS = 5
 THROTTLE_WINDOW_S = 300.0
+#: Failed logins allowed per username, from any address, within USER_THROTTLE_WINDOW_S seconds.
+USER_THROTTLE_ATTEMPTS = 20
+USER_THROTTLE_WINDOW_S = 900.0
+#: Failed logins allowed in all, any user and address, within GLOBAL_THROTTLE_WINDOW_S
+#: seconds: at most this many password hashes (scrypt, tens of ms each) a window for failures.
+GLOBAL_THROTTLE_ATTEMPTS = 100
+GLOBAL_THROTTLE_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,37 +95,54 @@ def parse_users(raw: str) -> dict[str, User]:
     return users
 
 
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """At most ``attempts`` failures within a window of ``window_s`` seconds
+    opened by the first; ``key`` makes the counter's key from (user, address)."""
+
+    key: Callable[[str, str], str]
+    attempts: int
+    window_s: float
+
+
+#: The limits every login attempt is checked against, the first the one a success clears.
+LIMITS = (
+    Limit(lambda name, address: "login:" + json.dumps([name, address]), THROTTLE_ATTEMPTS, THROTTLE_WINDOW_S),
+    Limit(lambda name, _: "login-user:" + json.dumps(name), USER_THROTTLE_ATTEMPTS, USER_THROTTLE_WINDOW_S),
+    Limit(lambda _name, _address: "login-all", GLOBAL_THROTTLE_ATTEMPTS, GLOBAL_THROTTLE_WINDOW_S),
+)
+
+
 class LoginThrottle:
-    """Failed logins per (username, address), counted in the store
-    (``JobStore.record_failure``), so every gunicorn worker and every host
-    process shares one count: after THROTTLE_ATTEMPTS failures in a window
-    of THROTTLE_WINDOW_S opened by the first, the key is refused until the
-    window closes. ``store`` gives the store at call time."""
+    """Failed logins counted in the store (``JobStore.record_failure``), so
+    every gunicorn worker and every host process shares one count, under
+    each of ``limits`` (default LIMITS: per user and address, per user, in
+    all): once a limit's failures reach its attempts, logins it covers are
+    refused until its window closes. A success clears the first limit's
+    count only (the others close with their windows, so a login between an
+    attacker's guesses does not reset their allowance). ``store`` gives the
+    store at call time."""
 
-    def __init__(
-        self,
-        store: Callable[[], JobStore],
-        attempts: int = THROTTLE_ATTEMPTS,
-        window_s: float = THROTTLE_WINDOW_S,
-    ) -> None:
+    def __init__(self, store: Callable[[], JobStore], limits: tuple[Limit, ...] = LIMITS) -> None:
         self.store = store
-        self.attempts = attempts
-        self.window_s = window_s
-
-    @staticmethod
-    def _key(key: tuple[str, str]) -> str:
-        return "login:" + json.dumps(list(key))
+        self.limits = limits
 
     def retry_after(self, key: tuple[str, str]) -> float:
-        """Seconds until ``key`` may try again (0 when it may now)."""
-        n, left = self.store().failure_count(self._key(key))
-        return left if n >= self.attempts else 0.0
+        """Seconds until ``key`` (user, address) may try again (0 when it may now)."""
+        store, wait = self.store(), 0.0
+        for limit in self.limits:
+            n, left = store.failure_count(limit.key(*key))
+            if n >= limit.attempts:
+                wait = max(wait, left)
+        return wait
 
     def failed(self, key: tuple[str, str]) -> None:
-        self.store().record_failure(self._key(key), self.window_s)
+        store = self.store()
+        for limit in self.limits:
+            store.record_failure(limit.key(*key), limit.window_s)
 
     def succeeded(self, key: tuple[str, str]) -> None:
-        self.store().clear_failures(self._key(key))
+        self.store().clear_failures(self.limits[0].key(*key))
 
 
 #: Checked against when the user does not exist, so both paths cost the same:

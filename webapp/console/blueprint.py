@@ -13,6 +13,7 @@ templates. Static files are the blueprint's (``console.static``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,10 +98,23 @@ def render_view(page: str, partial: str, status: int = 200, **context: Any) -> R
     return response
 
 
+#: What ``safe_next`` drops before parsing: C0 and C1 control characters and
+#: every whitespace character. Browsers drop tab, CR and LF from a URL
+#: (``/<TAB>/evil.example`` is ``//evil.example`` to them), and a CR or LF in
+#: ``Location`` cannot be sent at all.
+_DROPPED = re.compile(r"[\x00-\x1f\x7f-\x9f\s]")
+
+
 def safe_next(target: str | None) -> str:
-    """A local path to go to after login (never another host)."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
-        return target
+    """A local path to go to after login, never another host: ``target``
+    without control characters and whitespace, when what is left is a path
+    that starts with exactly one ``/``, holds no backslash (browsers read
+    ``/\\host`` as ``//host``) and has no scheme or host; else the overview."""
+    cleaned = _DROPPED.sub("", target or "")
+    if cleaned.startswith("/") and not cleaned.startswith("//") and "\\" not in cleaned:
+        parts = urlsplit(cleaned)
+        if not parts.scheme and not parts.netloc:
+            return cleaned
     return url_for("console.overview")
 
 

@@ -3,21 +3,23 @@ pause/resume, the Periodic page (enable, disable, enqueue now), forgetting a
 silent worker.
 
 Actions are POSTs (CSRF-checked by the blueprint), operators only, made with
-the store's actor ``operator:<name>`` so they reach the audit log (queue
-pause/resume) or, for a forgotten worker, a log line naming the operator
-(the registry keeps no history). An htmx request gets its page's live
-fragment back; a plain form post is redirected (post/redirect/get).
+the store's actor ``operator:<name>``, and each is one entry in the audit
+log (queue pause/resume, schedule enable/disable/run, a forgotten worker).
+An htmx request gets its page's live fragment back; a plain form post is
+redirected (post/redirect/get).
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from typing import Any
 
 from flask import Response, abort, current_app, flash, redirect, request, url_for
 
 from store.errors import ScheduleNotFound
-from store.lifecycle import JobStatus
-from store.models import JobSpec, QueueState
+from store.lifecycle import EventKind, JobStatus
+from store.models import QueueState
 from webapp import periodic
 from webapp.console import auth, history, queries
 from webapp.console.actions import actor
@@ -77,7 +79,9 @@ def resume_queue(queue: str) -> Response:
 
 # --------------------------------------------------------------- periodic
 def periodic_context(message: str | None = None) -> dict[str, Any]:
-    return {"schedules": periodic.views(store()), "message": message}
+    """The schedules, and ``nonce()``: a fresh key for each "Enqueue now"
+    form, sent back as its idempotency key (a double click makes one job)."""
+    return {"schedules": periodic.views(store()), "message": message, "nonce": lambda: uuid.uuid4().hex}
 
 
 @bp.get("/periodic")
@@ -96,23 +100,33 @@ def _periodic_done(message: str) -> Response:
 @auth.operator_required
 def periodic_toggle(name: str, action: str) -> Response:
     try:
-        store().set_schedule_enabled(name, action == "enable")
+        periodic.set_enabled(store(), name, action == "enable", actor())
     except ScheduleNotFound:
         abort(404, f"No schedule is called {name}.")
     current_app.logger.info("schedule %s %sd by %s", name, action, actor())
     return _periodic_done(f"Schedule {name} {action}d by {_who()}.")
 
 
+#: An "Enqueue now" form's nonce (``periodic_context``).
+_NONCE = re.compile(r"^[0-9a-f]{32}$")
+
+
 @bp.post("/periodic/<name>/run")
 @auth.operator_required
 def periodic_run(name: str) -> Response:
-    st = store()
-    schedule = periodic.find(st, name)
-    if schedule is None:
+    """Enqueue the schedule's job now; the form's nonce is the idempotency
+    key, so the same form posted twice enqueues one job."""
+    nonce = request.form.get("nonce", "")
+    if not _NONCE.match(nonce):
+        abort(400, "The form lacks its nonce. Reload the page and try again.")
+    try:
+        job, created = periodic.run_now(store(), name, actor(), f"console-periodic-run:{nonce}")
+    except ScheduleNotFound:
         abort(404, f"No schedule is called {name}.")
-    job, _ = st.enqueue_idempotent(JobSpec(schedule.handler, schedule.payload, queue=schedule.queue))
-    current_app.logger.info("schedule %s enqueued now by %s: job %s", name, actor(), job.id)
-    return _periodic_done(f"Enqueued {schedule.handler} now ({job.id}) by {_who()}.")
+    if created:
+        current_app.logger.info("schedule %s enqueued now by %s: job %s", name, actor(), job.id)
+        return _periodic_done(f"Enqueued {job.name} now ({job.id}) by {_who()}.")
+    return _periodic_done(f"Already enqueued by this form: {job.name} ({job.id}).")
 
 
 # ---------------------------------------------------------------- workers
@@ -130,9 +144,9 @@ def forget_worker(worker_id: str) -> Response:
     if row.alive:
         abort(409, f"Worker {worker_id} is alive (it heartbeated {row.age_s or 0:.0f} s ago); stop it first.")
     st.remove_worker(worker_id)
-    current_app.logger.warning(
-        "worker %s forgotten by %s (last heartbeat %.0f s ago)", worker_id, actor(), row.age_s or 0
-    )
+    detail = f"worker {worker_id} (last heartbeat {row.age_s or 0:.0f} s ago)"
+    st.record_audit(EventKind.WORKER_FORGOTTEN, actor(), detail)
+    current_app.logger.warning("%s forgotten by %s", detail, actor())
     message = f"Worker {worker_id} forgotten by {_who()}."
     if is_htmx():
         return render_view("workers.html", "partials/workers_table.html", **workers_context(message))

@@ -1,10 +1,10 @@
 """The console's "Recover stuck jobs": one bounded run of ``store.recovery.run_recovery``.
 
-The lock owner is ``operator:<name>#<random>``: unique per run (two tabs of
+The lock owner is ``recovery:<name>#<random>``: unique per run (two tabs of
 one operator never share the lock), and recover_expired records it as the
-actor of every job it changes, so the audit log (actors ``operator:*``)
-shows who recovered each job. The run is recorded with trigger
-``operator:<name>``.
+actor of every job it changes, so each job's timeline shows who recovered
+it. It is no ``operator:`` actor: the audit log gets one entry for the run
+(recorded with trigger ``operator:<name>``), not one a job.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ LockHeld = RecoveryBusy
 
 
 def operator_name(actor: str) -> str:
-    """``operator:ann#1f2e3d4c`` -> ``ann`` (the name an actor string stands for)."""
-    return actor.removeprefix("operator:").split("#", 1)[0]
+    """``operator:ann#1f2e3d4c`` or ``recovery:ann#1f2e3d4c`` -> ``ann`` (the
+    name an actor string stands for)."""
+    return actor.removeprefix("operator:").removeprefix("recovery:").split("#", 1)[0]
 
 
 def run(store: JobStore, actor: str) -> RecoveryReport:
@@ -34,7 +35,7 @@ def run(store: JobStore, actor: str) -> RecoveryReport:
     cfg = settings()
     return run_recovery(
         store,
-        owner=f"{actor}#{uuid.uuid4().hex[:8]}",
+        owner=f"recovery:{operator_name(actor)}#{uuid.uuid4().hex[:8]}",
         trigger=actor,
         batch=cfg.recovery_batch,
         lock_ttl_s=cfg.recovery_lock_ttl_s,

@@ -22,6 +22,7 @@ from webapp.console import auth, diagnosis, history, queries
 from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
 from webapp.console.recovery import operator_name
 from webapp.operations import OPERATION_IN_TEXT
+from webapp.search_limit import SEARCH_LIMIT, SEARCH_WINDOW_S, search_wait
 
 S = JobStatus
 PAGE_SIZES = (25, 50, 100, 200)
@@ -128,17 +129,27 @@ def jobs() -> Response:
                 response.headers["HX-Redirect"] = target
                 return response
             return redirect(target, 303)
-    status = 200
+    status, wait = 200, 0
+    if filters.searching:
+        user = auth.current_user()
+        wait = search_wait(st, "console:" + (user.name if user else "?"))
     try:
         args = request.args
-        found = queries.search(
-            st, filters, _page_size(), args.get("cursor") or None, args.get("before") or None
-        )
+        if wait:
+            refusal = (
+                f"Too many searches: at most {SEARCH_LIMIT} every {SEARCH_WINDOW_S:g} s. "
+                f"Try again in {wait} s."
+            )
+            found, status = queries.Search([], None, [refusal]), 429
+        else:
+            found = queries.search(
+                st, filters, _page_size(), args.get("cursor") or None, args.get("before") or None
+            )
     except ValidationError as exc:
         problems.append(str(exc))
         found, status = queries.Search([], None), 400
     counts = st.counts()
-    return render_view(
+    response = render_view(
         "jobs.html",
         "partials/jobs_table.html",
         status=status,
@@ -155,6 +166,9 @@ def jobs() -> Response:
         bulk_actions=BULK_ACTIONS,
         now_s=st.now(),
     )
+    if wait:
+        response.headers["Retry-After"] = str(wait)
+    return response
 
 
 @dataclass(frozen=True, slots=True)
