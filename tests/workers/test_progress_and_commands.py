@@ -5,7 +5,6 @@ the registry (a stop ends it with EXIT_STOPPED); on every store."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -107,10 +106,7 @@ def test_a_quiet_worker_claims_nothing_more_until_unquiet_and_stop_ends_it(handl
     store = handle.store
     worker = make_worker(handle, concurrency=1, name="w-quiet")
     first = store.enqueue("noop")
-    codes: list[int] = []
-    thread = threading.Thread(target=lambda: codes.append(worker.run()), daemon=True)
-    thread.start()
-    try:
+    with running(worker, EXIT_STOPPED):  # its own code: a supervisor does not replace it
         wait_until(lambda: job_is(store, first.id, "Completed"), timeout=30, what="the first job")
         store.command_worker("w-quiet", "quiet", actor="operator:ann")
         wait_until(lambda: worker._quiet.is_set(), timeout=30, what="the worker to go quiet")
@@ -123,9 +119,5 @@ def test_a_quiet_worker_claims_nothing_more_until_unquiet_and_stop_ends_it(handl
         done = wait_until(lambda: job_is(store, later.id, "Completed"), timeout=30, what="claims to resume")
         assert done.worker_id == "w-quiet" and not worker._quiet.is_set()
         store.command_worker("w-quiet", "stop", actor="operator:ann")
-        thread.join(60)
-    finally:
-        worker.stop()
-        thread.join(60)
-    assert codes == [EXIT_STOPPED]  # its own code: a supervisor does not replace it
+        wait_until(lambda: worker._stopping.is_set(), timeout=30, what="the worker to stop")
     assert not registered(store, "w-quiet")
