@@ -42,17 +42,24 @@ class OperatingContract(abc.ABC):
 
     # --------------------------------------------------------------- workers
     @abc.abstractmethod
-    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
+    def worker_heartbeat(self, info: WorkerInfo, *, register: bool = False) -> str | None:
         """Register or refresh a worker process; ``last_seen_at`` is set from
-        the store's clock. Returns the operator's command waiting for it
-        (``quiet`` or ``stop``, see ``command_worker``), or None."""
+        the store's clock. ``register``: a new process's first beat, which
+        clears a command left for an earlier process under the same id (a
+        restarted worker does not inherit its predecessor's stop or quiet).
+        Returns the operator's command waiting for it (``quiet`` or
+        ``stop``, see ``command_worker``), or None."""
 
     @abc.abstractmethod
     def command_worker(self, worker_id: str, command: str, *, actor: str = "operator") -> WorkerInfo:
         """Leave ``command`` (one of WORKER_COMMANDS) for a registered worker,
         which acts on it at its next registry heartbeat: ``quiet`` stops
-        claiming and finishes what it holds, ``stop`` shuts down gracefully.
-        Raises WorkerNotFound, ValidationError (unknown command)."""
+        claiming and finishes what it holds, ``stop`` shuts down gracefully
+        and the process exits, ``unquiet`` takes back a pending quiet (claims
+        resume; nothing changes for a worker that is not quiet). Returns the
+        registry entry after the change. Raises WorkerNotFound,
+        WorkerStopping (``unquiet`` after a stop), ValidationError (unknown
+        command)."""
 
     @abc.abstractmethod
     def remove_worker(self, worker_id: str) -> None:

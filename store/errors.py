@@ -82,3 +82,11 @@ class WorkerNotFound(StoreError):
     def __init__(self, worker_id: str) -> None:
         super().__init__(f"no worker {worker_id!r} is registered")
         self.worker_id = worker_id
+
+
+class WorkerStopping(StoreError):
+    """The worker was told to stop; that cannot be taken back (``unquiet``)."""
+
+    def __init__(self, worker_id: str) -> None:
+        super().__init__(f"worker {worker_id!r} is stopping; a stop cannot be taken back")
+        self.worker_id = worker_id

@@ -23,6 +23,11 @@ the closed failure windows of login throttling (no lock: idempotent).
 ``forget_after_s`` (``store.prune_workers``), logs one line per worker and
 records task ``workers``, under the lock ``WORKERS_LOCK``.
 
+Every run holds its lock as its own owner (``RunLock``: who runs it plus a
+random suffix), so two runs by one actor (one API token, one worker id) never
+share a lock: the second is refused while the first runs, and neither can
+release the other's lock.
+
 The service (``MaintenanceService``, started by each worker) runs both every
 ``interval_s`` (jittered by up to 10%). However many workers run it, a task
 runs once or twice per interval in all: each run takes the task's lock and
@@ -68,6 +73,8 @@ MAX_BATCH = 1000
 BATCH_TARGET_MS = 20.0
 #: Lease of a maintenance lock, seconds; extended between batches.
 LOCK_TTL_S = 60.0
+#: Longest lock owner every store keeps (the SQL column's width), characters.
+LOCK_OWNER_MAX = 200
 #: A service run is skipped when the task's last run finished less than this
 #: fraction of the interval ago (another instance ran it).
 RECENT_FRACTION = 0.5
@@ -90,13 +97,59 @@ class _Batches:
 
     size: int
     longest_ms: float = 0.0
+    count: int = 0
 
     def took(self, ms: float) -> None:
+        self.count += 1
         self.longest_ms = max(self.longest_ms, ms)
         if ms > BATCH_TARGET_MS:
             self.size = max(MIN_BATCH, self.size // 2)
         elif ms < BATCH_TARGET_MS / 2:
             self.size = min(MAX_BATCH, self.size * 2)
+
+
+def run_owner(who: str) -> str:
+    """A lock owner unique to one run by ``who``: ``<who>#<12 hex digits>``
+    (``who`` shortened to fit LOCK_OWNER_MAX)."""
+    suffix = f"#{uuid.uuid4().hex[:12]}"
+    return who[: LOCK_OWNER_MAX - len(suffix)] + suffix
+
+
+class RunLock:
+    """The lock ``name`` held by one run of task ``task`` started by ``who``,
+    as its own owner (``run_owner``): ``acquire`` raises MaintenanceBusy
+    while anyone else holds it (another run by the same ``who`` included),
+    ``extend`` renews it between batches, ``release`` frees it only if this
+    run still holds it. A context manager: acquired on entry, released on exit."""
+
+    def __init__(self, store: JobStore, name: str, task: str, who: str, ttl_s: float) -> None:
+        self.store = store
+        self.name = name
+        self.task = task
+        self.owner = run_owner(who)
+        self.ttl_s = ttl_s
+
+    def acquire(self) -> RunLock:
+        """Take the lock for ``ttl_s`` seconds. Raises MaintenanceBusy (with
+        the holder) when it is held, and the store's errors."""
+        if not self.store.acquire_lock(self.name, self.owner, self.ttl_s):
+            raise MaintenanceBusy(self.task, self.store.lock_info(self.name).owner)
+        return self
+
+    def extend(self) -> bool:
+        """Renew the lock for ``ttl_s`` seconds; False when this run lost it
+        (it expired and someone else took it): the run should stop."""
+        return self.store.acquire_lock(self.name, self.owner, self.ttl_s)
+
+    def release(self) -> None:
+        """Free the lock if this run holds it (a failure is logged: it expires)."""
+        _release(self.store, self.name, self.owner)
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
 
 
 def _ran_recently(store: JobStore, task: str, within_s: float | None) -> bool:
@@ -148,7 +201,9 @@ def run_retention(
 
     retention_s: seconds each finished status is kept (LEASEHOLD_RETENTION_*);
         0 (or a status left out) keeps that status forever.
-    owner: who holds the lock (a worker id, ``cli:host:pid``, ``operator:name``).
+    owner: who runs it (a worker id, ``cli:host:pid``, ``operator:name``):
+        the run's owner in the history; the lock's owner is this run's own
+        (``RunLock``), so another run by the same owner is refused.
     batch: first batch size; it then adapts to BATCH_TARGET_MS per batch.
     lock_ttl_s: lock lease, renewed between batches.
     skip_if_ran_within_s: return None, recording nothing, when the last
@@ -161,29 +216,30 @@ def run_retention(
         raise ValueError(
             f"retention applies to finished jobs only, not {sorted(s.name for s in retention_s)}"
         )
-    if not store.acquire_lock(RETENTION_LOCK, owner, lock_ttl_s):
-        raise MaintenanceBusy(RETENTION_TASK, store.lock_info(RETENTION_LOCK).owner)
+    lock = RunLock(store, RETENTION_LOCK, RETENTION_TASK, owner, lock_ttl_s).acquire()
     t0 = time.perf_counter()
     batches = _Batches(max(MIN_BATCH, min(MAX_BATCH, batch)))
     pruned = 0
     try:
         if _ran_recently(store, RETENTION_TASK, skip_if_ran_within_s):
             return None
-        for status, keep_s in sorted(retention_s.items(), key=lambda kv: kv[0].value):
-            if keep_s <= 0:
-                continue
-            while True:
+        plan = sorted(
+            ((s, keep_s) for s, keep_s in retention_s.items() if keep_s > 0), key=lambda p: p[0].value
+        )
+        for status, keep_s in plan:
+            deleted = -1
+            while deleted != 0:
+                if batches.count and not lock.extend():  # renewed before every batch after the first
+                    log.warning("retention by %s lost its lock after %d job(s); stopping", owner, pruned)
+                    break
                 b0 = time.perf_counter()
                 deleted = store.purge(keep_s, limit=batches.size, statuses=[status])
                 batches.took((time.perf_counter() - b0) * 1000)
                 pruned += deleted
-                if deleted == 0:
-                    break
-                if not store.acquire_lock(RETENTION_LOCK, owner, lock_ttl_s):
-                    log.warning("retention by %s lost its lock after %d job(s); stopping", owner, pruned)
-                    break
+            if deleted != 0:  # the lock was lost
+                break
     finally:
-        _release(store, RETENTION_LOCK, owner)
+        lock.release()
     duration_ms = (time.perf_counter() - t0) * 1000
     if pruned:
         log.info(
@@ -211,15 +267,11 @@ def run_worker_pruning(
 
     Raises MaintenanceBusy when another instance holds the lock, and the
     store's errors. The lock is always released."""
-    if not store.acquire_lock(WORKERS_LOCK, owner, lock_ttl_s):
-        raise MaintenanceBusy(WORKERS_TASK, store.lock_info(WORKERS_LOCK).owner)
     t0 = time.perf_counter()
-    try:
+    with RunLock(store, WORKERS_LOCK, WORKERS_TASK, owner, lock_ttl_s):
         if _ran_recently(store, WORKERS_TASK, skip_if_ran_within_s):
             return None
         removed = store.prune_workers(forget_after_s)
-    finally:
-        _release(store, WORKERS_LOCK, owner)
     duration_ms = (time.perf_counter() - t0) * 1000
     for worker_id in removed:
         log.info(

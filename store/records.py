@@ -137,9 +137,13 @@ class WorkerInfo:
 
 
 #: Commands an operator can send a worker (``JobStore.command_worker``):
-#: quiet stops claiming and finishes what it holds; stop is the graceful
-#: SIGTERM path (finish within the grace period, release the rest).
-WORKER_COMMANDS = ("quiet", "stop")
+#: quiet stops claiming and finishes what it holds; unquiet takes a pending
+#: quiet back (the entry's command is cleared); stop is the graceful SIGTERM
+#: path (finish within the grace period, release the rest, exit). Only quiet
+#: and stop are ever left pending in the registry.
+WORKER_COMMANDS = ("quiet", "unquiet", "stop")
+#: The command ``unquiet`` (it clears a pending quiet, it is never stored).
+UNQUIET = "unquiet"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ import orjson
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
 from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
-from store.errors import LeaseLost, ValidationError
+from store.errors import LeaseLost, ValidationError, WorkerStopping
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import (
     Counts,
@@ -33,7 +33,7 @@ from store.models import (
     progress_value,
     validate_spec,
 )
-from store.records import WORKER_COMMANDS, QueueState, WorkerInfo
+from store.records import UNQUIET, WORKER_COMMANDS, QueueState, WorkerInfo
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
 from store.spec import check_actor, check_queue_name, refuse_nul, scrub_nul, unique_key_of
 
@@ -361,10 +361,14 @@ class SharedStore(JobStore):
         if command not in WORKER_COMMANDS:
             raise ValidationError("command", f"must be one of {', '.join(WORKER_COMMANDS)}")
         info = self._command_worker(worker_id, command, check_actor(actor))
+        if command == UNQUIET and info.command == "stop":
+            raise WorkerStopping(worker_id)
         self.record_audit(EventKind.WORKER_COMMANDED, actor, f"{command} worker {worker_id}")
         return info
 
     @abc.abstractmethod
     def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
-        """Engine half of command_worker (``command`` is valid): set the
-        worker's command and who sent it. Raises WorkerNotFound."""
+        """Engine half of command_worker (``command`` is valid), one atomic
+        change: set the worker's command and who sent it, or for UNQUIET
+        clear both when the command is ``quiet`` (anything else is left as
+        it is). Returns the entry afterwards. Raises WorkerNotFound."""

@@ -8,8 +8,13 @@ already expired) is dropped: its ``ctx.cancelled`` is set and its slot is
 told to stop. A deferred one (its row held by another transaction) is simply
 renewed at the next beat. The same tick refreshes the worker's
 registry entry (``store.worker_heartbeat``) and hands the worker an
-operator's command found there (quiet, stop) once. A store error skips one
-beat and retries sooner; the thread never dies on it.
+operator's command found there (quiet, stop) once, and ``unquiet`` when a
+quiet it handed over is gone from the entry (an operator took it back). A
+store error skips one beat and retries sooner; the thread never dies on it.
+
+At shutdown (``stop(leave=True)``) the thread's last act, after its last
+beat has returned, is to remove the worker's registry entry: a beat still in
+flight cannot register a removed worker again.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Heartbeat(threading.Thread):
         self.command: str | None = None
         self._stop_event = threading.Event()
         self._kick = threading.Event()
+        self._leave = False
 
     def interval_s(self) -> float:
         """A third of the shortest lease in hand (a job may carry its own TTL)."""
@@ -56,7 +62,10 @@ class Heartbeat(threading.Thread):
         ttls += [r.job.lease_ttl_seconds for r in self.inflight.leased() if r.job.lease_ttl_seconds]
         return min(ttls) / 3
 
-    def stop(self) -> None:
+    def stop(self, *, leave: bool = False) -> None:
+        """Stop beating (thread-safe). ``leave``: then remove the worker's
+        registry entry, from this thread, after its last beat."""
+        self._leave = self._leave or leave
         self._stop_event.set()
         self._kick.set()
 
@@ -73,6 +82,17 @@ class Heartbeat(threading.Thread):
             if remaining > 0:
                 self._kick.wait(remaining)
             self._kick.clear()
+        if self._leave:
+            self.leave_registry(self.store, self.info.id)
+
+    @staticmethod
+    def leave_registry(store: JobStore, worker_id: str) -> None:
+        """Remove the worker's registry entry (a failure is logged: the entry
+        then ages out like a dead worker's)."""
+        try:
+            store.remove_worker(worker_id)
+        except Exception as exc:
+            log.warning("worker %s: leaving the registry failed: %s", worker_id, exc)
 
     def beat(self) -> bool:
         """Renew the leases in hand and refresh the registry; False on a store error."""
@@ -80,10 +100,11 @@ class Heartbeat(threading.Thread):
             self.renew()
             self.info.jobs_in_hand = [r.job.id for r in self.inflight.leased()]
             command = self.store.worker_heartbeat(self.info)
-            if command and command != self.command:
+            if command != self.command:
+                handed = command or ("unquiet" if self.command == "quiet" else None)
                 self.command = command
-                if self.on_command is not None:
-                    self.on_command(command)
+                if handed is not None and self.on_command is not None:
+                    self.on_command(handed)
             return True
         except Exception as exc:  # keep beating: the next beat may reach the store
             log.warning("heartbeat of worker %s failed: %s", self.info.id, exc)

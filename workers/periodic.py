@@ -6,8 +6,12 @@ demand with ``periodic("nightly-full", "report", "0 4 * * 0", ...)`` in a
 handler module. A declaration is checked when its module is imported: a bad
 cron expression, time zone, payload or a second different declaration of a
 name raises ScheduleError (a HandlerError, so ``load_handlers`` and the CLI
-show it on one line naming the schedule and its handler); ``check_declared``
-(at worker start) also checks that each schedule's handler is registered.
+show it on one line naming the schedule and its handler). So does a job the
+schedule would enqueue that enqueue would refuse (``tick_job`` checked by
+``store.spec.validate_spec``: a payload with NUL, a name too long for the
+tick's unique key, a queue name over the limit). ``check_declared`` (at
+worker start) also checks that each schedule's handler is registered, and
+checks the job again with that handler's defaults.
 
 Cron expressions are parsed and iterated by cronsim: five fields, or six with
 seconds first (``*/10 * * * * *``). Ticks are computed in the schedule's time
@@ -32,8 +36,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 from cronsim import CronSim, CronSimError
 
+from store.errors import ValidationError
 from store.models import Schedule
-from workers.handlers import HandlerError, get_handler
+from store.spec import MAX_DELAY_S, MAX_IDEMPOTENCY_KEY_LEN, JobSpec, validate_spec
+from workers.handlers import HandlerError, HandlerSpec, get_handler
 
 __all__ = [
     "PeriodicSpec",
@@ -44,7 +50,15 @@ __all__ = [
     "latest_tick",
     "next_tick",
     "periodic",
+    "tick_job",
 ]
+
+#: Least ``unique_for`` of a tick's job, seconds: however late a slow
+#: scheduler sees a tick, the key still refuses a second job for it.
+MIN_UNIQUE_FOR_S = 3600.0
+#: Headers of a periodic job naming its schedule and tick.
+SCHEDULE_HEADER = "Leasehold-Periodic"
+TICK_HEADER = "Leasehold-Tick"
 
 
 class ScheduleError(HandlerError):
@@ -87,6 +101,28 @@ class PeriodicSpec:
             payload=self.payload,
             catch_up=self.catch_up,
         )
+
+
+def tick_key(name: str, tick: float) -> str:
+    """The unique key of the job of ``tick`` of schedule ``name``."""
+    return f"periodic:{name}:{int(tick)}"
+
+
+def tick_job(spec: PeriodicSpec, handler: HandlerSpec | None, tick: float) -> JobSpec:
+    """The job ``tick`` of ``spec`` enqueues: ``handler``'s defaults (when it
+    is registered), the schedule's payload and queue, unique per tick (key
+    ``tick_key``, kept at least MIN_UNIQUE_FOR_S or one interval), headers
+    naming the schedule and the tick."""
+    unique_for = min(MAX_DELAY_S, max(MIN_UNIQUE_FOR_S, interval_at(spec.cron, spec.tz, tick)))
+    options: dict[str, Any] = {
+        "queue": spec.resolved_queue(),
+        "unique_key": tick_key(spec.name, tick),
+        "unique_for": unique_for,
+        "headers": {SCHEDULE_HEADER: spec.name, TICK_HEADER: tick_label(tick, spec.tz)},
+    }
+    if handler is None:
+        return JobSpec(spec.handler, spec.payload, **options)
+    return handler.job_spec(spec.payload, **options)
 
 
 # ------------------------------------------------------------------ tick arithmetic
@@ -167,6 +203,27 @@ def _check(spec: PeriodicSpec) -> None:
         orjson.dumps(spec.payload)
     except TypeError as exc:
         raise _fail(name, handler, f"payload must be JSON-serialisable ({exc})") from None
+    _check_job(spec)
+
+
+def _check_job(spec: PeriodicSpec) -> None:
+    """Raise ScheduleError when enqueue would refuse the job of the next
+    tick (the same checks as every enqueue: ``store.spec.validate_spec``)."""
+    tz = spec.tz
+    tick = next_tick(spec.cron, tz, datetime.now(tz).timestamp())
+    if tick is None:  # _check refused it already
+        return
+    try:
+        validate_spec(tick_job(spec, get_handler(spec.handler), tick))
+    except ValidationError as exc:
+        if exc.field == "unique_key":  # periodic:<name>:<tick>
+            longest = MAX_IDEMPOTENCY_KEY_LEN - len(tick_key("", tick))
+            problem = f"the name must be at most {longest} characters (it is part of each tick's unique key)"
+        elif exc.field == "headers":  # the schedule's name and the tick
+            problem = f"the name {exc.message}"
+        else:
+            problem = f"the job it enqueues is refused: {exc}"
+        raise _fail(spec.name, spec.handler, problem) from None
 
 
 def periodic(
@@ -210,6 +267,7 @@ def check_declared() -> list[PeriodicSpec]:
     for spec in specs:
         if get_handler(spec.handler) is None:
             raise _fail(spec.name, spec.handler, f"no handler named {spec.handler!r} is registered")
+        _check_job(spec)
     return specs
 
 

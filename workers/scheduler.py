@@ -39,9 +39,12 @@ from dataclasses import dataclass
 
 from store.base import JobStore
 from store.models import Schedule
-from store.spec import MAX_DELAY_S
 from workers.handlers import get_handler
-from workers.periodic import PeriodicSpec, interval_at, latest_tick, next_tick, tick_label
+from workers.periodic import MIN_UNIQUE_FOR_S as MIN_UNIQUE_FOR_S
+from workers.periodic import SCHEDULE_HEADER as SCHEDULE_HEADER
+from workers.periodic import TICK_HEADER as TICK_HEADER
+from workers.periodic import PeriodicSpec, latest_tick, next_tick, tick_job, tick_label
+from workers.periodic import tick_key as tick_key
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +54,9 @@ POLL_S = 1.0
 DISABLED_RECHECK_S = 5.0
 #: With ``catch_up=False``, a tick seen later than this (seconds) is skipped.
 MISSED_AFTER_S = 60.0
-#: Least ``unique_for`` of a tick's job, seconds: however late a slow
-#: scheduler sees a tick, the key still refuses a second job for it.
-MIN_UNIQUE_FOR_S = 3600.0
-#: Headers of a periodic job naming its schedule and tick.
-SCHEDULE_HEADER = "Leasehold-Periodic"
-TICK_HEADER = "Leasehold-Tick"
-
-
-def tick_key(name: str, tick: float) -> str:
-    """The unique key of the job of ``tick`` of schedule ``name``."""
-    return f"periodic:{name}:{int(tick)}"
+#: After a schedule's tick failed (logged with its name), seconds before
+#: that schedule is tried again; the other schedules are not held up.
+FAILED_RETRY_S = 10.0
 
 
 @dataclass(slots=True)
@@ -71,6 +66,7 @@ class _State:
     spec: PeriodicSpec
     handled: float = -math.inf  # latest tick decided on
     recheck_at: float = -math.inf  # disabled: when to read it again (store clock)
+    retry_at: float = -math.inf  # its last tick failed: not before then (store clock)
 
 
 class Scheduler(threading.Thread):
@@ -133,6 +129,8 @@ class Scheduler(threading.Thread):
         due = []
         for state in self._states.values():
             tick = latest_tick(state.spec.cron, state.spec.tz, now)
+            if now < state.retry_at:
+                continue
             if tick is not None and (tick > state.handled or now >= state.recheck_at):
                 due.append((state, tick))
         return due
@@ -141,16 +139,29 @@ class Scheduler(threading.Thread):
         """One look: enqueue the ticks now due; returns how many jobs this
         scheduler created. ``exact``: read the store's clock even when the
         local estimate says nothing is due (tests that move the store's
-        clock). Raises the store's errors."""
+        clock). Each schedule is guarded: one whose tick raises is logged
+        with its name and tried again after FAILED_RETRY_S, and the others
+        still run. Raises the store's errors of the reads all schedules
+        share (the clock, the stored schedules)."""
         if not exact and not self._due(self._now()):
             return 0
         now = self._sync()
         rows = {row.name: row for row in self.store.schedules()}
         created = 0
         for state, _ in self._due(now):
-            tick = latest_tick(state.spec.cron, state.spec.tz, now)
-            if tick is not None and self._decide(state, rows.get(state.spec.name), tick, now):
-                created += self._enqueue(state, tick)
+            try:
+                tick = latest_tick(state.spec.cron, state.spec.tz, now)
+                if tick is not None and self._decide(state, rows.get(state.spec.name), tick, now):
+                    created += self._enqueue(state, tick)
+            except Exception as exc:  # one schedule's failure must not stop the others
+                state.retry_at = now + FAILED_RETRY_S
+                log.error(
+                    "periodic job %s: tick failed, skipped (tried again in %gs): %s: %s",
+                    state.spec.name,
+                    FAILED_RETRY_S,
+                    type(exc).__name__,
+                    exc,
+                )
         return created
 
     def _decide(self, state: _State, row: Schedule | None, tick: float, now: float) -> bool:
@@ -178,16 +189,9 @@ class Scheduler(threading.Thread):
     def _enqueue(self, state: _State, tick: float) -> int:
         spec = state.spec
         handler = get_handler(spec.handler)
-        unique_for = min(MAX_DELAY_S, max(MIN_UNIQUE_FOR_S, interval_at(spec.cron, spec.tz, tick)))
-        options = {
-            "queue": spec.resolved_queue(),
-            "unique_key": tick_key(spec.name, tick),
-            "unique_for": unique_for,
-            "headers": {SCHEDULE_HEADER: spec.name, TICK_HEADER: tick_label(tick, spec.tz)},
-        }
         if handler is None:  # check_declared ran at start; a test may unregister
             raise LookupError(f"periodic job {spec.name}: no handler {spec.handler!r}")
-        job, created = self.store.enqueue_idempotent(handler.job_spec(spec.payload, **options))
+        job, created = self.store.enqueue_idempotent(tick_job(spec, handler, tick))
         self.store.record_tick(spec.name, tick, job.id)
         state.handled = max(state.handled, tick)
         if created:

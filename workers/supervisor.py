@@ -10,7 +10,10 @@ that dies is restarted after an exponential backoff kept per slot
 child has lived ``stable_s``), so a crash loop cannot spin. SIGTERM/SIGINT
 is forwarded to every child and the supervisor waits for them (a second
 signal is forwarded too: the children then exit at once). In burst mode a
-child that exits 0 is done and is not restarted.
+child that exits 0 is done and is not restarted. A child stopped by an
+operator's ``stop`` command exits with EXIT_STOPPED and is not replaced
+either: its slot stays empty; once every slot is empty that way the
+supervisor exits with EXIT_STOPPED too.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.config import WorkerConfig
+from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,7 @@ class Slot:
     generation: int = 0
     restart_at: float | None = None
     done: bool = False
+    stopped: bool = False  # its worker was stopped by an operator: never replaced
     signalled: int = 0  # signals forwarded to the current process
 
 
@@ -132,6 +137,10 @@ class Supervisor:
             return
         name, lived = self.child_name(slot), time.monotonic() - slot.started
         slot.proc = None
+        if code == EXIT_STOPPED and not self.stopping:
+            slot.done = slot.stopped = True
+            log.warning("supervisor: worker %s was stopped by an operator; it is not replaced", name)
+            return
         if self.stopping or (self.config.burst and code == 0):
             slot.done = True
             log.info("supervisor: worker %s exited with %d", name, code)
@@ -146,8 +155,10 @@ class Supervisor:
 
     # ---------------------------------------------------------------- run
     def run(self) -> int:
-        """Supervise until stopped (or, in burst mode, until every child is done).
-        Returns 0, or 1 after a second signal."""
+        """Supervise until stopped, until every child was stopped by an
+        operator, or (burst mode) until every child is done. Returns EXIT_OK,
+        EXIT_FORCED after a second signal, or EXIT_STOPPED when every child
+        was stopped by an operator."""
         if self.install_signals:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
@@ -169,4 +180,8 @@ class Supervisor:
             self._wake.wait(0.1)
             self._wake.clear()
         log.info("supervisor: all workers stopped")
-        return 1 if self._signals > 1 else 0
+        if self._signals > 1:
+            return EXIT_FORCED
+        if not self.stopping and all(s.stopped for s in self.slots):
+            return EXIT_STOPPED
+        return EXIT_OK

@@ -54,6 +54,7 @@ from workers.acker import Acker
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
 from workers.execute import unknown_handler
+from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_POOL_BROKEN, EXIT_SLOTS_LOST, EXIT_STOPPED
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
@@ -67,16 +68,14 @@ from workers.wakeup import WakeupListener
 
 log = logging.getLogger(__name__)
 
-#: Exit codes of a worker process.
-EXIT_OK = 0
-EXIT_FORCED = 1  # second signal: left at once, leases expire on their own
-EXIT_SLOTS_LOST = 3  # every slot held by a run it gave up on: replace this process
-EXIT_POOL_BROKEN = 4  # the process pool broke
 
 #: Least time, seconds, a run the worker gave up on (timeout, lost lease) may
 #: keep its slot before the slot counts as lost; it gets one lease TTL to
 #: notice ``ctx.cancelled``.
 MIN_ABANDONED_GRACE_S = 1.0
+#: Longest wait at shutdown for the heartbeat's last beat and the removal of
+#: the registry entry that follows it, seconds.
+HEARTBEAT_JOIN_S = 10.0
 #: Longest wait between claims after a store error, seconds.
 MAX_ERROR_BACKOFF_S = 5.0
 #: Longest a free slot waits for more to free before a claim, seconds (a busy
@@ -141,12 +140,19 @@ class Worker:
 
     def on_command(self, command: str) -> None:
         """An operator's command, picked up by the heartbeat from the
-        registry: ``quiet`` stops claiming (what is held finishes), ``stop``
-        is the graceful path of SIGTERM. Called from the heartbeat thread."""
+        registry: ``quiet`` stops claiming (what is held finishes),
+        ``unquiet`` takes a quiet back (claims resume), ``stop`` is the
+        graceful path of SIGTERM and makes the process exit with
+        EXIT_STOPPED (a supervisor does not replace it). Called from the
+        heartbeat thread."""
         log.info("worker %s: operator command %r", self.id, command)
         if command == "quiet":
             self._quiet.set()
+        elif command == "unquiet":
+            self._quiet.clear()
         elif command == "stop":
+            if self.exit_code == EXIT_OK:
+                self.exit_code = EXIT_STOPPED
             self.stop()
         self._wakeup.set()
 
@@ -211,7 +217,7 @@ class Worker:
             concurrency=self.config.concurrency,
             started_at=ts(self.store.now()),  # the store's clock, like every other time
         )
-        self.store.worker_heartbeat(info)
+        self.store.worker_heartbeat(info, register=True)  # clears a command left for a predecessor
         log.info(
             "worker %s started: queues %s, %d %s slot(s), lease %gs",
             self.id,
@@ -380,14 +386,21 @@ class Worker:
         if self.acker.is_alive():
             self.acker.stop()
         self.progress.close()  # reports of runs still going when released, or refused late
+        # The heartbeat thread removes the registry entry after its last beat
+        # has returned, so a beat in flight cannot register this worker again.
         if self.heartbeat is not None:
-            self.heartbeat.stop()
-            self.heartbeat.join(timeout=5)
+            self.heartbeat.stop(leave=True)
+            self.heartbeat.join(timeout=HEARTBEAT_JOIN_S)
+            if self.heartbeat.is_alive():
+                log.warning(
+                    "worker %s: the heartbeat is still waiting for the store after %gs; "
+                    "the registry entry goes when it returns, or ages out",
+                    self.id,
+                    HEARTBEAT_JOIN_S,
+                )
+        else:
+            Heartbeat.leave_registry(self.store, self.id)
         self.runner.stop()
-        try:
-            self.store.remove_worker(self.id)
-        except Exception as exc:  # the registry entry ages out on its own
-            log.warning("worker %s: leaving the registry failed: %s", self.id, exc)
         log.info("worker %s stopped", self.id)
 
     def _release(self, run: Running) -> None:

@@ -10,6 +10,7 @@ import time
 from store.errors import WorkerNotFound
 from store.models import LockInfo, RecoveryRun, WorkerInfo, ts
 from store.redis import codec
+from store.redis.connect import unavailable
 from store.redis.plumbing import RedisPlumbing
 
 
@@ -33,16 +34,22 @@ class RegistryMixin(RedisPlumbing):
         return LockInfo(name, held[0], ts(float(held[1]))) if held else LockInfo(name, None, None)
 
     # --------------------------------------------------------------- workers
-    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
+    def worker_heartbeat(self, info: WorkerInfo, *, register: bool = False) -> str | None:
         """Register or refresh a worker; last_seen_at from the store's clock.
+        ``register`` first clears a command left for an earlier process under
+        this id (HDEL; a command sent in between is for this process).
         Returns the operator's command left for it (kept across beats), or None."""
+        if register:
+            with unavailable():
+                self._client.hdel(self.keys.worker(info.id), "command", "command_by")
         started = info.started_at.timestamp() if info.started_at else time.time()
         args = [self._offset(), info.id, info.host, info.pid, codec.dumps(list(info.queues))]
         args += [info.concurrency, codec.dumps(list(info.jobs_in_hand)), repr(started)]
         return self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
 
     def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
-        """Set the worker hash's command and command_by, if it is registered
+        """Set the worker hash's command and command_by (for UNQUIET: clear
+        them when the command is quiet), if it is registered
         (lua/command_worker.lua). Raises WorkerNotFound."""
         flat = self._eval(self._lua.command_worker, [self.keys.worker(worker_id)], [command, actor])
         if not flat:

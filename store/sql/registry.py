@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 
 from store.errors import WorkerNotFound
 from store.models import BulkOperation, LockInfo, RecoveryRun, WorkerInfo, ts
+from store.records import UNQUIET
 from store.sql import registry_statements as reg
 from store.sql.plumbing import SqlPlumbing
 from store.sql.rows import worker_from_row
@@ -35,7 +36,7 @@ class SqlRegistryMixin(SqlPlumbing):
         return LockInfo(name, row[0], ts(row[1])) if row else LockInfo(name, None, None)
 
     # --------------------------------------------------------------- workers
-    def worker_heartbeat(self, info: WorkerInfo) -> str | None:
+    def worker_heartbeat(self, info: WorkerInfo, *, register: bool = False) -> str | None:
         row = {
             "id": info.id,
             "host": info.host,
@@ -46,11 +47,25 @@ class SqlRegistryMixin(SqlPlumbing):
             "started_at": info.started_at.timestamp() if info.started_at else time.time(),
         }
         stmt = reg.upsert_worker(self.dialect.upsert(reg.workers), self._now)
-        return self.tx(lambda c: c.execute(stmt, row).scalar_one())
+
+        def body(conn: Connection) -> str | None:
+            if register:  # a new process: nothing left for an earlier one applies to it
+                conn.execute(reg.clear_worker_command(), {"w_id": info.id})
+            return conn.execute(stmt, row).scalar_one()
+
+        return self.tx(body)
 
     def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
-        params = {"w_id": worker_id, "w_command": command, "w_by": actor}
-        rows = self.tx(lambda c: c.execute(reg.command_worker(), params).mappings().all())
+        if command == UNQUIET:
+
+            def unquiet(conn: Connection) -> list[Any]:
+                conn.execute(reg.clear_worker_command(only="quiet"), {"w_id": worker_id})
+                return list(conn.execute(reg.worker_by_id(), {"w_id": worker_id}).mappings().all())
+
+            rows = self.tx(unquiet)
+        else:
+            params = {"w_id": worker_id, "w_command": command, "w_by": actor}
+            rows = self.tx(lambda c: c.execute(reg.command_worker(), params).mappings().all())
         if not rows:
             raise WorkerNotFound(worker_id)
         return worker_from_row(rows[0])

@@ -88,6 +88,20 @@ def command_worker() -> Update:
     )
 
 
+def clear_worker_command(only: str | None = None) -> Update:
+    """Clear a worker's command and who sent it; with ``only``, just when
+    the command is ``only``. Params: w_id."""
+    stmt = update(workers).where(workers.c.id == bindparam("w_id"))
+    if only is not None:
+        stmt = stmt.where(workers.c.command == only)
+    return stmt.values(command=None, command_by=None)
+
+
+def worker_by_id() -> Select:
+    """One worker's row. Params: w_id."""
+    return select(workers).where(workers.c.id == bindparam("w_id"))
+
+
 def delete_worker() -> Delete:
     """Drop a worker. Params: id."""
     return delete(workers).where(workers.c.id == bindparam("id"))

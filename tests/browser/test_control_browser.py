@@ -1,6 +1,7 @@
 """Control at scale in a real browser (issue 16): a bulk operation on 5,000
 jobs shows its progress and finishes; a handler's progress bar moves on the
-job page; a worker is quieted from the console and stops claiming.
+job page; a worker is quieted from the console and stops claiming until it
+is resumed.
 Screenshots go to test-artifacts/screenshots/."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from store.models import JobSpec
 from tests.browser.helpers import LiveServer, Watched, log_in, screenshot
 from tests.workers.procs import job_is, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
+from workers.exits import EXIT_STOPPED
 
 BULK_JOBS = 5_000
 
@@ -120,7 +122,7 @@ def test_a_handlers_progress_bar_moves(context: BrowserContext, live_server: Liv
 
 
 @pytest.mark.slow
-def test_a_worker_quieted_from_the_console_stops_claiming(
+def test_a_worker_quieted_from_the_console_stops_claiming_until_resumed(
     context: BrowserContext, live_server: LiveServer
 ) -> None:
     handle = live_server.handle
@@ -129,7 +131,7 @@ def test_a_worker_quieted_from_the_console_stops_claiming(
     first = store.enqueue("noop")
     page = context.new_page()
     watched = Watched(page)
-    with running(worker):
+    with running(worker, EXIT_STOPPED):
         wait_until(lambda: job_is(store, first.id, "Completed"), timeout=30, what="the first job")
         log_in(page, live_server, "ann", "/workers")
         page.click('button[data-quiet="w-browser"]')
@@ -142,8 +144,12 @@ def test_a_worker_quieted_from_the_console_stops_claiming(
         with pytest.raises(AssertionError):
             wait_until(lambda: not job_is(store, later.id, "Queued"), timeout=beats + 0.5, what="a claim")
 
+        page.click('button[data-unquiet="w-browser"]')
+        expect(page.locator("p.flash")).to_contain_text("claims jobs again")
+        expect(page.locator('button[data-quiet="w-browser"]')).to_have_count(1)
+        wait_until(lambda: job_is(store, later.id, "Completed"), timeout=30, what="claims to resume")
+
         page.click('button[data-stop="w-browser"]')  # a plain form post (the table is hx-disable)
         expect(page.locator("#workers-table")).to_contain_text("stopping (by ann)")
         wait_until(lambda: worker._stopping.is_set(), timeout=30, what="the worker to stop")
-    assert store.get(later.id).status.name == "Queued"
     assert watched.csp_violations() == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from store.base import JobStore
-from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerNotFound
+from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerNotFound, WorkerStopping
 from store.lifecycle import EventKind, JobStatus
 from store.models import MAX_TRACEBACK_CHARS, JobSpec, WorkerInfo
 from tests.store.helpers import expire_leases
@@ -146,6 +146,41 @@ def test_a_command_waits_for_the_workers_next_heartbeat(store: JobStore) -> None
         store.command_worker("nope", "quiet")
     with pytest.raises(ValidationError):
         store.command_worker("w-1", "explode")
+
+
+def test_unquiet_takes_a_quiet_back_but_never_a_stop(store: JobStore) -> None:
+    info = WorkerInfo("w-1", "host", 1, ["default"], 2, [], None, None)
+    store.worker_heartbeat(info)
+    store.command_worker("w-1", "quiet", actor="operator:ann")
+    after = store.command_worker("w-1", "unquiet", actor="operator:bob")
+    assert (after.id, after.command, after.command_by) == ("w-1", None, None)
+    assert store.worker_heartbeat(info) is None
+    assert store.command_worker("w-1", "unquiet").command is None  # not quiet: nothing changes
+    store.command_worker("w-1", "stop", actor="operator:ann")
+    with pytest.raises(WorkerStopping):
+        store.command_worker("w-1", "unquiet", actor="operator:bob")
+    assert [(w.command, w.command_by) for w in store.workers()] == [("stop", "operator:ann")]
+    assert store.worker_heartbeat(info) == "stop"
+    with pytest.raises(WorkerNotFound):
+        store.command_worker("nope", "unquiet")
+    kinds = [(e.actor, e.message) for e in store.audit(10) if e.kind == EventKind.WORKER_COMMANDED]
+    assert ("operator:bob", "unquiet worker w-1") in kinds
+
+
+@pytest.mark.parametrize("command", ["quiet", "stop"])
+def test_a_new_process_under_the_same_name_does_not_inherit_a_command(store: JobStore, command: str) -> None:
+    old = WorkerInfo("w-1", "host", 100, ["default"], 2, [], None, None)
+    store.worker_heartbeat(old, register=True)
+    store.command_worker("w-1", command, actor="operator:ann")
+    assert store.worker_heartbeat(old) == command  # the process it was sent to keeps it
+    new = WorkerInfo("w-1", "host", 200, ["default"], 2, [], None, None)
+    assert store.worker_heartbeat(new, register=True) is None
+    assert store.worker_heartbeat(new) is None
+    [entry] = store.workers()
+    assert (entry.pid, entry.command, entry.command_by) == (200, None, None)
+    store.command_worker("w-1", "quiet", actor="operator:bob")  # a command sent to the new process
+    assert store.worker_heartbeat(new) == "quiet"
+    assert store.worker_heartbeat(WorkerInfo("w-2", "h", 1, ["q"], 1), register=True) is None  # a first one
 
 
 def test_worker_commands_are_audited(store: JobStore) -> None:

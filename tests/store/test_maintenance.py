@@ -17,6 +17,8 @@ from store.maintenance import (
     WORKERS_LOCK,
     MaintenanceBusy,
     MaintenanceService,
+    RunLock,
+    run_owner,
     run_retention,
     run_worker_pruning,
 )
@@ -78,6 +80,52 @@ def test_retention_is_one_instance_at_a_time(store: JobStore) -> None:
         run_retention(store, RETENTION, "me")
     assert exc.value.holder == "other"
     assert store.maintenance_runs("retention") == []
+
+
+def test_each_run_owns_its_lock_even_for_one_owner(store: JobStore) -> None:
+    # A run by "me" holds the lock (as its own owner); a second run by "me" is refused
+    # and frees nothing, where sharing the owner would have let it in and released it.
+    with RunLock(store, RETENTION_LOCK, "retention", "me", 30) as held:
+        assert held.owner.startswith("me#") and store.lock_info(RETENTION_LOCK).owner == held.owner
+        with pytest.raises(MaintenanceBusy) as exc:
+            run_retention(store, RETENTION, "me")
+        assert exc.value.holder == held.owner
+        RunLock(store, RETENTION_LOCK, "retention", "me", 30).release()  # not its lock: nothing happens
+        assert store.lock_info(RETENTION_LOCK).owner == held.owner
+        assert held.extend()
+    assert store.lock_info(RETENTION_LOCK).owner is None
+    assert store.acquire_lock(RETENTION_LOCK, "me", 30)  # a lock held under the bare name (an older run)
+    with pytest.raises(MaintenanceBusy):
+        run_retention(store, RETENTION, "me")
+    assert store.lock_info(RETENTION_LOCK).owner == "me"  # and it is not freed by the refused run
+    assert len(run_owner("x" * 300)) == 200 and run_owner("a") != run_owner("a")
+
+
+def test_a_run_that_lost_its_lock_cannot_extend_or_free_the_new_holders(store: JobStore) -> None:
+    lock = RunLock(store, RETENTION_LOCK, "retention", "me", 5).acquire()
+    store.clock_offset_s += 6  # it expired mid-run
+    assert store.acquire_lock(RETENTION_LOCK, "other", 30)
+    assert not lock.extend()
+    lock.release()
+    assert store.lock_info(RETENTION_LOCK).owner == "other"
+
+
+def test_retention_keeps_its_lock_across_batches(store: JobStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    completed_jobs(store, 100)
+    store.clock_offset_s += 8 * DAY
+    holders: list[str | None] = []
+    real_purge = store.purge
+
+    def slow_purge(*args: object, **kwargs: object) -> int:
+        holders.append(store.lock_info(RETENTION_LOCK).owner)
+        n = real_purge(*args, **kwargs)  # type: ignore[arg-type]
+        store.clock_offset_s += 4  # each batch takes most of the lock's TTL
+        return n
+
+    monkeypatch.setattr(store, "purge", slow_purge)
+    run = run_retention(store, RETENTION, "me", batch=25, lock_ttl_s=5)
+    assert run is not None and run.count == 100 and run.owner == "me"
+    assert len(holders) >= 4 and None not in holders and len(set(holders)) == 1
 
 
 def test_a_recent_run_is_not_repeated(store: JobStore) -> None:

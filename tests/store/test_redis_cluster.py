@@ -314,6 +314,9 @@ def test_console_scripts_on_the_cluster(store: RedisStore) -> None:
     store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["mail"], 1))
     assert store.command_worker("w-1", "quiet", actor="operator:ann").command == "quiet"
     assert store.worker_heartbeat(WorkerInfo("w-1", "host", 1, ["mail"], 1)) == "quiet"
+    assert store.command_worker("w-1", "unquiet", actor="operator:ann").command is None
+    store.command_worker("w-1", "stop", actor="operator:ann")
+    assert store.worker_heartbeat(WorkerInfo("w-1", "host", 2, ["mail"], 1), register=True) is None
     store.clock_offset_s += 31 * 86400
     assert store.trim_history() == 2 * 3  # 3 fields (enqueued, failed, completed) per width
     assert store.history(3600, 0) == {}

@@ -141,3 +141,37 @@ def test_periodic_names_a_handler_that_also_runs_on_demand(clean_registry: None)
         check_declared()
     with pytest.raises(ScheduleError, match="payload"):
         periodic("bad-payload-x", "report-x", "0 4 * * *", payload={"x": object()})
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"name": "n" * 181}, "the name must be at most 180 characters"),
+        ({"payload": {"text": "a\x00b"}}, "payload: must not contain NUL characters"),
+        ({"queue": "q" * 101}, "queue: must be at most 100 characters"),
+        ({"name": "nul\x00name"}, "the name must not contain NUL characters"),
+    ],
+)
+def test_a_schedule_whose_job_enqueue_would_refuse_is_refused_when_declared(
+    clean_registry: None, options: dict[str, object], needle: str
+) -> None:
+    @handler("report-v")
+    def report(ctx):  # pragma: no cover
+        return None
+
+    name = str(options.pop("name", "checked-x"))
+    with pytest.raises(ScheduleError) as exc:
+        periodic(name, "report-v", "0 4 * * *", **options)  # type: ignore[arg-type]
+    message = str(exc.value)
+    assert message.startswith(f"periodic job {name!r} (handler 'report-v'): ") and needle in message
+    assert "\n" not in message
+    assert name not in {s.name for s in declared()}
+    periodic("n" * 180, "report-v", "0 4 * * *")  # the longest name that fits
+
+
+def test_a_handlers_queue_is_checked_with_its_schedule(clean_registry: None) -> None:
+    with pytest.raises(ScheduleError, match=r"periodic job 'long-queue-v': .*queue: must be at most 100"):
+
+        @handler("long-queue-v", "q" * 101, cron="0 4 * * *")
+        def job(ctx):  # pragma: no cover
+            return None

@@ -121,6 +121,23 @@ def test_quiet_and_stop_a_worker(api_client: FlaskClient, store: JobStore) -> No
     assert (stop.status_code, stop.json["command"]) == (200, "stop")
 
 
+def test_unquiet_a_worker(api_client: FlaskClient, store: JobStore) -> None:
+    _register(store)
+    api_client.post("/api/workers/w-ctl/quiet", headers=OPERATOR)
+    assert api_client.post("/api/workers/w-ctl/unquiet", headers=VIEWER).status_code == 403
+    back = api_client.post("/api/workers/w-ctl/unquiet", headers=OPERATOR)
+    assert back.status_code == 200, back.json
+    assert (back.json["id"], back.json["command"], back.json["command_by"]) == ("w-ctl", None, None)
+    assert store.worker_heartbeat(WorkerInfo("w-ctl", "host", 4242, ["default"], 2)) is None
+    assert store.audit(1)[0].message == "unquiet worker w-ctl"
+    assert api_client.post("/api/workers/w-ctl/stop", headers=OPERATOR).status_code == 200
+    refused = api_client.post("/api/workers/w-ctl/unquiet", headers=OPERATOR)
+    assert refused.status_code == 409 and "stopping" in refused.json["error"]["message"]
+    assert store.workers()[0].command == "stop"
+    assert api_client.post("/api/workers/nobody/unquiet", headers=OPERATOR).status_code == 404
+    assert "/api/workers/{worker_id}/unquiet" in api_client.get("/openapi.json", headers=VIEWER).json["paths"]
+
+
 def test_worker_commands_auth_and_unknown(api_client: FlaskClient, store: JobStore) -> None:
     _register(store)
     assert api_client.post("/api/workers/w-ctl/quiet", headers=VIEWER).status_code == 403

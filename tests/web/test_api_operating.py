@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
 from store.base import JobStore
 from store.lifecycle import EventKind, JobStatus
+from store.maintenance import RETENTION_LOCK
 from store.models import Schedule
 from tests.backends import StoreHandle
 from tests.store.helpers import job_in
 from tests.web.conftest import OPERATOR, VIEWER, api_app_for
+from webapp.api import operating
 
 S = JobStatus
 
@@ -127,6 +131,62 @@ def test_purge_validation(api_client: FlaskClient, url: str, body: object, field
     response = api_client.post(url, json=body, headers=OPERATOR)
     assert response.status_code == 422, response.json
     assert response.json["error"]["field"].startswith(field)
+
+
+def _completed(store: JobStore, n: int) -> None:
+    store.enqueue_many([("t", {"i": i}, "old") for i in range(n)])
+    claimed = store.claim("w-setup", ["old"], limit=n)
+    store.complete_many([(j.id, j.lease_token, None) for j in claimed], return_jobs=False)
+
+
+def test_a_second_purge_with_the_same_token_is_refused_and_frees_nothing(
+    api_app: Flask, store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(operating, "PURGE_BATCH", 2)
+    _completed(store, 6)
+    store.clock_offset_s += 120
+    second, holders = [], []
+    real_purge = store.purge
+
+    def purge(*args: Any, **kwargs: Any) -> int:
+        holders.append(store.lock_info(RETENTION_LOCK).owner)
+        if not second:  # in the first purge's first batch, the same token asks again
+            with api_app.test_client() as other:
+                second.append(other.post("/api/purge?older_than=60", headers=OPERATOR))
+        return real_purge(*args, **kwargs)
+
+    monkeypatch.setattr(store, "purge", purge)
+    with api_app.test_client() as client:
+        first = client.post("/api/purge?older_than=60", headers=OPERATOR)
+    assert (first.status_code, first.json["pruned"]) == (200, 6)
+    assert (
+        second[0].status_code == 409 and "retention run is in progress" in second[0].json["error"]["message"]
+    )
+    assert len(holders) >= 3 and None not in holders  # the refused purge did not free the first one's lock
+    assert len(set(holders)) == 1 and holders[0].startswith("operator:alice#")
+    assert store.lock_info(RETENTION_LOCK).owner is None  # released at the end
+    assert [r.owner for r in store.maintenance_runs("retention")] == ["operator:alice"]
+
+
+def test_a_purge_extends_its_lock_between_batches(
+    api_client: FlaskClient, store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(operating, "PURGE_BATCH", 2)
+    _completed(store, 6)
+    store.clock_offset_s += 120
+    holders = []
+    real_purge = store.purge
+
+    def slow_purge(*args: Any, **kwargs: Any) -> int:
+        holders.append(store.lock_info(RETENTION_LOCK).owner)
+        n = real_purge(*args, **kwargs)
+        store.clock_offset_s += operating.PURGE_LOCK_TTL_S * 0.75  # each batch takes most of the lock's TTL
+        return n
+
+    monkeypatch.setattr(store, "purge", slow_purge)
+    done = api_client.post("/api/purge?older_than=60", headers=OPERATOR)
+    assert (done.status_code, done.json["pruned"]) == (200, 6)
+    assert len(holders) >= 3 and None not in holders, holders  # still held at every batch
 
 
 def test_viewer_cannot_purge(api_client: FlaskClient) -> None:

@@ -145,6 +145,25 @@ def test_quiet_then_stop_from_the_workers_page(operator: ConsoleClient, store: J
     assert operator.post("/workers/w-ctl/explode").status_code in (404, 405)
 
 
+def test_a_quiet_worker_can_be_resumed_from_the_workers_page(
+    operator: ConsoleClient, store: JobStore
+) -> None:
+    _register(store)
+    assert 'data-unquiet="w-ctl"' not in operator.get("/workers").text  # only a quiet worker resumes
+    operator.post("/workers/w-ctl/quiet", htmx=True)
+    page = operator.get("/workers").text
+    assert 'data-unquiet="w-ctl"' in page
+    assert operator.post("/workers/w-ctl/unquiet", csrf=False).status_code == 400
+    assert store.workers()[0].command == "quiet"
+    resumed = operator.post("/workers/w-ctl/unquiet", htmx=True)
+    assert resumed.status_code == 200 and "claims jobs again" in resumed.text
+    assert 'data-quiet="w-ctl"' in resumed.text and 'data-unquiet="w-ctl"' not in resumed.text
+    assert (store.workers()[0].command, store.workers()[0].command_by) == (None, None)
+    stopped = operator.post("/workers/w-ctl/stop", htmx=True)
+    assert "is not replaced" in stopped.text  # says what a stop does under a supervisor
+    assert operator.post("/workers/w-ctl/unquiet").status_code == 409
+
+
 def test_viewer_cannot_command_workers_and_csrf_is_needed(
     viewer: ConsoleClient, operator: ConsoleClient, store: JobStore
 ) -> None:

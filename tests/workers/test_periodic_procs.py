@@ -99,6 +99,8 @@ def test_restart_after_a_gap_enqueues_one_catch_up_job(handle: StoreHandle, spaw
     [
         ({"TEST_PERIODIC_CRON": "0 3 * *"}, "invalid cron expression '0 3 * *'"),
         ({"TEST_PERIODIC_TZ": "Mars/Olympus"}, "unknown time zone 'Mars/Olympus'"),
+        # A job enqueue would refuse: found at start, not at every tick.
+        ({"TEST_PERIODIC_QUEUE": "q" * 101}, "queue: must be at most 100 characters"),
     ],
 )
 def test_a_bad_schedule_stops_the_worker_with_one_line(

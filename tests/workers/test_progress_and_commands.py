@@ -1,7 +1,7 @@
 """A handler's progress reaches the store while it runs (thread and process
 pools) and before its job completes, coalesced per run until a flush; an
-operator's quiet and stop commands reach a running worker through the
-registry; on every store."""
+operator's quiet, unquiet and stop commands reach a running worker through
+the registry (a stop ends it with EXIT_STOPPED); on every store."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from store.errors import ValidationError
 from store.lifecycle import EventKind
 from store.models import JobSpec
 from tests.backends import StoreHandle
-from tests.workers.procs import job_is, wait_until
+from tests.workers.procs import job_is, registered, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running
+from workers.exits import EXIT_STOPPED
 from workers.handlers import JobContext
 from workers.progress import ProgressReporter
 
@@ -101,11 +102,11 @@ def test_a_stale_holders_progress_is_refused_quietly(handle: StoreHandle) -> Non
 
 
 @pytest.mark.slow
-def test_a_quiet_worker_claims_nothing_more_and_stop_stops_it(handle: StoreHandle) -> None:
+def test_a_quiet_worker_claims_nothing_more_until_unquiet_and_stop_ends_it(handle: StoreHandle) -> None:
     store = handle.store
     worker = make_worker(handle, concurrency=1, name="w-quiet")
     first = store.enqueue("noop")
-    with running(worker):
+    with running(worker, EXIT_STOPPED):  # its own code: a supervisor does not replace it
         wait_until(lambda: job_is(store, first.id, "Completed"), timeout=30, what="the first job")
         store.command_worker("w-quiet", "quiet", actor="operator:ann")
         wait_until(lambda: worker._quiet.is_set(), timeout=30, what="the worker to go quiet")
@@ -114,6 +115,9 @@ def test_a_quiet_worker_claims_nothing_more_and_stop_stops_it(handle: StoreHandl
         beats = worker.heartbeat.interval_s() * 2 if worker.heartbeat else 1.0
         with pytest.raises(AssertionError):
             wait_until(lambda: not job_is(store, later.id, "Queued"), timeout=beats + 0.5, what="a claim")
+        store.command_worker("w-quiet", "unquiet", actor="operator:ann")
+        done = wait_until(lambda: job_is(store, later.id, "Completed"), timeout=30, what="claims to resume")
+        assert done.worker_id == "w-quiet" and not worker._quiet.is_set()
         store.command_worker("w-quiet", "stop", actor="operator:ann")
         wait_until(lambda: worker._stopping.is_set(), timeout=30, what="the worker to stop")
-    assert store.get(later.id).status.name == "Queued"
+    assert not registered(store, "w-quiet")

@@ -1,10 +1,11 @@
 """The scheduler in process (issue 15, point 2), on every store: exactly one
 job per tick however many schedulers look, only the latest missed tick after
-downtime, catch-up off, disabled schedules. The store's clock is moved, never
-slept on."""
+downtime, catch-up off, disabled schedules, a failing schedule that does not
+stop the others. The store's clock is moved, never slept on."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -15,7 +16,7 @@ from tests.backends import StoreHandle
 from workers.handlers import HandlerSpec, unregister
 from workers.handlers import handler as register
 from workers.periodic import PeriodicSpec
-from workers.scheduler import MISSED_AFTER_S, SCHEDULE_HEADER, TICK_HEADER, Scheduler
+from workers.scheduler import FAILED_RETRY_S, MISSED_AFTER_S, SCHEDULE_HEADER, TICK_HEADER, Scheduler
 
 HOURLY = PeriodicSpec("hourly", "report-s", "0 * * * *", "Europe/Paris", {"full": True}, "reports")
 
@@ -107,3 +108,26 @@ def test_a_disabled_schedule_enqueues_nothing_until_enabled(store: JobStore) -> 
     hour = to_next_hour(store)
     assert scheduler.tick(exact=True) == 1
     assert [t for t, _ in tick_jobs(store)] == [first, hour]
+
+
+def test_a_schedule_that_fails_is_logged_and_skipped_and_the_others_run(
+    store: JobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Built directly, past the declaration checks: its tick's unique key is too long for enqueue.
+    bad = PeriodicSpec("a" * 190, "report-s", "0 * * * *", "UTC")
+    scheduler = start(store, bad, HOURLY)  # the bad one is looked at first
+    hour = to_next_hour(store)
+    with caplog.at_level(logging.ERROR, logger="workers.scheduler"):
+        assert scheduler.tick(exact=True) == 1
+    assert [t for t, _ in tick_jobs(store)] == [hour]
+    [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert f"periodic job {bad.name}: tick failed" in record.getMessage()
+    assert "unique_key" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="workers.scheduler"):
+        assert scheduler.tick(exact=True) == 0  # not tried again at once, every look
+    assert not caplog.records
+    store.clock_offset_s += FAILED_RETRY_S + 1
+    with caplog.at_level(logging.ERROR, logger="workers.scheduler"):
+        scheduler.tick(exact=True)
+    assert [r.getMessage() for r in caplog.records if bad.name in r.getMessage()]  # tried again later

@@ -40,8 +40,9 @@ def make_worker(handle: StoreHandle, **options: Any) -> Worker:
 
 
 @contextmanager
-def running(worker: Worker) -> Iterator[Worker]:
-    """Run ``worker`` in a thread; stop it and wait for it on the way out."""
+def running(worker: Worker, code: int = 0) -> Iterator[Worker]:
+    """Run ``worker`` in a thread; stop it and wait for it on the way out,
+    expecting it to exit with ``code``."""
     codes: list[int] = []
     thread = threading.Thread(target=lambda: codes.append(worker.run()), daemon=True)
     thread.start()
@@ -50,7 +51,7 @@ def running(worker: Worker) -> Iterator[Worker]:
     finally:
         worker.stop()
         thread.join(60)
-        assert not thread.is_alive() and codes == [0]
+        assert not thread.is_alive() and codes == [code]
 
 
 def test_every_kind_of_outcome(handle: StoreHandle) -> None:

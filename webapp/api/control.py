@@ -1,6 +1,6 @@
 """API views for control at scale (issue 16): bulk operations on the whole
 filter, run in the background (``POST /api/operations``), and worker
-commands (``POST /api/workers/<id>/quiet``, ``/stop``).
+commands (``POST /api/workers/<id>/quiet``, ``/unquiet``, ``/stop``).
 
 Registered by ``webapp.api.routes`` (its ROUTES table); authentication and
 roles are the blueprint's (GET viewer, everything else operator). Actions
@@ -14,7 +14,7 @@ from typing import Any
 from flask import Response, current_app, request, url_for
 
 from store import bulk
-from store.errors import WorkerNotFound
+from store.errors import WorkerNotFound, WorkerStopping
 from store.lifecycle import JobStatus
 from store.models import BULK_ACTIONS, iso
 from store.records import WorkerInfo
@@ -117,6 +117,8 @@ def _command(worker_id: str, command: str) -> dict[str, Any]:
         info = store.command_worker(worker_id, command, actor=actor)
     except WorkerNotFound as exc:
         raise APIError(404, str(exc)) from None
+    except WorkerStopping as exc:
+        raise APIError(409, str(exc)) from None
     current_app.logger.warning("worker %s: %s sent by %s", worker_id, command, actor)
     return worker_json(info, store.now())
 
@@ -128,8 +130,17 @@ def quiet_worker(worker_id: str) -> dict[str, Any]:
     return _command(worker_id, "quiet")
 
 
+def unquiet_worker(worker_id: str) -> dict[str, Any]:
+    """Take a quiet back: at its next registry heartbeat the worker claims
+    jobs again (no change for a worker that is not quiet). The worker with
+    its `command` cleared; 404 for a worker not registered, 409 for one that
+    was told to stop."""
+    return _command(worker_id, "unquiet")
+
+
 def stop_worker(worker_id: str) -> dict[str, Any]:
-    """Stop a worker gracefully (the SIGTERM path: it finishes within its
-    grace period and releases the rest) at its next registry heartbeat.
-    404 for a worker not registered."""
+    """Stop a worker at its next registry heartbeat: the SIGTERM path (it
+    finishes its jobs within its grace period, releases the rest) and then
+    the process exits with code 5; a supervisor (`worker --processes`) does
+    not replace it. 404 for a worker not registered."""
     return _command(worker_id, "stop")

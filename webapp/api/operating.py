@@ -16,7 +16,7 @@ from typing import Any
 from flask import Response, current_app
 
 from store.lifecycle import TERMINAL, EventKind, JobStatus
-from store.maintenance import RETENTION_LOCK
+from store.maintenance import RETENTION_LOCK, MaintenanceBusy, RunLock
 from store.models import JobSpec, MaintenanceRun, QueueState, ts
 from webapp import periodic
 from webapp.api.auth import current_token
@@ -104,7 +104,9 @@ def run_purge() -> Response:
     (409 while a maintenance run holds it). `?dry_run=1` counts them:
     `{"would_prune": n}`; else `{"pruned": n}` in bounded batches (`more` when
     the request's bound was reached) and the run is recorded in the
-    retention history with the token's actor as its owner, and in the audit log."""
+    retention history with the token's actor as its owner, and in the audit log.
+    The lock is this run's own (``store.maintenance.RunLock``: a second purge with
+    the same token is refused, never shares it) and is extended after every batch."""
     q: PurgeQuery = context_of("query", PurgeQuery)
     body: PurgeRequest = context_of("json", PurgeRequest)
     older_than = body.older_than if body.older_than is not None else q.older_than
@@ -115,16 +117,20 @@ def run_purge() -> Response:
     if q.dry_run:
         return json_response({"would_prune": sum(store.count_purgeable(age, [s]) for s, age in plan)})
     actor = current_token().actor
-    if not store.acquire_lock(RETENTION_LOCK, actor, PURGE_LOCK_TTL_S):
-        holder = store.lock_info(RETENTION_LOCK).owner
-        raise APIError(409, f"a retention run is in progress ({holder}); try again shortly")
+    try:
+        lock = RunLock(store, RETENTION_LOCK, RETENTION_TASK, actor, PURGE_LOCK_TTL_S).acquire()
+    except MaintenanceBusy as exc:
+        raise APIError(409, f"a retention run is in progress ({exc.holder}); try again shortly") from None
     started, t0 = store.now(), time.perf_counter()
     pruned, batches, longest_ms, more = 0, 0, 0.0, False
     try:
         for status, age in plan:
             while True:
-                if batches >= PURGE_MAX_BATCHES:
+                if more or batches >= PURGE_MAX_BATCHES:
                     more = True
+                    break
+                if batches and not lock.extend():  # renewed before every batch after the first
+                    more = True  # lost (expired, taken by another run): stop here
                     break
                 b0 = time.perf_counter()
                 n = store.purge(age, limit=PURGE_BATCH, statuses=[status])
@@ -133,7 +139,7 @@ def run_purge() -> Response:
                 if n < PURGE_BATCH:
                     break
     finally:
-        store.release_lock(RETENTION_LOCK, actor)
+        lock.release()
     duration_ms = (time.perf_counter() - t0) * 1000
     run = MaintenanceRun(
         str(uuid.uuid4()),

@@ -343,6 +343,13 @@ ROUTES: tuple[Route, ...] = (
         tags=_OPS,
     ),
     Route(
+        "/api/workers/<worker_id>/unquiet",
+        control.unquiet_worker,
+        ("POST",),
+        responses={"HTTP_200": WorkerCommandOut, **_ACT},
+        tags=_OPS,
+    ),
+    Route(
         "/api/workers/<worker_id>/stop",
         control.stop_worker,
         ("POST",),

@@ -1,5 +1,6 @@
-"""Worker control from the workers page (issue 16, point 7): quiet (stop
-claiming, finish what it holds) or stop (the graceful SIGTERM path).
+"""Worker control from the workers page: quiet (stop claiming, finish what
+it holds), unquiet (take a quiet back: claims resume) or stop (the graceful
+SIGTERM path, after which the process exits and is not replaced).
 
 The command is left in the registry (``store.command_worker``) and the
 worker acts on it at its next registry heartbeat. The registry keeps who
@@ -12,26 +13,35 @@ from __future__ import annotations
 
 from flask import Response, abort, current_app, flash, redirect, url_for
 
-from store.errors import WorkerNotFound
+from store.errors import WorkerNotFound, WorkerStopping
 from webapp.console import auth
 from webapp.console.actions import actor
 from webapp.console.blueprint import bp, is_htmx, render_view, store
 from webapp.console.views import workers_context
 
-#: What the page says a worker does after each command.
-SENT = {"quiet": "will stop claiming and finish what it holds", "stop": "will shut down gracefully"}
+#: What the page says a worker does after each command, at its next heartbeat.
+SENT = {
+    "quiet": "stops claiming and finishes the jobs it holds",
+    "unquiet": "claims jobs again",
+    "stop": (
+        "stops claiming, finishes its jobs within its grace period, gives back the rest and exits; "
+        "under a supervisor (worker --processes) that process is not replaced"
+    ),
+}
 
 
-@bp.post("/workers/<worker_id>/<any(quiet, stop):command>")
+@bp.post("/workers/<worker_id>/<any(quiet, unquiet, stop):command>")
 @auth.operator_required
 def command_worker(worker_id: str, command: str) -> Response:
     try:
         store().command_worker(worker_id, command, actor=actor())
     except WorkerNotFound:
         abort(404, f"No worker is registered as {worker_id}.")
+    except WorkerStopping:
+        abort(409, f"Worker {worker_id} is stopping; a stop cannot be taken back.")
     current_app.logger.warning("worker %s: %s sent by %s", worker_id, command, actor())
     who = actor().removeprefix("operator:")
-    message = f"Worker {worker_id} {SENT[command]} at its next heartbeat ({command} sent by {who})."
+    message = f"Worker {worker_id}: {command} sent by {who}. At its next heartbeat it {SENT[command]}."
     if is_htmx():
         return render_view("workers.html", "partials/workers_table.html", **workers_context(message))
     flash(message)

@@ -5,12 +5,20 @@
 -- ARGV[1]      command (one of store.records.WORKER_COMMANDS, checked in Python)
 -- ARGV[2]      actor who sent it
 -- Writes `command` and `command_by` only when the worker is registered (a
--- pruned or removed worker is not brought back as a partial hash).
+-- pruned or removed worker is not brought back as a partial hash). The
+-- command 'unquiet' is not stored: it deletes both fields when the command
+-- is 'quiet', and leaves any other command as it is.
 -- Returns:     the worker hash as a flat HGETALL array, or an empty array when
 --              there is no such worker (nothing written)
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {}
 end
-redis.call('HSET', KEYS[1], 'command', ARGV[1], 'command_by', ARGV[2])
+if ARGV[1] == 'unquiet' then
+  if redis.call('HGET', KEYS[1], 'command') == 'quiet' then
+    redis.call('HDEL', KEYS[1], 'command', 'command_by')
+  end
+else
+  redis.call('HSET', KEYS[1], 'command', ARGV[1], 'command_by', ARGV[2])
+end
 return redis.call('HGETALL', KEYS[1])

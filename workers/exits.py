@@ -1,0 +1,21 @@
+"""Exit codes of a worker process, and of ``worker --processes N`` (the
+supervisor), so scripts and service managers can tell them apart.
+
+A service manager should not restart a worker that exited with EXIT_STOPPED:
+an operator asked it to stop (the shipped systemd unit says
+``RestartPreventExitStatus=5``).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+#: Second SIGTERM/SIGINT: left at once; the leases expire on their own.
+EXIT_FORCED = 1
+#: Every slot held by a run the worker gave up on: replace this process.
+EXIT_SLOTS_LOST = 3
+#: The process pool broke: replace this process.
+EXIT_POOL_BROKEN = 4
+#: An operator's ``stop`` command (console, API): the worker finished or
+#: released its jobs and left. A supervisor does not replace it, and exits
+#: with this code itself once every one of its workers was stopped this way.
+EXIT_STOPPED = 5
