@@ -20,22 +20,11 @@ db_group = OneLineGroup("db", help="Store schema.")
 @db_group.command("upgrade")
 @friendly_errors
 def db_upgrade_command() -> None:
-    """Create or upgrade the SQL schema (Redis keeps no schema)."""
-    url = runtime().settings().store_url
-    if not url.split(":", 1)[0].lower().startswith(("sqlite", "postgresql")):
-        click.echo("this store keeps no schema; nothing to upgrade")
-        return
-    from sqlalchemy.exc import SQLAlchemyError
+    """Create or upgrade the store's schema; says what it did (SQL: the Alembic
+    revision; Redis: the key layout's version)."""
+    from workers.cli.schema import upgrade_store
 
-    from store.sql import migrate
-
-    try:
-        migrate(url)
-    except SQLAlchemyError as exc:
-        raise click.ClickException(
-            f"schema upgrade failed: {' '.join(str(exc.orig or exc).split())}"
-        ) from None
-    click.echo("schema is up to date")
+    click.echo(upgrade_store(runtime().settings().store_url))
 
 
 # ----------------------------------------------------------------- hash-password
@@ -65,7 +54,8 @@ def web_command(gunicorn_args: tuple[str, ...]) -> None:
     Uses the project's gunicorn settings (LEASEHOLD_WEB_BIND, LEASEHOLD_WEB_WORKERS, ...;
     default 127.0.0.1:8000); extra arguments go to gunicorn, e.g. ``leasehold web --bind 0.0.0.0:8000``.
     The configuration is checked here first, so a bad value is one line, not a boot loop."""
-    from store.errors import ValidationError
+    from store.errors import StoreUnavailable, ValidationError
+    from store.schema_version import SchemaMismatch, check_schema
     from webapp import create_app
     from webapp.config import ConfigError
 
@@ -73,7 +63,14 @@ def web_command(gunicorn_args: tuple[str, ...]) -> None:
         app = create_app()
     except (ConfigError, ValidationError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from None
-    app.extensions["leasehold"].close()
+    try:
+        check_schema(app.extensions["leasehold"], app.extensions["leasehold.settings"].store_url)
+    except SchemaMismatch as exc:
+        raise click.ClickException(str(exc)) from None
+    except StoreUnavailable:
+        pass  # served anyway: the app answers 503 until the store is back
+    finally:
+        app.extensions["leasehold"].close()
     argv = [sys.executable, "-m", "gunicorn", "-c", GUNICORN_CONFIG, *gunicorn_args, WSGI_APP]
     sys.stdout.flush()
     sys.stderr.flush()

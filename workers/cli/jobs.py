@@ -113,6 +113,8 @@ def worker_command(
     if not load_handlers(settings.handlers):
         raise click.UsageError("no handlers are registered: name their modules in LEASEHOLD_HANDLERS")
     check_declared()  # a bad periodic job stops the worker here, on one line
+    runtime().store()  # a store without this release's schema stops it here, on one line
+    runtime().close()  # the worker (or each of its processes) opens its own
     config = WorkerConfig(
         store_url=settings.store_url,
         queues=tuple(queues),
