@@ -77,6 +77,8 @@ class Demo:
 
     def start(self) -> None:
         """Migrate (SQL stores), then start gunicorn and the worker supervisor."""
+        if self.store_url.startswith("sqlite:///"):  # the demo's own file: its folder made here
+            Path(self.store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         if self.store_url.startswith(("sqlite", "postgresql")):
             from store.sql import migrate
 

@@ -121,21 +121,28 @@ def _pg_connect_args(url: URL, schema: str | None) -> dict[str, Any]:
 def make_engines(url: str, pool_size: int = 5, pg_schema: str | None = None) -> tuple[Engine, Engine, str]:
     """Return ``(write_engine, read_engine, dialect_name)`` for a SQLAlchemy URL.
 
-    For SQLite the file's folder is created; the two engines differ in how
+    For SQLite the file's folder must exist (a mistyped path is refused,
+    not created); the two engines differ in how
     they begin transactions. For PostgreSQL they are two pools of up to
     ``2 * pool_size`` connections each, the read engine's in autocommit (each
     statement its own transaction: under READ COMMITTED a read sees what a
     transaction would), every session in the schema ``resolve_pg_schema(pg_schema)`` (None: the
     ``LEASEHOLD_PG_SCHEMA`` variable; ``""``: none); SQLite ignores it.
     Raises ValidationError for a URL that is neither SQLite nor PostgreSQL,
-    or for a bad schema name.
+    for a missing SQLite folder or for a bad schema name.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database in (None, "", ":memory:"):
             raise ValidationError("store_url", "SQLite needs a file path (sqlite:///path.db)")
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(parsed.database).parent
+        if not folder.is_dir():
+            raise ValidationError(
+                "store_url",
+                f"the folder of the SQLite file, {folder.resolve()}, does not exist (create it, or fix the "
+                "path)",
+            )
         return _sqlite_engine(url, True), _sqlite_engine(url, False), "sqlite"
     if backend == "postgresql":
         options: dict[str, Any] = {

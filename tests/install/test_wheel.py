@@ -177,7 +177,9 @@ def test_leasehold_web_serves_with_the_packaged_gunicorn_config(installed: Insta
         [str(installed.bin / "leasehold"), "web", "--bind", f"127.0.0.1:{port}"],
         cwd=installed.empty,
         env=installed.env(
-            LEASEHOLD_STORE_URL=url, LEASEHOLD_SECRET_KEY="wheel-test-secret", LEASEHOLD_WEB_WORKERS="1"
+            LEASEHOLD_STORE_URL=url,
+            LEASEHOLD_SECRET_KEY="wheel-test-secret-0123456789abcdef0123456789",
+            LEASEHOLD_WEB_WORKERS="1",
         ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

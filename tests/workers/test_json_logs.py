@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.workers.test_leasehold_cli import one_line, run
 from workers.logs import formatter, gunicorn_logconfig
 
-SECRET = "s3cret-console-key-never-logged"
+SECRET = "s3cret-console-key-never-logged-0123"
 
 
 def test_worker_logs_json_lines_with_job_fields(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from workers.cli.jobs import (
 )
 from workers.cli.operate import periodic_group, queue_group
 from workers.logs import configure_logging, log_format_from_env
-from workers.settings import ConfigError
+from workers.settings import ConfigError, check_names
 
 #: Every command (``webapp.cli`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (
@@ -43,9 +43,12 @@ COMMANDS: tuple[click.Command, ...] = (
 
 
 def _log_format() -> None:
-    """LEASEHOLD_LOG_FORMAT=json: the commands' own records (warnings and up;
-    ``worker`` sets its level) are JSON lines too; text keeps Python's default."""
+    """Refuse an unknown LEASEHOLD_* variable before any command runs (a typo
+    is never ignored). LEASEHOLD_LOG_FORMAT=json: the commands' own records
+    (warnings and up; ``worker`` sets its level) are JSON lines too; text keeps
+    Python's default."""
     try:
+        check_names()
         log_format = log_format_from_env()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
