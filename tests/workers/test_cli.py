@@ -111,7 +111,7 @@ def test_stats_json_and_table(handle: StoreHandle, cli: Invoke) -> None:
     handle.store.enqueue("noop", queue="a")
     handle.store.enqueue("noop", queue="b", delay_s=60)
     data = json.loads(cli("stats", "--json").stdout)
-    assert set(data) == {"counts", "queues"}
+    assert set(data) == {"counts", "queues", "paused"} and data["paused"] == []
     names = {"Queued", "Scheduled", "InProgress", "Completed", "Failed", "Canceled"}
     assert set(data["counts"]) == names
     assert data["counts"]["Queued"] == 1 and data["counts"]["Scheduled"] == 1

@@ -1,5 +1,6 @@
 """The ``leasehold`` command (DESIGN.md sections 7, 8): worker, enqueue, recover,
-stats, purge, periodic, queue, db upgrade, hash-password, web, demo. ``leasehold <command> --help``
+stats, purge, periodic, queue, job, db upgrade, hash-password, web, demo;
+``leasehold --version``. ``leasehold <command> --help``
 for each.
 
 A plain click group: it imports no Flask and builds no web app. Settings come
@@ -15,6 +16,7 @@ import click
 
 from workers.cli.admin import db_group, demo_command, hash_password_command, web_command
 from workers.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
+from workers.cli.job import job_group
 from workers.cli.jobs import (
     enqueue_command,
     purge_command,
@@ -35,6 +37,7 @@ COMMANDS: tuple[click.Command, ...] = (
     purge_command,
     periodic_group,
     queue_group,
+    job_group,
     db_group,
     hash_password_command,
     web_command,
@@ -56,11 +59,26 @@ def _log_format() -> None:
         configure_logging("WARNING", "json")
 
 
-leasehold = OneLineGroup(
-    "leasehold",
-    help="Leasehold job queue. Settings come from LEASEHOLD_* environment variables.",
-    commands={command.name: command for command in COMMANDS},
-    callback=_log_format,
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("leasehold")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "unknown (not installed)"
+
+
+leasehold = click.version_option(
+    version=_version(),
+    prog_name="leasehold",
+    message="%(prog)s %(version)s",
+)(
+    OneLineGroup(
+        "leasehold",
+        help="Leasehold job queue. Settings come from LEASEHOLD_* environment variables.",
+        commands={command.name: command for command in COMMANDS},
+        callback=_log_format,
+    )
 )
 
 
