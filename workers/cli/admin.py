@@ -35,7 +35,8 @@ def hash_password_command(password: str | None) -> None:
     from werkzeug.security import generate_password_hash
 
     if password is None:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        # The prompts go to stderr, so $(leasehold hash-password) captures the hash alone.
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
     if not password:
         raise click.BadParameter("must not be empty", param_hint="--password")
     click.echo(generate_password_hash(password))
