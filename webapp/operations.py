@@ -10,9 +10,14 @@ web app on each read of it: ``bulk.advance_unattended``). The preview is
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 
+from store import bulk
+from store.base import JobStore
 from store.bulk import Preview, preview, statuses_of
+from store.models import BulkOperation
 
 #: Destructive actions over this many jobs ask the operator to type the count.
 CONFIRM_ABOVE = 1_000
@@ -25,9 +30,39 @@ OPERATION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,100}$")
 OPERATION_IN_TEXT = re.compile(r"\boperation ([A-Za-z0-9._~-]{1,100})")
 
 
+#: Seconds of batches one read of an unattended operation may run (well inside a request timeout).
+READ_BUDGET_S = 2.0
+
+
+def advance(store: JobStore, operation: BulkOperation) -> BulkOperation:
+    """Run ``operation`` for up to READ_BUDGET_S seconds when no worker has
+    advanced it for ``bulk.PICKUP_S`` seconds (``bulk.advance_unattended``:
+    the same batches under the same lock, so with a worker each batch still
+    runs once); the operation as it now stands.
+
+    Called on each read of the operation (the API's GET, the console's page,
+    which polls itself every second), so it finishes without a worker. Work
+    done inside a request, not a background thread: any web process may
+    serve the read (gunicorn runs several, and restarts them), the lock
+    keeps the batches one at a time, and nothing is left running in a
+    process that is being recycled."""
+    return bulk.advance_unattended(
+        store, operation, f"web:{socket.gethostname()}:{os.getpid()}", budget_s=READ_BUDGET_S
+    )
+
+
 def needs_typed_count(action: str, count: int) -> bool:
     """True when the operator must type the count to confirm."""
     return action in DESTRUCTIVE and count > CONFIRM_ABOVE
 
 
-__all__ = ["CONFIRM_ABOVE", "DESTRUCTIVE", "Preview", "needs_typed_count", "preview", "statuses_of"]
+__all__ = [
+    "CONFIRM_ABOVE",
+    "DESTRUCTIVE",
+    "READ_BUDGET_S",
+    "Preview",
+    "advance",
+    "needs_typed_count",
+    "preview",
+    "statuses_of",
+]
