@@ -80,14 +80,28 @@ def web_command(gunicorn_args: tuple[str, ...]) -> None:
 
 # ------------------------------------------------------------------------ demo
 @click.command("demo", cls=OneLineCommand)
+@click.option(
+    "--store",
+    "store_url",
+    default=None,
+    help="Store URL [a SQLite file in a temporary folder, removed at the end].",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Index only the first N files.")
 @click.option("--kill-after", type=click.FloatRange(min=0), default=30.0, show_default=True)
 @friendly_errors
-def demo_command(port: int, limit: int | None, kill_after: float) -> None:
-    """Run the demo on this store, from a checkout (``make demo`` does the set-up first)."""
+def demo_command(store_url: str | None, port: int, limit: int | None, kill_after: float) -> None:
+    """Run the demo: the console on 127.0.0.1:PORT, two worker processes and a
+    workload (the standard library indexed, a worker killed and its jobs
+    recovered), on a store of its own. Ctrl-C stops everything."""
+    import tempfile
+
     from workers import demo
 
-    url = runtime().settings().store_url
-    args = ["--store", url, "--port", str(port), "--kill-after", str(kill_after)]
-    raise SystemExit(demo.main([*args, *(["--limit", str(limit)] if limit else [])]))
+    args = ["--port", str(port), "--kill-after", str(kill_after)]
+    args += ["--limit", str(limit)] if limit else []
+    if store_url is not None:
+        raise SystemExit(demo.main(["--store", store_url, *args]))
+    with tempfile.TemporaryDirectory(prefix="leasehold-demo-") as folder:
+        code = demo.main(["--store", f"sqlite:///{folder}/demo.db", *args])
+    raise SystemExit(code)
