@@ -97,7 +97,14 @@ def logged_in(url: str, store: object) -> tuple[object, str]:
     and its CSRF token."""
     password = "bench"
     users = f"bench:{generate_password_hash(password, method='pbkdf2:sha256:1000')}:operator"
-    app = create_app({"STORE_URL": url, "TESTING": True, "SECRET_KEY": "bench", "USERS": users})
+    app = create_app(
+        {
+            "STORE_URL": url,
+            "TESTING": True,
+            "SECRET_KEY": "bench-0123456789abcdef0123456789abcdef",
+            "USERS": users,
+        }
+    )
     app.extensions["leasehold"].close()
     app.extensions["leasehold"] = store
     client = app.test_client()

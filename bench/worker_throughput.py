@@ -58,7 +58,7 @@ def worker_env(url: str) -> dict[str, str]:
     env.update(
         LEASEHOLD_STORE_URL=url,
         LEASEHOLD_HANDLERS="tests.handlers",
-        LEASEHOLD_SECRET_KEY="bench",
+        LEASEHOLD_SECRET_KEY="bench-0123456789abcdef0123456789abcdef",
         LEASEHOLD_RECOVERY_INTERVAL="5",
         PYTHONPATH=str(REPO),
     )

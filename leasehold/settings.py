@@ -11,6 +11,7 @@ ConfigError naming its variable; the timers are checked together.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Mapping
@@ -49,6 +50,45 @@ DEFAULTS: dict[str, Any] = {
     "PG_STATEMENT_TIMEOUT": 5.0,  # seconds a PostgreSQL read may run (claims and acks have none)
     "RETENTION_AUDIT": 7776000.0,  # seconds an audit entry is kept (90 days); 0 keeps forever
 }
+
+#: Defaults of the web app's own keys (``webapp.config`` validates them), each with its unit.
+#: They live here so that every process knows every name: the worker and the
+#: CLI refuse an unknown ``LEASEHOLD_*`` variable without importing the web app.
+WEB_DEFAULTS: dict[str, Any] = {
+    "SECRET_KEY": "",  # signs the standalone console's sessions and CSRF tokens; required there
+    "API_TOKENS": "",  # token:role[:name],... (roles viewer, operator)
+    "USERS": "",  # name:password-hash:role,... (console logins)
+    "MAX_CONTENT_LENGTH": 1048576,  # bytes; larger request bodies get 413
+    "SECURE_COOKIES": False,  # Secure session cookie even on plain-http requests
+    "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait percentile gauges
+    "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto are applied
+    "TRUST_FORWARDED_HOST": False,  # also apply X-Forwarded-Host from those hops
+    "LOG_FORMAT": "text",  # text or json
+}
+
+#: gunicorn's variables (read by ``webapp/gunicorn_conf.py``, which documents them).
+GUNICORN_KEYS: tuple[str, ...] = (
+    "WEB_BIND",
+    "WEB_WORKERS",
+    "WEB_THREADS",
+    "WEB_TIMEOUT",
+    "WEB_ACCESSLOG",
+    "WEB_LOGLEVEL",
+    "FORWARDED_ALLOW_IPS",
+)
+
+#: ``LEASEHOLD_*`` names that are not settings and are let through: the switches of
+#: the project's own tests, soak runs and benchmarks (``LEASEHOLD_TEST_PG_URL``, ...).
+NOT_SETTINGS_PREFIXES: tuple[str, ...] = (
+    "LEASEHOLD_TEST_",
+    "LEASEHOLD_SOAK_",
+    "LEASEHOLD_BENCH_",
+    "LEASEHOLD_BROWSER_",
+)
+NOT_SETTINGS: tuple[str, ...] = ("LEASEHOLD_FORCE_THROWAWAY",)
+
+#: Shortest LEASEHOLD_SECRET_KEY accepted (characters): 32 hex digits carry 128 bits.
+MIN_SECRET_KEY_CHARS = 32
 
 #: Upper bounds (inclusive): a value past them is a typo, not a setting.
 DAY_S = 86400.0
@@ -155,6 +195,28 @@ def env_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {name.removeprefix(PREFIX): environ[name] for name in sorted(environ) if name.startswith(PREFIX)}
 
 
+def known_names() -> frozenset[str]:
+    """Every ``LEASEHOLD_*`` variable that is a setting of some process."""
+    return frozenset(_var(key) for key in (*DEFAULTS, *WEB_DEFAULTS, *GUNICORN_KEYS))
+
+
+def check_names(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a ``LEASEHOLD_*`` variable that is no setting (a typo would
+    otherwise be ignored in silence). Raises ConfigError ``unknown setting
+    LEASEHOLD_STORE_ULR (did you mean LEASEHOLD_STORE_URL?)`` for the first one
+    (sorted); the names of NOT_SETTINGS_PREFIXES and NOT_SETTINGS pass."""
+    environ = os.environ if environ is None else environ
+    known = known_names()
+    for name in sorted(environ):
+        if not name.startswith(PREFIX) or name in known or name in NOT_SETTINGS:
+            continue
+        if name.startswith(NOT_SETTINGS_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(f"unknown setting {name}{hint}")
+
+
 def _check_store_environment(config: Mapping[str, Any]) -> None:
     """The store's own variables, which the SQL store reads itself when it
     connects: checked here too so a bad one stops the process at start."""
@@ -234,5 +296,6 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings from ``LEASEHOLD_*`` in the environment (no Flask app
-    built). Raises ConfigError naming the first bad variable."""
+    built). Raises ConfigError naming the first bad or unknown variable."""
+    check_names(environ)
     return load_settings({**DEFAULTS, **env_config(environ)})

@@ -5,7 +5,11 @@ bounded batches (DESIGN.md section 8: ``POST /api/operations``).
 ``run_batch`` acts on the next ``batch`` jobs of the filter and saves where
 it got to; ``run_pending`` runs queued and running operations under the
 ``operations`` lock, one instance at a time, within a time budget (a
-worker's maintenance task calls it).
+worker's maintenance task calls it). An operation no worker has advanced for
+PICKUP_S seconds is run by whoever watches it (``advance_unattended``: the
+web app on each read of it, the ``leasehold job`` command while it follows
+it), in the same batches under the same lock, so it finishes without a
+worker and, with one, still runs each batch once.
 
 The walk is a keyset listing (``list_jobs``, newest update first) that starts
 at the operation's creation time: a job acted on gets a newer update time and
@@ -23,13 +27,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from store.base import JobStore
 from store.cursor import encode_cursor
 from store.errors import InvalidTransition, JobNotFound, StoreError, ValidationError
-from store.lifecycle import EventKind, JobStatus, Operation, rule
+from store.lifecycle import OPERATIONS, EventKind, JobStatus, Operation, rule
 from store.models import BULK_ACTIONS, BulkOperation
 from store.spec import MAX_OPERATION_ID_LEN, check_actor
 
@@ -58,6 +62,10 @@ def job_actor(operation: BulkOperation) -> str:
     return JOB_ACTOR_PREFIX + operation.actor.removeprefix("operator:")
 
 
+#: Seconds an unfinished operation may go without progress before its watcher runs it.
+PICKUP_S = 3.0
+
+
 def _call(store: JobStore, action: str) -> Callable[[str, str], Any]:
     calls: dict[str, Callable[[str, str], Any]] = {
         "cancel": lambda job_id, actor: store.cancel(job_id, actor=actor),
@@ -66,6 +74,40 @@ def _call(store: JobStore, action: str) -> Callable[[str, str], Any]:
         "delete": lambda job_id, actor: store.delete(job_id, actor=actor),
     }
     return calls[action]
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """What an action on a filter would touch: ``eligible`` jobs whose status
+    allows it, ``matching`` every job passing the filter (both exact)."""
+
+    eligible: int
+    matching: int
+
+
+def statuses_of(action: str) -> frozenset[JobStatus]:
+    """The statuses ``action`` (a key of ACTIONS) applies to."""
+    return OPERATIONS[ACTIONS[action]].sources
+
+
+def preview(
+    store: JobStore,
+    action: str,
+    status: JobStatus | None = None,
+    queue: str | None = None,
+    name: str | None = None,
+) -> Preview:
+    """Count the jobs ``action`` would change on the filter, and every job
+    passing it: exact, from the store's counters and indexes
+    (``store.count_jobs``), whatever the filter and the store's size."""
+    chosen = {status} if status else set(JobStatus)
+    if name:
+        counted = {s: store.count_jobs(s, queue=queue, name=name) for s in chosen}
+    else:  # one read of the counters for every status
+        source = store.counts().of(queue)
+        counted = {s: int(source.get(s.name, 0)) for s in chosen}
+    allowed = statuses_of(action)
+    return Preview(sum(n for s, n in counted.items() if s in allowed), sum(counted.values()))
 
 
 def check_filter(raw: dict[str, Any]) -> dict[str, str]:
@@ -175,17 +217,80 @@ def run_pending(store: JobStore, owner: str, budget_s: float = 5.0, batch: int =
     try:
         for operation in store.operations(limit=20, unfinished=True):
             while not operation.finished and time.monotonic() < deadline:
-                try:
-                    operation = run_batch(store, operation, batch)
-                except StoreError:
-                    raise
-                except Exception as exc:  # a bug must not retry forever: stop this operation
-                    log.exception("bulk operation %s failed", operation.id)
-                    operation = store.save_operation(replace(operation, state="failed", error=repr(exc)))
-                    store.record_audit(EventKind.BULK_FINISHED, operation.actor, describe(operation))
+                operation = _one_batch(store, operation, batch)
                 batches += 1
             if time.monotonic() >= deadline:
                 break
     finally:
         store.release_lock(OPERATIONS_LOCK, owner)
     return batches
+
+
+def _one_batch(store: JobStore, operation: BulkOperation, batch: int) -> BulkOperation:
+    """One batch of ``operation``; the caller holds OPERATIONS_LOCK. A store
+    error propagates (the next run resumes); any other error fails the
+    operation with its text."""
+    try:
+        return run_batch(store, operation, batch)
+    except StoreError:
+        raise
+    except Exception as exc:  # a bug must not retry forever: stop this operation
+        log.exception("bulk operation %s failed", operation.id)
+        operation = store.save_operation(replace(operation, state="failed", error=repr(exc)))
+        store.record_audit(EventKind.BULK_FINISHED, operation.actor, describe(operation))
+        return operation
+
+
+def unattended(store: JobStore, operation: BulkOperation) -> bool:
+    """True when ``operation`` is unfinished and nothing has advanced it for
+    PICKUP_S seconds of the store's clock (no worker picked it up, or the one
+    running it stopped)."""
+    if operation.finished or operation.updated_at is None:
+        return False
+    return store.now() - operation.updated_at.timestamp() >= PICKUP_S
+
+
+def advance_unattended(
+    store: JobStore, operation: BulkOperation, owner: str, budget_s: float = 2.0, batch: int = BATCH
+) -> BulkOperation:
+    """Run ``operation`` for up to ``budget_s`` seconds when it is unattended,
+    under OPERATIONS_LOCK (nothing when another instance holds it: a worker
+    is at it); the operation as it now stands."""
+    if not unattended(store, operation):
+        return operation
+    if not store.acquire_lock(OPERATIONS_LOCK, owner, max(30.0, budget_s * 3)):
+        return operation
+    try:
+        operation = store.get_operation(operation.id) or operation  # as the lock's last holder left it
+        deadline = time.monotonic() + budget_s
+        while not operation.finished and time.monotonic() < deadline:
+            operation = _one_batch(store, operation, batch)
+        return operation
+    finally:
+        store.release_lock(OPERATIONS_LOCK, owner)
+
+
+def follow(
+    store: JobStore,
+    operation_id: str,
+    owner: str,
+    on_progress: Callable[[BulkOperation], None],
+    poll_s: float = 0.5,
+    batch: int = BATCH,
+) -> BulkOperation:
+    """Watch an operation to its end, reporting each new state to
+    ``on_progress``, and run it (``advance_unattended``) whenever no worker
+    does; the finished operation. Raises ValidationError for an unknown id."""
+    seen: tuple[Any, ...] | None = None
+    while True:
+        operation = store.get_operation(operation_id)
+        if operation is None:
+            raise ValidationError("operation", f"no operation {operation_id!r}")
+        operation = advance_unattended(store, operation, owner, batch=batch)
+        state = (operation.state, operation.changed, operation.skipped)
+        if state != seen:
+            on_progress(operation)
+            seen = state
+        if operation.finished:
+            return operation
+        time.sleep(poll_s)

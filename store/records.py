@@ -304,8 +304,16 @@ class BulkOperation:
     def finished(self) -> bool:
         return self.state in ("done", "failed")
 
+    @property
+    def progress(self) -> float:
+        """0.0 to 1.0: 1.0 once done (also when it changed no job, or fewer
+        than counted at preview); before, the share of the count at preview
+        acted on or skipped."""
+        if self.state == "done":
+            return 1.0
+        return min(1.0, (self.changed + self.skipped) / self.expected) if self.expected else 0.0
+
     def to_json(self) -> dict[str, Any]:
-        done = self.changed + self.skipped
         return {
             "id": self.id,
             "action": self.action,
@@ -315,7 +323,7 @@ class BulkOperation:
             "state": self.state,
             "changed": self.changed,
             "skipped": self.skipped,
-            "progress": min(1.0, done / self.expected) if self.expected else (1.0 if self.finished else 0.0),
+            "progress": self.progress,
             "error": self.error,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),

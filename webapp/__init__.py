@@ -4,7 +4,7 @@ Two ways to serve them:
 
 * ``create_app(overrides=None)``: the standalone app (``wsgi.py``,
   ``leasehold web``): defaults, then ``LEASEHOLD_*`` from the environment (as
-  strings, never guessed as JSON), then ``overrides``; the settings are
+  strings, never guessed as JSON; an unknown name is refused), then ``overrides``; the settings are
   validated; then it is one user of the ``Leasehold`` extension, at prefix
   ``""`` with the console's own logins, behind ``LEASEHOLD_TRUSTED_PROXIES``.
 * ``Leasehold(app, url_prefix="/ops", authorize=...)``: the console and the
@@ -19,12 +19,15 @@ from typing import Any
 
 from flask import Flask
 
+from leasehold.settings import check_names
 from webapp.config import DEFAULTS, load_web_settings
 from webapp.extension import Leasehold, apply_proxy_fix
 
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
-    """Build the standalone app. Raises webapp.config.ConfigError for a bad setting."""
+    """Build the standalone app. Raises webapp.config.ConfigError for a bad
+    setting or an unknown ``LEASEHOLD_*`` variable."""
+    check_names()
     app = Flask(__name__, instance_relative_config=False, static_folder=None, template_folder=None)
     app.config.update(DEFAULTS)
     app.config.from_prefixed_env("LEASEHOLD", loads=str)

@@ -17,6 +17,8 @@ from typing import Any
 
 from leasehold.settings import DEFAULTS as SHARED_DEFAULTS
 from leasehold.settings import (
+    MIN_SECRET_KEY_CHARS,
+    WEB_DEFAULTS,
     ConfigError,
     Settings,
     load_settings,
@@ -25,19 +27,6 @@ from leasehold.settings import (
     parse_number,
 )
 from store.base import MAX_PAGE_SIZE
-
-#: Defaults of the web's own keys, each with its unit. Keys are the names after ``LEASEHOLD_``.
-WEB_DEFAULTS: dict[str, Any] = {
-    "SECRET_KEY": "",  # signs the standalone console's sessions and CSRF tokens; required there
-    "API_TOKENS": "",  # token:role[:name],... (roles viewer, operator)
-    "USERS": "",  # name:password-hash:role,... (console logins)
-    "MAX_CONTENT_LENGTH": 1048576,  # bytes; larger request bodies get 413
-    "SECURE_COOKIES": False,  # Secure session cookie even on plain-http requests
-    "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait percentile gauges
-    "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto are applied
-    "TRUST_FORWARDED_HOST": False,  # also apply X-Forwarded-Host from those hops
-    "LOG_FORMAT": "text",  # text or json
-}
 
 #: Every key the web app reads: the shared ones, then its own.
 DEFAULTS: dict[str, Any] = {**SHARED_DEFAULTS, **WEB_DEFAULTS}
@@ -78,8 +67,14 @@ def load_web_settings(config: Mapping[str, Any]) -> WebSettings:
     def integer(key: str, low: int, high: int) -> int:
         return int(parse_number(key, config.get(key, WEB_DEFAULTS[key]), low, integer=True, high=high))
 
+    secret_key = text("SECRET_KEY")
+    if secret_key and len(secret_key) < MIN_SECRET_KEY_CHARS and not config.get("TESTING"):
+        raise ConfigError(
+            f"LEASEHOLD_SECRET_KEY must be at least {MIN_SECRET_KEY_CHARS} characters, got "
+            f"{len(secret_key)} (python -c 'import secrets; print(secrets.token_hex(32))')"
+        )
     return WebSettings(
-        secret_key=text("SECRET_KEY"),
+        secret_key=secret_key,
         api_tokens=text("API_TOKENS"),
         users=text("USERS"),
         max_content_length=integer("MAX_CONTENT_LENGTH", 1, MAX_BODY_BYTES),

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 
 from leasehold.logs import gunicorn_logconfig
-from leasehold.settings import PREFIX, env_config, load_settings, parse_number
+from leasehold.settings import PREFIX, check_names, env_config, load_settings, parse_number
 from webapp.config import ConfigError, load_web_settings
 
 
@@ -44,9 +44,10 @@ def _int(name: str, default: int, low: int, high: int) -> int:
 
 
 def _check_app_settings() -> None:
-    """Stop with one line naming the variable if any LEASEHOLD_* setting is bad."""
+    """Stop with one line naming the variable if any LEASEHOLD_* setting is bad or unknown."""
     config = env_config()
     try:
+        check_names()
         load_settings(config)
         load_web_settings(config)
     except ConfigError as exc:

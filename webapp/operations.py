@@ -3,17 +3,21 @@ would change (the count at preview), shared by the API (``POST
 /api/operations`` without ``expected``) and the console's bulk panel.
 
 The work itself is ``store.bulk``'s: ``bulk.start`` records the operation and
-a worker's maintenance thread runs it in batches.
+a worker's maintenance thread runs it in batches (or, with no worker, the
+web app on each read of it: ``bulk.advance_unattended``). The preview is
+``store.bulk``'s too (the ``leasehold job`` command counts the same way).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+import socket
 
+from store import bulk
 from store.base import JobStore
-from store.bulk import ACTIONS
-from store.lifecycle import OPERATIONS, JobStatus
+from store.bulk import Preview, preview, statuses_of
+from store.models import BulkOperation
 
 #: Destructive actions over this many jobs ask the operator to type the count.
 CONFIRM_ABOVE = 1_000
@@ -26,18 +30,25 @@ OPERATION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,100}$")
 OPERATION_IN_TEXT = re.compile(r"\boperation ([A-Za-z0-9._~-]{1,100})")
 
 
-@dataclass(frozen=True, slots=True)
-class Preview:
-    """What an action on a filter would touch: ``eligible`` jobs whose status
-    allows it, ``matching`` every job passing the filter (both exact)."""
-
-    eligible: int
-    matching: int
+#: Seconds of batches one read of an unattended operation may run (well inside a request timeout).
+READ_BUDGET_S = 2.0
 
 
-def statuses_of(action: str) -> frozenset[JobStatus]:
-    """The statuses ``action`` (a key of ``store.bulk.ACTIONS``) applies to."""
-    return OPERATIONS[ACTIONS[action]].sources
+def advance(store: JobStore, operation: BulkOperation) -> BulkOperation:
+    """Run ``operation`` for up to READ_BUDGET_S seconds when no worker has
+    advanced it for ``bulk.PICKUP_S`` seconds (``bulk.advance_unattended``:
+    the same batches under the same lock, so with a worker each batch still
+    runs once); the operation as it now stands.
+
+    Called on each read of the operation (the API's GET, the console's page,
+    which polls itself every second), so it finishes without a worker. Work
+    done inside a request, not a background thread: any web process may
+    serve the read (gunicorn runs several, and restarts them), the lock
+    keeps the batches one at a time, and nothing is left running in a
+    process that is being recycled."""
+    return bulk.advance_unattended(
+        store, operation, f"web:{socket.gethostname()}:{os.getpid()}", budget_s=READ_BUDGET_S
+    )
 
 
 def needs_typed_count(action: str, count: int) -> bool:
@@ -45,21 +56,13 @@ def needs_typed_count(action: str, count: int) -> bool:
     return action in DESTRUCTIVE and count > CONFIRM_ABOVE
 
 
-def preview(
-    store: JobStore,
-    action: str,
-    status: JobStatus | None = None,
-    queue: str | None = None,
-    name: str | None = None,
-) -> Preview:
-    """Count the jobs ``action`` would change on the filter, and every job
-    passing it: exact, from the store's counters and indexes
-    (``store.count_jobs``), whatever the filter and the store's size."""
-    chosen = {status} if status else set(JobStatus)
-    if name:
-        counted = {s: store.count_jobs(s, queue=queue, name=name) for s in chosen}
-    else:  # one read of the counters for every status
-        source = store.counts().of(queue)
-        counted = {s: int(source.get(s.name, 0)) for s in chosen}
-    allowed = statuses_of(action)
-    return Preview(sum(n for s, n in counted.items() if s in allowed), sum(counted.values()))
+__all__ = [
+    "CONFIRM_ABOVE",
+    "DESTRUCTIVE",
+    "READ_BUDGET_S",
+    "Preview",
+    "advance",
+    "needs_typed_count",
+    "preview",
+    "statuses_of",
+]

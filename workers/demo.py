@@ -1,13 +1,16 @@
-"""``make demo``: the console, two worker processes and a real workload.
+"""``make demo`` and ``leasehold demo``: the console, two worker processes
+and a real workload, from a checkout or from an installed wheel alike.
 
-Starts, all on 127.0.0.1: gunicorn serving the console and API, a worker
+Starts, all on 127.0.0.1: gunicorn serving the console and API (with the
+packaged settings, ``webapp.gunicorn_conf``, and app, ``leasehold.wsgi``), a worker
 supervisor with two worker processes running ``workers.demo_handlers``, and
 enqueues one ``index-source`` job per ``.py`` file of this interpreter's
 standard library plus a few minute-long ``long-report`` jobs. Half a minute in
 it SIGKILLs the worker process holding a long job, so its leases expire and
 are visibly recovered while the supervisor starts a replacement. Ctrl-C stops
 everything: workers get one SIGTERM (running jobs' leases are released),
-gunicorn is stopped, and nothing is left running.
+gunicorn is stopped, and nothing is left running. When a process it started
+dies early (the port is taken, say), the demo says so and stops.
 
     .venv/bin/python -m workers.demo [--store URL] [--port 8000] [--limit N]
 """
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +38,12 @@ from store.base import JobStore
 from store.lifecycle import TERMINAL
 from store.models import JobSpec
 
+#: The folder holding the ``store``, ``workers`` and ``webapp`` packages (a checkout, or site-packages).
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 #: Seconds a graceful stop may take before stragglers are killed.
 STOP_TIMEOUT_S = 30.0
+#: Seconds gunicorn gets to answer before the demo gives up.
+WEB_START_TIMEOUT_S = 60.0
 
 
 def stdlib_files(limit: int | None = None) -> list[str]:
@@ -72,24 +78,46 @@ class Demo:
             LEASEHOLD_LEASE_TTL=str(self.lease_ttl_s),
             LEASEHOLD_RECOVERY_INTERVAL=str(self.recovery_interval_s),
             LEASEHOLD_RETRY_BASE="2",
-            PYTHONPATH=str(ROOT),
+            LEASEHOLD_WEB_ACCESSLOG="off",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         )
         return env
 
     def start(self) -> None:
         """Migrate (SQL stores), then start gunicorn and the worker supervisor."""
+        if self.store_url.startswith("sqlite:///"):  # the demo's own file: its folder made here
+            Path(self.store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         if is_sql(self.store_url):
             from store.sql import migrate
 
             migrate(self.store_url)
         env = self.env()
         common = {"env": env, "cwd": self.workdir, "start_new_session": True}
-        web = [str(BIN / "gunicorn"), "-c", str(ROOT / "gunicorn.conf.py"), "-w", "2"]
-        web += ["--bind", f"127.0.0.1:{self.port}", "wsgi:app"]
-        workers = [str(BIN / "flask"), "--app", "wsgi", "worker", "--processes", "2"]
+        web = [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "-w", "2"]
+        web += ["--bind", f"127.0.0.1:{self.port}", "leasehold.wsgi:app"]
+        workers = [sys.executable, "-m", "leasehold.cli", "worker", "--processes", "2"]
         workers += ["--queues", "default,reports:2", "--concurrency", "4"]
         self.procs["web"] = subprocess.Popen(web, **common)
         self.procs["workers"] = subprocess.Popen(workers, **common)
+
+    def died(self) -> str | None:
+        """The name of a started process that has exited, or None."""
+        return next((name for name, proc in self.procs.items() if proc.poll() is not None), None)
+
+    def wait_for_web(
+        self, cancelled: Callable[[], bool] = lambda: False, timeout_s: float = WEB_START_TIMEOUT_S
+    ) -> bool:
+        """True once the console answers ``/healthz``; False when a process
+        died, ``cancelled()`` turned true or time ran out."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.died() is None and not cancelled():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as answer:
+                    if answer.status == 200:
+                        return True
+            except OSError:
+                time.sleep(0.2)
+        return False
 
     def enqueue(self, store: JobStore, files: Sequence[str], long_jobs: int, long_s: float) -> None:
         """One index-source job per file (bulk), and ``long_jobs`` long reports."""
@@ -130,6 +158,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def absolute_sqlite(url: str) -> str:
+    """A relative SQLite URL made absolute (the demo's processes may run elsewhere)."""
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        return f"sqlite:///{Path(url.removeprefix('sqlite:///')).resolve()}"
+    return url
+
+
 def all_final(store: JobStore) -> bool:
     """True when no job is waiting or running."""
     by_status = store.counts().by_status
@@ -145,8 +180,10 @@ def run(
     kill_after_s: float = 30.0,
     until: Callable[[JobStore], bool] | None = None,
 ) -> int:
-    """Run the demo until Ctrl-C (or ``until(store)`` is true); returns 0."""
-    demo = Demo(store_url, port)
+    """Run the demo until Ctrl-C (or ``until(store)`` is true); returns 0, or
+    1 when one of its processes did not start or exited on its own."""
+    store_url = absolute_sqlite(store_url)
+    demo = Demo(store_url, port, workdir=Path.cwd())
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:
@@ -157,7 +194,14 @@ def run(
     signal.signal(signal.SIGTERM, on_signal)
     demo.start()
     store = open_store(store_url, StoreSettings(lease_ttl_s=demo.lease_ttl_s))
+    code = 0
     try:
+        if not demo.wait_for_web(lambda: stopping):
+            if stopping:
+                return 0
+            failed = demo.died() or "web"
+            print(f"\nLeasehold demo: the {failed} process did not start; stopping.", flush=True)
+            return 1
         demo.enqueue(store, files, long_jobs, long_s)
         print(f"\nLeasehold demo: http://127.0.0.1:{port}/  (store {store_url})", flush=True)
         print(f"  console login: operator / {demo.password}", flush=True)
@@ -168,6 +212,10 @@ def run(
         )
         started, killed = time.monotonic(), None
         while not stopping and not (until and until(store)):
+            if demo.died() is not None:
+                print(f"\n  the {demo.died()} process exited on its own; stopping.", flush=True)
+                code = 1
+                break
             if killed is None and time.monotonic() - started >= kill_after_s:
                 killed = demo.kill_a_worker(store)
                 if killed:
@@ -180,7 +228,7 @@ def run(
         counts = store.counts().by_status
         print("  " + ", ".join(f"{k} {v}" for k, v in counts.items()), flush=True)
         store.close()
-    return 0
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

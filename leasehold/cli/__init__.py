@@ -1,5 +1,6 @@
 """The ``leasehold`` command (DESIGN.md sections 7, 8): worker, enqueue, recover,
-stats, purge, periodic, queue, db upgrade, hash-password, web, demo. ``leasehold <command> --help``
+stats, purge, periodic, queue, job, db upgrade, hash-password, web, demo;
+``leasehold --version``. ``leasehold <command> --help``
 for each.
 
 A plain click group: it imports no Flask and builds no web app. Settings come
@@ -15,6 +16,7 @@ import click
 
 from leasehold.cli.admin import db_group, demo_command, hash_password_command, web_command
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
+from leasehold.cli.job import job_group
 from leasehold.cli.jobs import (
     enqueue_command,
     purge_command,
@@ -24,7 +26,7 @@ from leasehold.cli.jobs import (
 )
 from leasehold.cli.operate import periodic_group, queue_group
 from leasehold.logs import configure_logging, log_format_from_env
-from leasehold.settings import ConfigError
+from leasehold.settings import ConfigError, check_names
 
 #: Every command (``leasehold.cli.flask`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (
@@ -35,6 +37,7 @@ COMMANDS: tuple[click.Command, ...] = (
     purge_command,
     periodic_group,
     queue_group,
+    job_group,
     db_group,
     hash_password_command,
     web_command,
@@ -43,9 +46,12 @@ COMMANDS: tuple[click.Command, ...] = (
 
 
 def _log_format() -> None:
-    """LEASEHOLD_LOG_FORMAT=json: the commands' own records (warnings and up;
-    ``worker`` sets its level) are JSON lines too; text keeps Python's default."""
+    """Refuse an unknown LEASEHOLD_* variable before any command runs (a typo
+    is never ignored). LEASEHOLD_LOG_FORMAT=json: the commands' own records
+    (warnings and up; ``worker`` sets its level) are JSON lines too; text keeps
+    Python's default."""
     try:
+        check_names()
         log_format = log_format_from_env()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
@@ -53,11 +59,26 @@ def _log_format() -> None:
         configure_logging("WARNING", "json")
 
 
-leasehold = OneLineGroup(
-    "leasehold",
-    help="Leasehold job queue. Settings come from LEASEHOLD_* environment variables.",
-    commands={command.name: command for command in COMMANDS},
-    callback=_log_format,
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("leasehold")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "unknown (not installed)"
+
+
+leasehold = click.version_option(
+    version=_version(),
+    prog_name="leasehold",
+    message="%(prog)s %(version)s",
+)(
+    OneLineGroup(
+        "leasehold",
+        help="Leasehold job queue. Settings come from LEASEHOLD_* environment variables.",
+        commands={command.name: command for command in COMMANDS},
+        callback=_log_format,
+    )
 )
 
 

@@ -8,7 +8,6 @@ import sys
 import click
 
 from leasehold.cli.base import OneLineCommand, OneLineGroup, friendly_errors, runtime
-from leasehold.urls import is_sql
 
 #: gunicorn's settings (the project's config, inside the package) and the app it serves.
 GUNICORN_CONFIG = "python:webapp.gunicorn_conf"
@@ -21,22 +20,11 @@ db_group = OneLineGroup("db", help="Store schema.")
 @db_group.command("upgrade")
 @friendly_errors
 def db_upgrade_command() -> None:
-    """Create or upgrade the SQL schema (Redis keeps no schema)."""
-    url = runtime().settings().store_url
-    if not is_sql(url):
-        click.echo("this store keeps no schema; nothing to upgrade")
-        return
-    from sqlalchemy.exc import SQLAlchemyError
+    """Create or upgrade the store's schema; says what it did (SQL: the Alembic
+    revision; Redis: the key layout's version)."""
+    from leasehold.cli.schema import upgrade_store
 
-    from store.sql import migrate
-
-    try:
-        migrate(url)
-    except SQLAlchemyError as exc:
-        raise click.ClickException(
-            f"schema upgrade failed: {' '.join(str(exc.orig or exc).split())}"
-        ) from None
-    click.echo("schema is up to date")
+    click.echo(upgrade_store(runtime().settings().store_url))
 
 
 # ----------------------------------------------------------------- hash-password
@@ -47,7 +35,8 @@ def hash_password_command(password: str | None) -> None:
     from werkzeug.security import generate_password_hash
 
     if password is None:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        # The prompts go to stderr, so $(leasehold hash-password) captures the hash alone.
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
     if not password:
         raise click.BadParameter("must not be empty", param_hint="--password")
     click.echo(generate_password_hash(password))
@@ -66,7 +55,8 @@ def web_command(gunicorn_args: tuple[str, ...]) -> None:
     Uses the project's gunicorn settings (LEASEHOLD_WEB_BIND, LEASEHOLD_WEB_WORKERS, ...;
     default 127.0.0.1:8000); extra arguments go to gunicorn, e.g. ``leasehold web --bind 0.0.0.0:8000``.
     The configuration is checked here first, so a bad value is one line, not a boot loop."""
-    from store.errors import ValidationError
+    from store.errors import StoreUnavailable, ValidationError
+    from store.schema_version import SchemaMismatch, check_schema
     from webapp import create_app
     from webapp.config import ConfigError
 
@@ -74,7 +64,14 @@ def web_command(gunicorn_args: tuple[str, ...]) -> None:
         app = create_app()
     except (ConfigError, ValidationError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from None
-    app.extensions["leasehold"].close()
+    try:
+        check_schema(app.extensions["leasehold"], app.extensions["leasehold.settings"].store_url)
+    except SchemaMismatch as exc:
+        raise click.ClickException(str(exc)) from None
+    except StoreUnavailable:
+        pass  # served anyway: the app answers 503 until the store is back
+    finally:
+        app.extensions["leasehold"].close()
     argv = [sys.executable, "-m", "gunicorn", "-c", GUNICORN_CONFIG, *gunicorn_args, WSGI_APP]
     sys.stdout.flush()
     sys.stderr.flush()
@@ -83,14 +80,28 @@ def web_command(gunicorn_args: tuple[str, ...]) -> None:
 
 # ------------------------------------------------------------------------ demo
 @click.command("demo", cls=OneLineCommand)
+@click.option(
+    "--store",
+    "store_url",
+    default=None,
+    help="Store URL [a SQLite file in a temporary folder, removed at the end].",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Index only the first N files.")
 @click.option("--kill-after", type=click.FloatRange(min=0), default=30.0, show_default=True)
 @friendly_errors
-def demo_command(port: int, limit: int | None, kill_after: float) -> None:
-    """Run the demo on this store, from a checkout (``make demo`` does the set-up first)."""
+def demo_command(store_url: str | None, port: int, limit: int | None, kill_after: float) -> None:
+    """Run the demo: the console on 127.0.0.1:PORT, two worker processes and a
+    workload (the standard library indexed, a worker killed and its jobs
+    recovered), on a store of its own. Ctrl-C stops everything."""
+    import tempfile
+
     from workers import demo
 
-    url = runtime().settings().store_url
-    args = ["--store", url, "--port", str(port), "--kill-after", str(kill_after)]
-    raise SystemExit(demo.main([*args, *(["--limit", str(limit)] if limit else [])]))
+    args = ["--port", str(port), "--kill-after", str(kill_after)]
+    args += ["--limit", str(limit)] if limit else []
+    if store_url is not None:
+        raise SystemExit(demo.main(["--store", store_url, *args]))
+    with tempfile.TemporaryDirectory(prefix="leasehold-demo-") as folder:
+        code = demo.main(["--store", f"sqlite:///{folder}/demo.db", *args])
+    raise SystemExit(code)

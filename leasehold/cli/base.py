@@ -20,6 +20,7 @@ from store import open_store
 from store.base import JobStore
 from store.errors import StoreError
 from store.recovery import RecoveryBusy
+from store.schema_version import check_schema
 from workers.handlers import HandlerError
 
 #: Key of the command's Runtime in ``click.Context.meta`` (shared by a whole command line).
@@ -104,10 +105,17 @@ class Runtime:
         return self._settings
 
     def store(self) -> JobStore:
-        """Raises ConfigError or the store's ValidationError for a bad URL."""
+        """Raises ConfigError or the store's ValidationError for a bad URL,
+        SchemaMismatch when the store lacks this release's schema."""
         if self._store is None:
             settings = self.settings()
-            self._store = open_store(settings.store_url, settings.store_settings())
+            store = open_store(settings.store_url, settings.store_settings())
+            try:
+                check_schema(store, settings.store_url)
+            except BaseException:
+                store.close()
+                raise
+            self._store = store
         return self._store
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ from flask.cli import with_appcontext
 from leasehold import cli
 from leasehold.settings import Settings
 from store.base import JobStore
+from store.schema_version import check_schema
 from webapp import create_app
 
 
@@ -34,7 +35,12 @@ class AppRuntime(cli.Runtime):
         return self.app.extensions["leasehold.settings"]
 
     def store(self) -> JobStore:
-        return self.app.extensions["leasehold"]
+        """The app's store; raises SchemaMismatch when it lacks this release's schema."""
+        store = self.app.extensions["leasehold"]
+        if not self.app.extensions.get("leasehold.schema_checked"):
+            check_schema(store, self.settings().store_url)
+            self.app.extensions["leasehold.schema_checked"] = True
+        return store
 
     def close(self) -> None:
         pass

@@ -113,6 +113,8 @@ def worker_command(
     if not load_handlers(settings.handlers):
         raise click.UsageError("no handlers are registered: name their modules in LEASEHOLD_HANDLERS")
     check_declared()  # a bad periodic job stops the worker here, on one line
+    runtime().store()  # a store without this release's schema stops it here, on one line
+    runtime().close()  # the worker (or each of its processes) opens its own
     config = WorkerConfig(
         store_url=settings.store_url,
         queues=tuple(queues),
@@ -211,6 +213,11 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
     default=None,
     help="Key of a unique job [with --unique-for alone: the name and the payload].",
 )
+@click.option(
+    "--idempotency-key",
+    default=None,
+    help="Enqueue at most once with this key: again, print the job it made.",
+)
 @friendly_errors
 def enqueue_command(
     name: str,
@@ -222,9 +229,11 @@ def enqueue_command(
     priority: int,
     unique_for: float | None,
     unique_key: str | None,
+    idempotency_key: str | None,
 ) -> None:
     """Enqueue a job; prints its id alone on stdout (a unique job's existing
-    holder of the key when there is one)."""
+    holder of the key, or the job of an idempotency key already used, when
+    there is one: then ``existing job`` is said on stderr)."""
     load_handlers(runtime().settings().handlers)
     spec = get_handler(name)
     options = {
@@ -235,12 +244,15 @@ def enqueue_command(
         "priority": priority,
         "unique_for": unique_for,
         "unique_key": unique_key,
+        "idempotency_key": idempotency_key,
     }
     if spec is not None:
         job_spec = spec.job_spec(payload, **options)
     else:
         job_spec = JobSpec(name, payload, **{k: v for k, v in options.items() if v is not None})
-    job, _ = runtime().store().enqueue_idempotent(job_spec)
+    job, created = runtime().store().enqueue_idempotent(job_spec)
+    if not created:
+        click.echo(f"existing job {job.id} ({job.status.name})", err=True)
     click.echo(job.id)
 
 
@@ -249,17 +261,21 @@ def enqueue_command(
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @friendly_errors
 def stats_command(as_json: bool) -> None:
-    """Job counts by status and by queue."""
-    counts = runtime().store().counts()
+    """Job counts by status and by queue; a paused queue is marked ``(paused)``
+    (``paused`` lists them with --json)."""
+    store = runtime().store()
+    counts = store.counts()
+    paused = sorted(q.name for q in store.queue_states() if q.paused)
     if as_json:
-        click.echo(json.dumps(counts.to_json()))
+        click.echo(json.dumps({**counts.to_json(), "paused": paused}))
         return
     names = [s.name for s in JobStatus]
-    width = max([5, *(len(q) for q in counts.by_queue)])
+    label = {q: f"{q} (paused)" if q in paused else q for q in {*counts.by_queue, *paused}}
+    width = max([5, *(len(v) for v in label.values())])
     click.echo(f"{'queue':<{width}}  " + "  ".join(f"{n:>10}" for n in names))
-    for queue in sorted(counts.by_queue):
-        row = counts.by_queue[queue]
-        click.echo(f"{queue:<{width}}  " + "  ".join(f"{row.get(n, 0):>10}" for n in names))
+    for queue in sorted(label):
+        row = counts.by_queue.get(queue, {})
+        click.echo(f"{label[queue]:<{width}}  " + "  ".join(f"{row.get(n, 0):>10}" for n in names))
     click.echo(f"{'total':<{width}}  " + "  ".join(f"{counts.by_status.get(n, 0):>10}" for n in names))
 
 

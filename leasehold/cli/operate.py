@@ -35,7 +35,7 @@ def _row(schedule: Schedule, now: float) -> dict[str, Any]:
     """One schedule as ``periodic list`` shows it (and prints with --json)."""
     try:
         tz = ZoneInfo(schedule.timezone)
-        after = next_tick(schedule.cron, tz, now)
+        after = next_tick(schedule.cron, tz, now) if schedule.enabled else None  # disabled: no next run
     except Exception:  # a stored schedule no worker can read: show it, do not fail the listing
         tz, after = None, None
     last_job, last_status = schedule.last_job_id, None
@@ -137,7 +137,44 @@ def periodic_run(name: str) -> None:
 
 
 # --------------------------------------------------------------------- queue
-queue_group = OneLineGroup("queue", help="Pause or resume a queue.")
+queue_group = OneLineGroup("queue", help="List queues; pause or resume one.")
+
+
+@queue_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the queues as JSON.")
+@friendly_errors
+def queue_list(as_json: bool) -> None:
+    """Every queue with jobs or a pause state: paused or not, counts by status."""
+    from store.lifecycle import JobStatus
+
+    store = runtime().store()
+    by_queue = store.counts().by_queue
+    states = {q.name: q for q in store.queue_states()}
+    rows = []
+    for name in sorted(set(by_queue) | set(states)):
+        state = states.get(name)
+        counts = {s.name: by_queue.get(name, {}).get(s.name, 0) for s in JobStatus}
+        rows.append(
+            {
+                "name": name,
+                "paused": bool(state and state.paused),
+                "changed_by": state.changed_by if state else None,
+                "counts": counts,
+            }
+        )
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    if not rows:
+        click.echo("no queues")
+        return
+    width = max(5, *(len(r["name"]) for r in rows))
+    names = [s.name for s in JobStatus]
+    click.echo(f"{'queue':<{width}}  {'state':<7}  " + "  ".join(f"{n:>10}" for n in names))
+    for r in rows:
+        state = "paused" if r["paused"] else "active"
+        counts = "  ".join(f"{r['counts'][n]:>10}" for n in names)
+        click.echo(f"{r['name']:<{width}}  {state:<7}  {counts}")
 
 
 @queue_group.command("pause")

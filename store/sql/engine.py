@@ -174,8 +174,9 @@ def make_engines(
 ) -> Engines:
     """The ``Engines`` of a SQLAlchemy URL.
 
-    For SQLite the file's folder is created; the two engines differ in how
-    they begin transactions. For PostgreSQL they are three pools of up to
+    For SQLite the file's folder must exist (a mistyped path is refused,
+    not created); the two engines differ in how they begin transactions.
+    For PostgreSQL they are three pools of up to
     ``2 * pool_size`` connections each (a pool opens connections only when
     used), the read and single engines' in autocommit (each statement its own
     transaction: under READ COMMITTED a read sees what a transaction would),
@@ -184,14 +185,20 @@ def make_engines(
     read engine's sessions run with ``statement_timeout`` =
     ``statement_timeout_s`` (None: ``pg_statement_timeout_s()``).
     Raises ValidationError for a URL that is neither SQLite nor PostgreSQL,
-    or for a bad schema name or timeout.
+    for a missing SQLite folder, or for a bad schema name or timeout.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database in (None, "", ":memory:"):
             raise ValidationError("store_url", "SQLite needs a file path (sqlite:///path.db)")
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(parsed.database).parent
+        if not folder.is_dir():
+            raise ValidationError(
+                "store_url",
+                f"the folder of the SQLite file, {folder.resolve()}, does not exist (create it, or fix the "
+                "path)",
+            )
         write = _sqlite_engine(url, True)
         return Engines(write, _sqlite_engine(url, False), "sqlite", write)
     if backend == "postgresql":

@@ -27,10 +27,9 @@ from sqlalchemy.engine import Connection, Inspector
 
 from store.errors import ValidationError
 from store.sql.engine import PG_SCHEMA_ENV, make_engines
+from store.sql.revision import VERSION_TABLE
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-#: Where Alembic keeps Leasehold's revision.
-VERSION_TABLE = "leasehold_alembic_version"
 #: Where releases up to 0001 kept it (Alembic's default name).
 LEGACY_VERSION_TABLE = "alembic_version"
 #: Leasehold revisions ever kept in LEGACY_VERSION_TABLE.

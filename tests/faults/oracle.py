@@ -194,7 +194,7 @@ def scrape_metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], fl
         {
             "STORE_URL": url,
             "API_TOKENS": f"{METRICS_TOKEN}:viewer",
-            "SECRET_KEY": "faults-metrics-secret",
+            "SECRET_KEY": "faults-metrics-secret-0123456789abcdef0123456789",
             "TESTING": True,
         }
     )

@@ -112,17 +112,18 @@ def test_the_wheel_carries_lua_migrations_templates_static_and_htmx(installed: I
         "webapp/static/vendor/htmx.min.js",
         "webapp/gunicorn_conf.py",
         "leasehold/wsgi.py",
+        "workers/demo.py",
+        "workers/demo_handlers.py",
     ):
         assert name in names, name
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
 
 
 def test_db_upgrade_enqueue_worker_stats_from_an_empty_folder(installed: Installed) -> None:
+    (installed.root / "data").mkdir()
     url = f"sqlite:///{installed.root / 'data' / 'jobs.db'}"
-    assert (
-        installed.run("leasehold", "db", "upgrade", LEASEHOLD_STORE_URL=url).stdout
-        == "schema is up to date\n"
-    )
+    upgraded = installed.run("leasehold", "db", "upgrade", LEASEHOLD_STORE_URL=url).stdout
+    assert upgraded.startswith("created the schema at revision ")
     enqueued = installed.run(
         "leasehold", "enqueue", "add", "--payload", '{"a": 2, "b": 3}', LEASEHOLD_STORE_URL=url
     )
@@ -143,6 +144,7 @@ def test_db_upgrade_enqueue_worker_stats_from_an_empty_folder(installed: Install
 
 
 def test_the_installed_app_reads_nothing_from_the_checkout(installed: Installed) -> None:
+    (installed.root / "probe").mkdir()
     url = f"sqlite:///{installed.root / 'probe' / 'jobs.db'}"
     probe = (
         "import json, webapp, store, workers\n"
@@ -169,6 +171,7 @@ def test_leasehold_web_serves_with_the_packaged_gunicorn_config(installed: Insta
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    (installed.root / "web").mkdir()
     url = f"sqlite:///{installed.root / 'web' / 'jobs.db'}"
     assert installed.run("leasehold", "db", "upgrade", LEASEHOLD_STORE_URL=url).returncode == 0
     missing = installed.run("leasehold", "web", LEASEHOLD_STORE_URL=url)
@@ -177,7 +180,9 @@ def test_leasehold_web_serves_with_the_packaged_gunicorn_config(installed: Insta
         [str(installed.bin / "leasehold"), "web", "--bind", f"127.0.0.1:{port}"],
         cwd=installed.empty,
         env=installed.env(
-            LEASEHOLD_STORE_URL=url, LEASEHOLD_SECRET_KEY="wheel-test-secret", LEASEHOLD_WEB_WORKERS="1"
+            LEASEHOLD_STORE_URL=url,
+            LEASEHOLD_SECRET_KEY="wheel-test-secret-0123456789abcdef0123456789",
+            LEASEHOLD_WEB_WORKERS="1",
         ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -200,3 +205,97 @@ def test_leasehold_web_serves_with_the_packaged_gunicorn_config(installed: Insta
             proc.kill()
             proc.wait(10)
         proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_version(installed: Installed) -> None:
+    done = installed.run("leasehold", "--version")
+    assert (done.returncode, done.stdout) == (0, "leasehold 0.1.0\n")
+
+
+def test_a_misspelled_setting_stops_with_the_closest_match(installed: Installed) -> None:
+    for args in (["stats"], ["worker", "--burst"], ["web"]):
+        done = installed.run("leasehold", *args, LEASEHOLD_STORE_ULR="redis://127.0.0.1:6379/0")
+        assert done.returncode == 1, done.stdout
+        assert done.stderr.splitlines() == [
+            "Error: unknown setting LEASEHOLD_STORE_ULR (did you mean LEASEHOLD_STORE_URL?)"
+        ], args
+    assert list(installed.empty.iterdir()) == []  # no default SQLite file made
+
+
+def test_a_missing_schema_and_folder_are_named(installed: Installed) -> None:
+    (installed.root / "noschema").mkdir()
+    url = f"sqlite:///{installed.root / 'noschema' / 'jobs.db'}"
+    for args in (["stats"], ["enqueue", "add"], ["queue", "list"]):
+        done = installed.run("leasehold", *args, LEASEHOLD_STORE_URL=url)
+        assert (done.returncode, done.stderr) == (
+            1,
+            f"Error: {url} has no Leasehold schema: run leasehold db upgrade\n",
+        )
+    missing = installed.root / "nonexistent" / "dir"
+    done = installed.run("leasehold", "db", "upgrade", LEASEHOLD_STORE_URL=f"sqlite:///{missing}/x.db")
+    assert done.returncode == 1 and "does not exist" in done.stderr
+    assert not missing.parent.exists()
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_leasehold_demo_runs_from_an_empty_folder_and_stops_on_ctrl_c(installed: Installed) -> None:
+    import signal
+    import socket
+    import uuid
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    marker = f"demo-{uuid.uuid4().hex}"
+    proc = subprocess.Popen(
+        [
+            str(installed.bin / "leasehold"),
+            "demo",
+            "--port",
+            str(port),
+            "--limit",
+            "20",
+            "--kill-after",
+            "600",
+        ],
+        cwd=installed.empty,
+        env=installed.env(LEASEHOLD_TEST_PROC_MARKER=marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline, status = time.monotonic() + 90, None
+        while status is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5) as answer:
+                    status = answer.status
+            except OSError:
+                time.sleep(0.3)
+        assert status == 200, proc.poll()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out[-3000:]
+    assert "Leasehold demo: http://127.0.0.1:" in out and "Stopping" in out
+    deadline = time.monotonic() + 10
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_with(marker) == []
+    assert list(installed.empty.iterdir()) == []

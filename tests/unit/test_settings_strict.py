@@ -76,12 +76,12 @@ def test_the_store_checks_its_connect_timeout_too() -> None:
 
 
 def test_an_all_digit_secret_key_stays_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LEASEHOLD_SECRET_KEY", "12345678901234567890")
+    monkeypatch.setenv("LEASEHOLD_SECRET_KEY", "12345678901234567890123456789012")
     monkeypatch.setenv("LEASEHOLD_MAX_CONTENT_LENGTH", "2048")
     monkeypatch.setenv("LEASEHOLD_SECURE_COOKIES", "yes")
     app = create_app({"STORE_URL": f"sqlite:///{tmp_path}/jobs.db"})
     try:
-        assert app.secret_key == "12345678901234567890"
+        assert app.secret_key == "12345678901234567890123456789012"
         assert app.config["MAX_CONTENT_LENGTH"] == 2048
         assert app.config["SESSION_COOKIE_SECURE"] is True
     finally:

@@ -28,7 +28,7 @@ def api_app_for(handle: StoreHandle, **overrides: Any) -> Flask:
         {
             "STORE_URL": handle.url,
             "API_TOKENS": API_TOKENS,
-            "SECRET_KEY": "api-tests-secret",
+            "SECRET_KEY": "api-tests-secret-0123456789abcdef0123456789",
             "TESTING": True,
             **overrides,
         }

@@ -34,7 +34,7 @@ def console_app_for(handle: StoreHandle, **overrides: Any) -> Flask:
         {
             "STORE_URL": handle.url,
             "TESTING": True,
-            "SECRET_KEY": "console-tests-secret",
+            "SECRET_KEY": "console-tests-secret-0123456789abcdef0123456789",
             "USERS": USERS,
             "LEASE_TTL": handle.store.settings.lease_ttl_s,
             **overrides,

@@ -56,7 +56,7 @@ class Gunicorn:
             "PYTHONPATH": str(REPO),
             "LEASEHOLD_STORE_URL": store_url,
             "LEASEHOLD_API_TOKENS": TOKENS,
-            "LEASEHOLD_SECRET_KEY": "gunicorn-test-secret",
+            "LEASEHOLD_SECRET_KEY": "gunicorn-test-secret-0123456789abcdef0123456789",
             "LEASEHOLD_WEB_BIND": f"127.0.0.1:{self.port}",
             "LEASEHOLD_WEB_WORKERS": str(workers),
             "LEASEHOLD_WEB_THREADS": str(threads),

@@ -184,7 +184,7 @@ def test_async_endpoint_round_trip_with_a_real_worker(orders_app: Flask, handle:
         "LEASEHOLD_STORE_URL": handle.url,
         "LEASEHOLD_HANDLERS": "tests.web.api_handlers",
         "LEASEHOLD_API_TOKENS": API_TOKENS,
-        "LEASEHOLD_SECRET_KEY": "api-tests-secret",
+        "LEASEHOLD_SECRET_KEY": "api-tests-secret-0123456789abcdef0123456789",
         "PYTHONPATH": str(REPO),
     }
     worker = subprocess.run(

@@ -39,7 +39,7 @@ WORKER_ENV = {
     "LEASEHOLD_RETRY_BASE": "0.05",
     "LEASEHOLD_RETRY_MAX_DELAY": "1",
     "LEASEHOLD_CONCURRENCY": "2",
-    "LEASEHOLD_SECRET_KEY": "worker-tests-secret",
+    "LEASEHOLD_SECRET_KEY": "worker-tests-secret-0123456789abcdef0123456789",
 }
 
 

@@ -25,7 +25,7 @@ def make_cli(store_url: str) -> tuple[Invoke, Callable[[], None]]:
         {
             "STORE_URL": store_url,
             "HANDLERS": "tests.handlers",
-            "SECRET_KEY": "cli-tests",
+            "SECRET_KEY": "cli-tests-0123456789abcdef0123456789",
             "RECOVERY_LOCK_TTL": 5,
             "RECOVERY_INTERVAL": 0.2,
             "RETRY_BASE": 0.05,
@@ -111,7 +111,7 @@ def test_stats_json_and_table(handle: StoreHandle, cli: Invoke) -> None:
     handle.store.enqueue("noop", queue="a")
     handle.store.enqueue("noop", queue="b", delay_s=60)
     data = json.loads(cli("stats", "--json").stdout)
-    assert set(data) == {"counts", "queues"}
+    assert set(data) == {"counts", "queues", "paused"} and data["paused"] == []
     names = {"Queued", "Scheduled", "InProgress", "Completed", "Failed", "Canceled"}
     assert set(data["counts"]) == names
     assert data["counts"]["Queued"] == 1 and data["counts"]["Scheduled"] == 1
@@ -162,13 +162,14 @@ def test_hash_password_prints_a_verifiable_hash(plain_cli: Invoke) -> None:
 
 
 def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'fresh' / 'jobs.db'}"
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
     invoke, close = make_cli(url)
     try:
         result = invoke("db", "upgrade")
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == "schema is up to date"
-        assert invoke("db", "upgrade").exit_code == 0  # idempotent
+        assert result.stdout.strip().startswith("created the schema at revision ")
+        again = invoke("db", "upgrade")  # idempotent
+        assert again.exit_code == 0 and again.stdout.strip().startswith("the schema is already at revision")
     finally:
         close()
     with open_store(url) as store:

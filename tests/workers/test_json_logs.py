@@ -11,7 +11,7 @@ from pathlib import Path
 from leasehold.logs import formatter, gunicorn_logconfig
 from tests.workers.test_leasehold_cli import one_line, run
 
-SECRET = "s3cret-console-key-never-logged"
+SECRET = "s3cret-console-key-never-logged-0123"
 
 
 def test_worker_logs_json_lines_with_job_fields(tmp_path: Path) -> None:

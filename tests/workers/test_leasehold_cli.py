@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 from leasehold.cli import leasehold
 from store.lifecycle import JobStatus
+from store.sql.revision import head_revision
 from tests.backends import StoreHandle
 from tests.store.helpers import job_in
 from tests.workers.procs import REPO
@@ -123,7 +124,7 @@ def test_flask_runs_the_same_purge(handle: StoreHandle) -> None:
 # ------------------------------------------------------------ real processes
 def test_real_process_db_upgrade_enqueue_stats_need_no_secret(tmp_path: Path) -> None:
     env = {"LEASEHOLD_STORE_URL": f"sqlite:///{tmp_path / 'jobs.db'}"}
-    assert run("db", "upgrade", **env).stdout == "schema is up to date\n"
+    assert run("db", "upgrade", **env).stdout == f"created the schema at revision {head_revision()}\n"
     job_id = run("enqueue", "noop", **env).stdout.strip()
     assert len(job_id) == 36
     assert json.loads(run("stats", "--json", **env).stdout)["counts"]["Queued"] == 1

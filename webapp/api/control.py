@@ -24,6 +24,8 @@ from webapp.api.common import context_of, json_response
 from webapp.api.enqueue import IDEMPOTENCY_HEADER
 from webapp.api.errors import APIError
 from webapp.api.schemas_operating import (
+    MAX_OPERATIONS_LISTED,
+    ListOperationsQuery,
     OperationRequest,
 )
 from webapp.api.state import job_store
@@ -54,7 +56,8 @@ def create_operation() -> Response:
     worker's maintenance thread runs it in bounded batches. `expected` is the
     count the caller previewed (counted now when omitted). With an
     `Idempotency-Key` (the operation's id) already used for the same action
-    and filter, 200 with that operation; for another, 409."""
+    and filter, 200 with that operation; for another, 409. With no worker
+    running, reading the operation (`GET /api/operations/<id>`) runs it."""
     body: OperationRequest = context_of("json", OperationRequest)
     if body.action not in BULK_ACTIONS:
         raise APIError(422, f"action: must be one of {', '.join(BULK_ACTIONS)}", "action")
@@ -84,11 +87,27 @@ def create_operation() -> Response:
 
 def get_operation(operation_id: str) -> dict[str, Any]:
     """A bulk operation: its filter, count at preview, state, changed and
-    skipped jobs and progress (0.0 to 1.0). 404 for an unknown id."""
-    operation = job_store().get_operation(operation_id)
+    skipped jobs and progress (0.0 to 1.0; 1.0 once done). One no worker has
+    advanced for a few seconds is run by this request for up to 2 s first
+    (the same batches under the same lock), so polling it finishes it
+    without a worker. 404 for an unknown id."""
+    store = job_store()
+    operation = store.get_operation(operation_id)
     if operation is None:
         raise APIError(404, f"no operation {operation_id!r}")
-    return operation.to_json()
+    return operations.advance(store, operation).to_json()
+
+
+def list_operations() -> dict[str, Any]:
+    """Bulk operations, newest first, `limit` a page; `next_cursor` (null on
+    the last page) goes back as `?cursor=` for the next. Pages reach back
+    MAX_OPERATIONS_LISTED operations."""
+    q: ListOperationsQuery = context_of("query", ListOperationsQuery)
+    offset = int(q.cursor or 0)
+    found = job_store().operations(limit=min(offset + q.limit + 1, MAX_OPERATIONS_LISTED + 1))
+    page = found[offset : offset + q.limit]
+    more = len(found) > offset + q.limit and offset + q.limit < MAX_OPERATIONS_LISTED
+    return {"items": [o.to_json() for o in page], "next_cursor": str(offset + q.limit) if more else None}
 
 
 # ---------------------------------------------------------------- workers

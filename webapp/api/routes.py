@@ -50,7 +50,9 @@ from webapp.api.schemas import (
     WorkerList,
 )
 from webapp.api.schemas_operating import (
+    ListOperationsQuery,
     OperationOut,
+    OperationPage,
     OperationRequest,
     PurgeOut,
     PurgeQuery,
@@ -362,6 +364,13 @@ ROUTES: tuple[Route, ...] = (
         ("POST",),
         json=OperationRequest,
         responses={"HTTP_202": OperationOut, "HTTP_200": OperationOut, **_ACT, **_BODY},
+        tags=_OPERATIONS,
+    ),
+    Route(
+        "/api/operations",
+        control.list_operations,
+        query=ListOperationsQuery,
+        responses={"HTTP_200": OperationPage, **_READ},
         tags=_OPERATIONS,
     ),
     Route(

@@ -134,6 +134,19 @@ class OperationRequest(_Body):
     )
 
 
+#: How far back GET /api/operations pages (operations, newest first).
+MAX_OPERATIONS_LISTED = 1000
+
+
+class ListOperationsQuery(_Query):
+    """Paging of GET /api/operations (newest first)."""
+
+    limit: int = Field(50, ge=1, le=200)
+    cursor: str | None = Field(
+        None, pattern=r"^[0-9]{1,4}$", description="next_cursor of the page before; omit for the first"
+    )
+
+
 class OperationOut(BaseModel):
     id: str
     action: str
@@ -147,6 +160,11 @@ class OperationOut(BaseModel):
     error: str | None
     created_at: DateTime | None
     updated_at: DateTime | None
+
+
+class OperationPage(BaseModel):
+    items: list[OperationOut]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
 class AttemptOut(BaseModel):

@@ -3,7 +3,7 @@
 LEASEHOLD_USERS is ``name:password-hash:role,...``. A werkzeug hash contains
 colons itself (``scrypt:32768:8:1$salt$hex``), so an entry is split at its
 first and last colon. Roles: ``viewer`` (reads) and ``operator`` (reads and
-acts). Hashes are made with ``flask --app wsgi hash-password``.
+acts). Hashes are made with ``leasehold hash-password``.
 
 The session (Flask's signed cookie) holds the user's name, a fingerprint of
 their password hash (changing the password ends their sessions) and the login

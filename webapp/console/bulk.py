@@ -112,14 +112,17 @@ def display_fraction(operation: BulkOperation) -> float:
     changed + skipped can pass the count at preview before the end)."""
     if operation.finished:
         return 1.0
-    return min(0.99, float(operation.to_json()["progress"]))
+    return min(0.99, operation.progress)
 
 
 def operation_context(operation_id: str) -> dict[str, Any]:
+    """The operation's page; one no worker has picked up is run here for a
+    moment first (``operations.advance``: the page polls itself every
+    second, so it finishes without a worker)."""
     operation = store().get_operation(operation_id)
     if operation is None:
         abort(404, f"No bulk operation has id {operation_id}.")
-    return operation_context_of(operation)
+    return operation_context_of(operations.advance(store(), operation))
 
 
 def operation_context_of(operation: BulkOperation) -> dict[str, Any]:

@@ -1,0 +1,133 @@
+"""A missing or old schema is named in one line by every command and at web
+start, on every store; ``db upgrade`` says what it did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from leasehold.cli import leasehold
+from store import open_store
+from store.redis.layout import LAYOUT_VERSION
+from store.sql import migrate
+from store.sql.revision import head_revision
+from tests.backends import REDIS_URL, delete_redis_prefix, empty_pg_database, redis_url_with_prefix
+from tests.workers.procs import REPO
+
+HINT = "run leasehold db upgrade"
+COMMANDS = [
+    ["stats"],
+    ["enqueue", "noop"],
+    ["worker", "--burst"],
+    ["periodic", "list"],
+    ["queue", "pause", "q"],
+    ["purge"],
+    ["recover"],
+]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_sql(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'jobs.db'}"
+        return
+    url, drop = empty_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[tuple[str, str]]:
+    url, prefix = redis_url_with_prefix()
+    try:
+        yield url, prefix
+    finally:
+        delete_redis_prefix(url, prefix)
+
+
+def invoke(url: str, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    for name in [n for n in os.environ if n.startswith("LEASEHOLD_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LEASEHOLD_STORE_URL", url)
+    monkeypatch.setenv("LEASEHOLD_HANDLERS", "tests.handlers")
+    result = CliRunner().invoke(leasehold, list(args), prog_name="leasehold")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def web_start(url: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEASEHOLD_")}
+    env.update(PYTHONPATH=str(REPO), LEASEHOLD_STORE_URL=url, LEASEHOLD_SECRET_KEY="s" * 32)
+    return subprocess.run(
+        [sys.executable, "-c", "import leasehold.wsgi"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_every_command_and_the_web_name_a_missing_sql_schema(
+    empty_sql: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    line = f"Error: {empty_sql} has no Leasehold schema: {HINT}"
+    for args in COMMANDS:
+        code, out, err = invoke(empty_sql, *args, monkeypatch=monkeypatch)
+        assert (code, out, err.strip().splitlines()) == (1, "", [line]), args
+    web = web_start(empty_sql)
+    assert (web.returncode, web.stderr.strip().splitlines()) == (1, [line])
+    code, out, _ = invoke(empty_sql, "db", "upgrade", monkeypatch=monkeypatch)
+    assert (code, out) == (0, f"created the schema at revision {head_revision()}\n")
+    code, out, _ = invoke(empty_sql, "db", "upgrade", monkeypatch=monkeypatch)
+    assert (code, out) == (0, f"the schema is already at revision {head_revision()}\n")
+    assert invoke(empty_sql, "stats", monkeypatch=monkeypatch)[0] == 0
+
+
+def test_an_old_sql_revision_is_named_and_upgraded(empty_sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    head = head_revision()
+    old = f"{int(head) - 1:04d}"
+    migrate(empty_sql, old)
+    code, _, err = invoke(empty_sql, "stats", monkeypatch=monkeypatch)
+    assert (code, err) == (1, f"Error: {empty_sql} has revision {old}, expected {head}: {HINT}\n")
+    code, out, _ = invoke(empty_sql, "db", "upgrade", monkeypatch=monkeypatch)
+    assert (code, out) == (0, f"upgraded the schema from revision {old} to {head}\n")
+
+
+def test_redis_names_a_layout_of_another_version(
+    redis_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, prefix = redis_prefix
+    code, out, _ = invoke(url, "db", "upgrade", monkeypatch=monkeypatch)
+    assert (code, out) == (0, f"created the key layout at version {LAYOUT_VERSION}\n")
+    code, out, _ = invoke(url, "db", "upgrade", monkeypatch=monkeypatch)
+    assert (code, out) == (0, f"the key layout is already at version {LAYOUT_VERSION}\n")
+    client = redis.Redis.from_url(REDIS_URL.split("?", 1)[0])
+    client.set(f"{{{prefix}}}:layout", "0")
+    line = f"Error: {url} has revision 0, expected {LAYOUT_VERSION}: {HINT}"
+    for args in COMMANDS:
+        code, out, err = invoke(url, *args, monkeypatch=monkeypatch)
+        assert (code, out, err.strip().splitlines()) == (1, "", [line]), args
+    web = web_start(url)
+    assert (web.returncode, web.stderr.strip().splitlines()) == (1, [line])
+    code, _, err = invoke(url, "db", "upgrade", monkeypatch=monkeypatch)
+    assert code == 1 and "has key layout version 0" in err
+    client.close()
+
+
+def test_a_fresh_redis_deployment_needs_no_upgrade(redis_prefix: tuple[str, str]) -> None:
+    """Redis has no DDL: the first check writes the current layout's version."""
+    url, _ = redis_prefix
+    from store.schema_version import check_schema
+
+    with open_store(url) as store:
+        check_schema(store)
+        check_schema(store)
