@@ -29,6 +29,8 @@ __all__ = [
     "handler",
     "load_handlers",
     "registry",
+    "served_queues",
+    "unserved_handlers",
 ]
 
 
@@ -217,6 +219,19 @@ def get_handler(name: str) -> HandlerSpec | None:
 def registry() -> Mapping[str, HandlerSpec]:
     """A read-only view of every registered handler, by name."""
     return MappingProxyType(_registry)
+
+
+def served_queues() -> list[tuple[str, int]]:
+    """The queues a worker serves when it is not told: ``default`` and every
+    queue a registered handler names, each with weight 1, ``default`` first."""
+    names = sorted({spec.queue for spec in _registry.values()} - {"default"})
+    return [("default", 1), *((name, 1) for name in names)]
+
+
+def unserved_handlers(queues: Iterable[str]) -> list[HandlerSpec]:
+    """Registered handlers whose queue is not among ``queues``, by name."""
+    served = set(queues)
+    return [spec for name, spec in sorted(_registry.items()) if spec.queue not in served]
 
 
 def unregister(name: str) -> None:

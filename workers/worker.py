@@ -52,7 +52,7 @@ from workers.acker import Acker
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
 from workers.execute import unknown_handler
-from workers.handlers import JobContext, get_handler
+from workers.handlers import JobContext, get_handler, unserved_handlers
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.logs import job_fields
@@ -219,6 +219,13 @@ class Worker:
             self.config.pool,
             self.config.lease_ttl_s,
         )
+        for spec in unserved_handlers(self.config.queue_names):
+            log.warning(
+                "worker %s: handler %r takes jobs on queue %r, which this worker does not serve",
+                self.id,
+                spec.name,
+                spec.queue,
+            )
         self.heartbeat = Heartbeat(
             self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel, self.on_command
         )

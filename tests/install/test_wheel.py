@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from store import open_store
+from tests import readme_quickstart as quick
 
 #: Building and installing the wheel (the session fixture) counts toward the first test's timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -200,3 +201,21 @@ def test_leasehold_web_serves_with_the_packaged_gunicorn_config(installed: Insta
             proc.kill()
             proc.wait(10)
         proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_the_readme_quick_start_verbatim(installed: Installed) -> None:
+    """The README's handler module and its ``leasehold`` commands, as written there."""
+    root = installed.root / "quick"
+    root.mkdir()
+    quick.write_app(root)
+    url = f"sqlite:///{root / 'jobs.db'}"
+    outputs = {}
+    for words in quick.commands():
+        done = installed.run(
+            *words, LEASEHOLD_STORE_URL=url, LEASEHOLD_HANDLERS="myapp.jobs", PYTHONPATH=str(root)
+        )
+        assert done.returncode == 0, (words, done.stderr)
+        outputs[words[1]] = done.stdout
+    assert json.loads(outputs["stats"])["queues"] == {"billing": {"Completed": 1}}
+    with open_store(url) as store:
+        assert store.get(outputs["enqueue"].strip()).status.name == "Completed"

@@ -17,7 +17,7 @@ from store.spec import MAX_DELAY_S
 from workers.claim import parse_queues
 from workers.cli.base import OneLineCommand, friendly_errors, runtime
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
-from workers.handlers import get_handler, load_handlers
+from workers.handlers import get_handler, load_handlers, served_queues
 from workers.logs import configure_logging
 from workers.periodic import check_declared
 
@@ -31,7 +31,11 @@ _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 # ------------------------------------------------------------------------ worker
-def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> list[tuple[str, int]]:
+def _queues_option(
+    _ctx: click.Context, param: click.Parameter, value: str | None
+) -> list[tuple[str, int]] | None:
+    if value is None:
+        return None
     try:
         return parse_queues(value)
     except ValueError as exc:
@@ -41,10 +45,9 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
 @click.command("worker", cls=OneLineCommand)
 @click.option(
     "--queues",
-    default="default",
-    show_default=True,
+    default=None,
     callback=_queues_option,
-    help="Queues to claim from, with optional weights: a,b:3.",
+    help="Queues to claim from, with optional weights: a,b:3 [default and every handler's queue].",
 )
 @click.option(
     "--concurrency",
@@ -91,7 +94,7 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
 )
 @friendly_errors
 def worker_command(
-    queues: list[tuple[str, int]],
+    queues: list[tuple[str, int]] | None,
     concurrency: int | None,
     prefetch: int | None,
     processes: int | None,
@@ -115,7 +118,7 @@ def worker_command(
     check_declared()  # a bad periodic job stops the worker here, on one line
     config = WorkerConfig(
         store_url=settings.store_url,
-        queues=tuple(queues),
+        queues=tuple(queues or served_queues()),
         concurrency=concurrency or settings.concurrency,
         prefetch=prefetch,
         pool=pool,  # type: ignore[arg-type]
