@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "MAINTENANCE_INTERVAL": 60.0,  # seconds between retention and worker-pruning runs
     "PG_SCHEMA": "",  # PostgreSQL schema of the tables; "" = the server's search_path
     "PG_CONNECT_TIMEOUT": 5,  # seconds to wait for a PostgreSQL connection
+    "LOG_SUCCESS": True,  # log each completed job at INFO with its run time
+    "UNKNOWN_HANDLER_GRACE": 3600.0,  # seconds a job whose handler no worker has waits, then fails
 }
 
 #: Upper bounds (inclusive): a value past them is a typo, not a setting.
@@ -129,6 +131,11 @@ class Settings:
     retention_s: Mapping[JobStatus, float]
     worker_forget_after_s: float
     maintenance_interval_s: float
+    #: Log each completed job at INFO with its run time (failures are always logged).
+    log_success: bool = True
+    #: Seconds after its enqueue a job whose handler a worker lacks is released (not
+    #: failed) for another worker to take; past it the job fails with UnknownHandler.
+    unknown_handler_grace_s: float = 3600.0
 
     def store_settings(self) -> StoreSettings:
         """The store's defaults from these settings."""
@@ -216,6 +223,8 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         retention_s=retention,
         worker_forget_after_s=forget,
         maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05, high=DAY_S),
+        log_success=_flag(config, "LOG_SUCCESS"),
+        unknown_handler_grace_s=_number(config, "UNKNOWN_HANDLER_GRACE", 0.0, high=30 * DAY_S),
     )
 
 

@@ -116,7 +116,9 @@ class Worker:
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.progress = ProgressReporter(store)
         self.acker = Acker(store, self.id, progress=self.progress)
-        self.outcomes = Outcomes(store, self.id, self.inflight, self.acker, self.progress)
+        self.outcomes = Outcomes(
+            store, self.id, self.inflight, self.acker, self.progress, log_success=config.log_success
+        )
         self.runner: Runner
         if config.pool == "process":
             self.runner = ProcessRunner(

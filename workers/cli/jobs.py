@@ -137,6 +137,8 @@ def worker_command(
         retention_s=tuple((status.name, seconds) for status, seconds in settings.retention_s.items()),
         worker_forget_after_s=settings.worker_forget_after_s,
         log_level=log_level.upper(),
+        log_success=settings.log_success,
+        unknown_handler_grace_s=settings.unknown_handler_grace_s,
         store=settings.store_settings(),
     )
     code = Supervisor(config, processes).run() if processes else run_worker(config)
