@@ -6,8 +6,10 @@ holder recorded the result.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from pathlib import Path
 
 from workers import JobContext, PermanentError, handler
 
@@ -102,3 +104,21 @@ def stepwise(ctx: JobContext) -> dict[str, object]:
         time.sleep(float(ctx.payload["step_s"]))
         ctx.progress(i / steps, f"step {i} of {steps}")
     return _who(ctx)
+
+
+@handler("aio")
+async def aio(ctx: JobContext) -> dict[str, object]:
+    """An async handler: report (0.5, "async halfway"), await
+    ``payload["seconds"]`` (default 0), report (1.0, "async done"), return who ran
+    it and its loop's id. When its task is cancelled it touches
+    ``payload["cancelled_path"]`` (if given) and lets the cancellation go on."""
+    payload = ctx.payload or {}
+    ctx.progress(0.5, "async halfway")
+    try:
+        await asyncio.sleep(float(payload.get("seconds", 0)))
+    except asyncio.CancelledError:
+        if payload.get("cancelled_path"):
+            Path(payload["cancelled_path"]).touch()
+        raise
+    ctx.progress(1.0, "async done")
+    return _who(ctx, loop=id(asyncio.get_running_loop()))

@@ -8,6 +8,7 @@ are the store's ``{type, message, traceback}``; ``permanent`` skips retries.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import traceback
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import orjson
 
 from store.errors import StoreUnavailable
+from workers.aio import LOOP, HandlerCancelled
 from workers.handlers import HandlerSpec, JobContext, PermanentError, get_handler
 from workers.progress import child_reporter
 
@@ -73,11 +75,19 @@ def timed_out(timeout_s: float) -> Outcome:
 def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
     """Call the handler; never raises (except BaseExceptions like SystemExit).
 
+    An ``async def`` handler (any handler returning an awaitable) is awaited
+    on the process's event loop (``workers.aio.LOOP``) while this slot waits;
+    a run whose ``ctx.cancelled`` is set has its task cancelled and nothing
+    to record (``dropped``: the worker already gave the run up).
     A result that does not serialise as JSON is a permanent ``ResultNotJSON``
     failure; ``PermanentError`` fails without retry; any other exception is a
     retryable failure carrying its traceback."""
     try:
         result = spec.fn(ctx)
+        if inspect.isawaitable(result):
+            result = LOOP.run(result, ctx.cancelled)
+    except HandlerCancelled:
+        return Outcome(dropped=True)
     except PermanentError as exc:
         return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()), permanent=True)
     except (Exception, SystemExit) as exc:  # sys.exit() in a handler fails the job, not the worker

@@ -42,6 +42,32 @@ class PermanentError(Exception):
 _EVENT_LOCK = threading.Lock()
 
 
+class CancelEvent(threading.Event):
+    """``ctx.cancelled``: a threading.Event that also calls back whoever
+    asked (``add_callback``) when set, so the run of an async handler can be
+    cancelled at once rather than polled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], Any]] = []
+        self._callbacks_lock = threading.Lock()
+
+    def set(self) -> None:
+        with self._callbacks_lock:
+            callbacks, self._callbacks = self._callbacks, []
+            super().set()
+        for callback in callbacks:
+            callback()
+
+    def add_callback(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` when set (at once when already set)."""
+        with self._callbacks_lock:
+            if not self.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+
 class HandlerError(Exception):
     """A handler module cannot be imported, or two handlers claim one name."""
 
@@ -66,18 +92,19 @@ class JobContext:
     attempt: int
     worker_id: str
     lease_token: int
-    _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
+    _cancelled: CancelEvent | None = field(default=None, repr=False, compare=False)
     _reporter: Any = field(default=None, repr=False, compare=False)
 
     @property
-    def cancelled(self) -> threading.Event:
-        """Set when the job is canceled, times out or loses its lease. Made on
-        first use (most runs never look at it; an Event costs a few µs)."""
+    def cancelled(self) -> CancelEvent:
+        """Set when the job is canceled, times out or loses its lease (a
+        threading.Event; an async handler's task is cancelled then too).
+        Made on first use (most runs never look at it; an Event costs a few µs)."""
         event = self._cancelled
         if event is None:
             with _EVENT_LOCK:
                 if self._cancelled is None:
-                    self._cancelled = threading.Event()
+                    self._cancelled = CancelEvent()
                 event = self._cancelled
         return event
 
