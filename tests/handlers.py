@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from workers import JobContext, PermanentError, handler
+from workers import JobContext, PermanentError, Retry, Snooze, handler
 
 
 def _who(ctx: JobContext, **extra: object) -> dict[str, object]:
@@ -122,3 +122,20 @@ async def aio(ctx: JobContext) -> dict[str, object]:
         raise
     ctx.progress(1.0, "async done")
     return _who(ctx, loop=id(asyncio.get_running_loop()))
+
+
+@handler("retry_after")
+def retry_after(ctx: JobContext) -> dict[str, object]:
+    """``raise Retry(after=payload["after"])`` on the first attempt, then return."""
+    if ctx.attempt == 0:
+        raise Retry(after=float(ctx.payload["after"]))
+    return _who(ctx)
+
+
+@handler("snoozer", max_snoozes=2)
+def snoozer(ctx: JobContext) -> dict[str, object]:
+    """Snooze (``payload["after"]`` s) while the lease token is at most
+    ``payload["snoozes"]``, then return; max_snoozes=2."""
+    if ctx.lease_token <= int(ctx.payload["snoozes"]):
+        raise Snooze(after=float(ctx.payload["after"]))
+    return _who(ctx)

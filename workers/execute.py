@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 
 from store.errors import StoreUnavailable
+from store.lifecycle import RunAgain
 from workers.aio import LOOP, HandlerCancelled
-from workers.handlers import HandlerSpec, JobContext, PermanentError, get_handler
+from workers.handlers import HandlerSpec, JobContext, PermanentError, Retry, Snooze, get_handler
 from workers.progress import child_reporter
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class Outcome:
     error: dict[str, Any] | None = None
     permanent: bool = False
     dropped: bool = False
+    again: RunAgain | None = None  # the handler raised Retry or Snooze
 
     @property
     def ok(self) -> bool:
@@ -81,13 +83,20 @@ def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
     to record (``dropped``: the worker already gave the run up).
     A result that does not serialise as JSON is a permanent ``ResultNotJSON``
     failure; ``PermanentError`` fails without retry; any other exception is a
-    retryable failure carrying its traceback."""
+    retryable failure carrying its traceback. ``Retry`` and ``Snooze`` become
+    a failure with ``again`` (error type Retry, Snooze) for ``store.fail``."""
     try:
         result = spec.fn(ctx)
         if inspect.isawaitable(result):
             result = LOOP.run(result, ctx.cancelled)
     except HandlerCancelled:
         return Outcome(dropped=True)
+    except Retry as exc:
+        again = RunAgain(exc.after)
+        return Outcome(error=error(again.error_type, str(exc), traceback.format_exc()), again=again)
+    except Snooze as exc:
+        again = RunAgain(exc.after, snooze=True, max_snoozes=spec.max_snoozes)
+        return Outcome(error=error(again.error_type, str(exc)), again=again)
     except PermanentError as exc:
         return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()), permanent=True)
     except (Exception, SystemExit) as exc:  # sys.exit() in a handler fails the job, not the worker

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from store.lifecycle import DEFAULT_MAX_SNOOZES
 from store.models import Job, JobSpec, progress_value
+from store.spec import MAX_DELAY_S
 from workers.enqueueing import Handler
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "HandlerSpec",
     "JobContext",
     "PermanentError",
+    "Retry",
+    "Snooze",
     "get_handler",
     "handler",
     "load_handlers",
@@ -36,6 +40,36 @@ __all__ = [
 
 class PermanentError(Exception):
     """Raise from a handler to fail the job at once, without using a retry."""
+
+
+def _after(after: float) -> float:
+    after = float(after)
+    if not 0 <= after <= MAX_DELAY_S:
+        raise ValueError(f"after must be within [0, {MAX_DELAY_S:g}] seconds, got {after!r}")
+    return after
+
+
+class Retry(Exception):
+    """Raise from a handler to run the job again ``after`` seconds from now
+    instead of after the backoff. Spends a retry like any failure (the job
+    ends Failed once its ``max_retries`` are spent). Raises ValueError for a
+    negative or too long ``after``."""
+
+    def __init__(self, after: float, message: str = "") -> None:
+        self.after = _after(after)
+        super().__init__(message or f"retry requested in {self.after:g}s")
+
+
+class Snooze(Exception):
+    """Raise from a handler to put the job back, due ``after`` seconds from
+    now, without spending a retry (Oban's snooze): for "not yet" (a rate
+    limit, a resource not ready). The handler's ``max_snoozes`` (default
+    100) caps it: the snooze after the last one fails the job (error type
+    ``Snooze``). Raises ValueError for a negative or too long ``after``."""
+
+    def __init__(self, after: float) -> None:
+        self.after = _after(after)
+        super().__init__(f"snoozed for {self.after:g}s")
 
 
 #: Guards the lazy creation of JobContext.cancelled (read by a handler, set by the worker).
@@ -162,6 +196,8 @@ class HandlerSpec:
     ``enqueue`` command) use when the caller does not say; None leaves the
     store's default (LEASEHOLD_MAX_RETRIES, LEASEHOLD_JOB_TIMEOUT). A worker
     enforces the timeout recorded on the job (``timeout_seconds``).
+    ``max_snoozes``: how many times a job may ``raise Snooze`` before the next
+    one fails it.
     """
 
     name: str
@@ -169,6 +205,7 @@ class HandlerSpec:
     queue: str = "default"
     max_retries: int | None = None
     timeout_s: float | None = None
+    max_snoozes: int = DEFAULT_MAX_SNOOZES
 
     def job_spec(self, payload: Any = None, **overrides: Any) -> JobSpec:
         """A JobSpec for this handler; ``overrides`` are JobSpec fields."""
@@ -201,13 +238,15 @@ def handler(
     timezone: str = "UTC",
     payload: Any = None,
     catch_up: bool = True,
+    max_snoozes: int = DEFAULT_MAX_SNOOZES,
 ) -> Callable[[Callable[[JobContext], Any]], Handler]:
     """Register the decorated function as the handler of jobs named ``name``.
 
     ``queue``, ``max_retries`` and ``timeout`` (seconds) are enqueue defaults
     (see HandlerSpec). With ``cron`` the handler is also a periodic job of the
     same name (``workers.periodic.periodic``: ``timezone``, ``payload``,
-    ``catch_up``). Returns a ``Handler``: it calls like the function and has
+    ``catch_up``). ``max_snoozes``: snoozes a job may take (see Snooze).
+    Returns a ``Handler``: it calls like the function and has
     ``.enqueue(payload, **options)`` and ``.enqueue_many(items)`` (see
     workers.enqueueing). Raises HandlerError
     when another function already holds ``name`` (ScheduleError for a bad
@@ -219,10 +258,14 @@ def handler(
         raise ValueError("max_retries must be >= 0")
     if timeout is not None and not timeout > 0:
         raise ValueError("timeout must be > 0 seconds")
+    if isinstance(max_snoozes, bool) or not isinstance(max_snoozes, int) or max_snoozes < 0:
+        raise ValueError("max_snoozes must be an integer >= 0")
 
     def register(fn: Callable[[JobContext], Any]) -> Handler:
         fn = fn.spec.fn if isinstance(fn, Handler) else fn
-        spec = HandlerSpec(name, fn, queue, max_retries, None if timeout is None else float(timeout))
+        spec = HandlerSpec(
+            name, fn, queue, max_retries, None if timeout is None else float(timeout), max_snoozes
+        )
         with _lock:
             old = _registry.get(name)
             if old is not None and not _same_function(old.fn, fn):

@@ -130,11 +130,16 @@ class Outcomes:
             fields["traceback"] = error.get("traceback")
         return fields
 
-    def _log_failure(self, run: Running, error: dict[str, Any], job: Job) -> None:
-        """WARNING for an attempt that will be retried, ERROR for a final failure."""
+    def _log_failure(self, run: Running, error: dict[str, Any], job: Job, asked: bool) -> None:
+        """WARNING for an attempt that will be retried, ERROR for a final
+        failure; INFO for a handler's own Retry or Snooze (``asked``) that
+        leaves the job Scheduled."""
         fields = self._fields(run, error)
         what = f"{error.get('type')}: {error.get('message')}"
-        if job.status is JobStatus.Scheduled:
+        if job.status is JobStatus.Scheduled and asked:
+            due = "" if job.retry_delay_until is None else f", due {job.retry_delay_until.isoformat()}"
+            log.info("job %s (%s) %s%s", job.id, job.name, error.get("message"), due, extra=fields)
+        elif job.status is JobStatus.Scheduled:
             due = "" if job.retry_delay_until is None else f", due {job.retry_delay_until.isoformat()}"
             log.warning(
                 "job %s (%s) attempt %d failed: %s; retry %d of %d%s",
@@ -197,14 +202,19 @@ class Outcomes:
         def nack() -> Job:
             self._flush_progress(run)
             return self.store.fail(
-                job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.worker_id
+                job.id,
+                job.lease_token,
+                error,
+                permanent=outcome.permanent,
+                worker_id=self.worker_id,
+                again=outcome.again,
             )
 
         try:
             after = retry_unavailable(
                 nack, WRITE_RETRY_DELAYS_S, f"worker {self.worker_id}: failing job {job.id}"
             )
-            self._log_failure(run, error, after)
+            self._log_failure(run, error, after, outcome.again is not None)
         except LeaseLost as exc:
             log.info("worker %s: failure refused, %s", self.worker_id, exc, extra=fields)
         except JobNotFound:
