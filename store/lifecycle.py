@@ -346,6 +346,9 @@ DEFAULT_MAX_SNOOZES: Final = 100
 #: Error types a handler's request to run again is recorded with (its failed attempt, the job's error).
 RETRY_ERROR_TYPE: Final = "Retry"
 SNOOZE_ERROR_TYPE: Final = "Snooze"
+#: Error type of a job whose handler the worker that claimed it lacks (given
+#: back without spending a retry, like a snooze, until its grace runs out).
+UNKNOWN_HANDLER_ERROR_TYPE: Final = "UnknownHandler"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 import orjson
 
 from store.errors import StoreUnavailable
-from store.lifecycle import RunAgain
+from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, RetryPolicy, RunAgain
+from store.models import Job
 from workers.aio import LOOP, HandlerCancelled
 from workers.handlers import HandlerSpec, JobContext, PermanentError, Retry, Snooze, get_handler
 from workers.progress import child_reporter
@@ -62,11 +64,35 @@ def failure(kind: str, message: str, *, permanent: bool = False) -> Outcome:
 def unknown_handler(name: str, worker_id: str) -> Outcome:
     """The permanent failure of a job no handler is registered for."""
     return failure(
-        "UnknownHandler",
+        UNKNOWN_HANDLER_ERROR_TYPE,
         f"no handler named {name!r} is registered on worker {worker_id} "
         "(is its module listed in LEASEHOLD_HANDLERS?)",
         permanent=True,
     )
+
+
+#: Longest wait, seconds, before a job given back for want of its handler is due again.
+UNKNOWN_HANDLER_MAX_DELAY_S = 60.0
+
+
+def handler_missing(job: Job, worker_id: str, grace_s: float, policy: RetryPolicy) -> Outcome:
+    """The outcome of a claimed job whose handler this worker lacks (a rolling
+    deploy: another worker may have it). While the job is younger than
+    ``grace_s`` seconds (its claim time minus its enqueue time, both the
+    store's clock) it is given back without spending a retry, due again
+    after the backoff of its claim count (at most UNKNOWN_HANDLER_MAX_DELAY_S
+    and never past the grace); after that it fails for good."""
+    age = (job.started_at - job.created_at).total_seconds() if job.started_at and job.created_at else 0.0
+    left = grace_s - age
+    if left <= 0:
+        return unknown_handler(job.name, worker_id)
+    delay = min(policy.delay_s(max(1, job.lease_token)), UNKNOWN_HANDLER_MAX_DELAY_S, left)
+    message = (
+        f"worker {worker_id} has no handler named {job.name!r}; given back for a worker that has it "
+        f"(failed once the job is {grace_s:g}s old)"
+    )
+    again = RunAgain(delay, snooze=True, max_snoozes=sys.maxsize)
+    return Outcome(error=error(UNKNOWN_HANDLER_ERROR_TYPE, message), again=again)
 
 
 def timed_out(timeout_s: float) -> Outcome:

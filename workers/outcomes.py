@@ -26,7 +26,7 @@ from typing import Any
 
 from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
-from store.lifecycle import JobStatus
+from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, JobStatus
 from store.models import Job
 from workers.acker import Acker
 from workers.execute import Outcome, timed_out
@@ -138,7 +138,8 @@ class Outcomes:
         what = f"{error.get('type')}: {error.get('message')}"
         if job.status is JobStatus.Scheduled and asked:
             due = "" if job.retry_delay_until is None else f", due {job.retry_delay_until.isoformat()}"
-            log.info("job %s (%s) %s%s", job.id, job.name, error.get("message"), due, extra=fields)
+            level = logging.WARNING if error.get("type") == UNKNOWN_HANDLER_ERROR_TYPE else logging.INFO
+            log.log(level, "job %s (%s) %s%s", job.id, job.name, error.get("message"), due, extra=fields)
         elif job.status is JobStatus.Scheduled:
             due = "" if job.retry_delay_until is None else f", due {job.retry_delay_until.isoformat()}"
             log.warning(

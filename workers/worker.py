@@ -49,9 +49,10 @@ from store.maintenance import MaintenanceService
 from store.models import Job, WorkerInfo, ts
 from store.recovery import RecoveryService
 from workers.acker import Acker
+from workers.catalogue import published
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
-from workers.execute import unknown_handler
+from workers.execute import handler_missing
 from workers.handlers import JobContext, get_handler, unserved_handlers
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
@@ -211,6 +212,7 @@ class Worker:
             queues=self.config.queue_names,
             concurrency=self.config.concurrency,
             started_at=ts(self.store.now()),  # the store's clock, like every other time
+            handlers=published(self.config.queue_names, self.config.lease_ttl_s),
         )
         self.store.worker_heartbeat(info)
         log.info(
@@ -350,8 +352,11 @@ class Worker:
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id, self.progress))
-        if spec is None:
-            self.outcomes.fail(run, unknown_handler(job.name, self.id))
+        if spec is None:  # another worker may have it (a rolling deploy): back, not failed, for a while
+            missing = handler_missing(
+                job, self.id, self.config.unknown_handler_grace_s, self.config.store.retry
+            )
+            self.outcomes.fail(run, missing)
             return
         self.inflight.add(run)
         if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:

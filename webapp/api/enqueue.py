@@ -14,9 +14,20 @@ from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
 from webapp.api.encoding import json_response
 from webapp.api.errors import APIError
 from webapp.api.state import api_state, job_store
+from workers.catalogue import Catalogue
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _KEY = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
+
+
+def handler_catalogue() -> Catalogue:
+    """The app's view of the store's handler catalogue (made on first use;
+    it caches a read for ``workers.catalogue.CACHE_S``). The web app loads no
+    handler module: defaults come from what the live workers publish."""
+    state = api_state()
+    if state.catalogue is None:
+        state.catalogue = Catalogue(job_store())
+    return state.catalogue
 
 
 def idempotency_key() -> str | None:

@@ -14,10 +14,11 @@ from store.lifecycle import TERMINAL, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
 from store.spec import MAX_DELAY_S
+from workers.catalogue import Catalogue
 from workers.claim import parse_queues
 from workers.cli.base import OneLineCommand, friendly_errors, runtime
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
-from workers.handlers import get_handler, load_handlers, served_queues
+from workers.handlers import load_handlers, registry, served_queues
 from workers.logs import configure_logging
 from workers.periodic import check_declared
 
@@ -229,8 +230,8 @@ def enqueue_command(
 ) -> None:
     """Enqueue a job; prints its id alone on stdout (a unique job's existing
     holder of the key when there is one)."""
-    load_handlers(runtime().settings().handlers)
-    spec = get_handler(name)
+    modules = runtime().settings().handlers
+    load_handlers(modules)
     options = {
         "queue": queue,
         "max_retries": max_retries,
@@ -240,11 +241,12 @@ def enqueue_command(
         "unique_for": unique_for,
         "unique_key": unique_key,
     }
-    if spec is not None:
-        job_spec = spec.job_spec(payload, **options)
-    else:
-        job_spec = JobSpec(name, payload, **{k: v for k, v in options.items() if v is not None})
-    job, _ = runtime().store().enqueue_idempotent(job_spec)
+    given = {k: v for k, v in options.items() if v is not None}
+    store = runtime().store()
+    # The handler's defaults: its loaded module's (LEASEHOLD_HANDLERS), else the store's catalogue.
+    catalogue = Catalogue(store, registry() if modules else None)
+    job_spec = catalogue.with_defaults(JobSpec(name, payload, **given), set(given))
+    job, _ = store.enqueue_idempotent(job_spec)
     click.echo(job.id)
 
 
