@@ -23,6 +23,7 @@ from store.base import JobStore
 from store.catalogue import HandlerEntry, catalogue
 from store.errors import ValidationError
 from store.models import JobSpec
+from workers import hooks
 from workers.handlers import HandlerSpec, registry
 from workers.periodic import declared
 
@@ -108,5 +109,7 @@ def enqueue(name: str, payload: Any = None, *, store: JobStore | None = None, **
 
     target = store or default_store()
     spec = Catalogue(target, registry()).with_defaults(JobSpec(name, payload, **options), set(options))
-    job, _ = target.enqueue_idempotent(spec)
+    job, created = target.enqueue_idempotent(spec)
+    if created:
+        hooks.send(hooks.job_enqueued, job.name, job=job)
     return job

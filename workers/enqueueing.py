@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from store.base import JobStore
 from store.lifecycle import TERMINAL
 from store.models import Job, JobSpec
+from workers import hooks
 from workers.claim import IdleBackoff
 
 if TYPE_CHECKING:
@@ -97,7 +98,9 @@ class Handler:
         handler's declared defaults, then the store's. Returns the job (with
         an idempotency or unique key already held: the job holding it).
         Raises ValidationError, TypeError for an unknown option."""
-        job, _created = (store or default_store()).enqueue_idempotent(self.spec.job_spec(payload, **options))
+        job, created = (store or default_store()).enqueue_idempotent(self.spec.job_spec(payload, **options))
+        if created:
+            hooks.send(hooks.job_enqueued, job.name, job=job)
         return job
 
     def enqueue_many(
@@ -115,7 +118,10 @@ class Handler:
                 specs.append(item)
             else:
                 specs.append(self.spec.job_spec(item, **options))
-        return (store or default_store()).enqueue_many(specs)
+        jobs = (store or default_store()).enqueue_many(specs)
+        for job in jobs:
+            hooks.send(hooks.job_enqueued, job.name, job=job)
+        return jobs
 
 
 def wait(job_id: str | Job, timeout_s: float, store: JobStore | None = None) -> Job:

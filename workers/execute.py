@@ -22,6 +22,7 @@ from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, RetryPolicy, RunAgain
 from store.models import Job
 from workers.aio import LOOP, HandlerCancelled
 from workers.handlers import HandlerSpec, JobContext, PermanentError, Retry, Snooze, get_handler
+from workers.hooks import around
 from workers.progress import child_reporter
 
 log = logging.getLogger(__name__)
@@ -112,9 +113,10 @@ def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
     retryable failure carrying its traceback. ``Retry`` and ``Snooze`` become
     a failure with ``again`` (error type Retry, Snooze) for ``store.fail``."""
     try:
-        result = spec.fn(ctx)
-        if inspect.isawaitable(result):
-            result = LOOP.run(result, ctx.cancelled)
+        with around(ctx):
+            result = spec.fn(ctx)
+            if inspect.isawaitable(result):
+                result = LOOP.run(result, ctx.cancelled)
     except HandlerCancelled:
         return Outcome(dropped=True)
     except Retry as exc:

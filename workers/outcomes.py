@@ -28,6 +28,7 @@ from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, JobStatus
 from store.models import Job
+from workers import hooks
 from workers.acker import Acker
 from workers.execute import Outcome, timed_out
 from workers.inflight import InFlight, Running, State
@@ -86,8 +87,13 @@ class Outcomes:
                     self.progress.discard((run.job.id, run.job.lease_token))
                 return
             if outcome.error is None:
+                run_time_s = max(0.0, time.monotonic() - run.started_at)
                 if self.log_success:
-                    self._log_success(run)
+                    self._log_success(run, run_time_s)
+                job = run.job
+                hooks.send(
+                    hooks.job_succeeded, job.name, job=job, result=outcome.result, run_time_s=run_time_s
+                )
                 self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
                 handed_off = True
                 finish()
@@ -104,9 +110,8 @@ class Outcomes:
             if not handed_off:
                 finished()
 
-    def _log_success(self, run: Running) -> None:
+    def _log_success(self, run: Running, run_time_s: float) -> None:
         job = run.job
-        run_time_s = max(0.0, time.monotonic() - run.started_at)
         log.info(
             "job %s (%s) succeeded in %.3fs",
             job.id,
@@ -216,6 +221,8 @@ class Outcomes:
                 nack, WRITE_RETRY_DELAYS_S, f"worker {self.worker_id}: failing job {job.id}"
             )
             self._log_failure(run, error, after, outcome.again is not None)
+            signal = hooks.job_retry_scheduled if after.status is JobStatus.Scheduled else hooks.job_failed
+            hooks.send(signal, after.name, job=after, error=error)
         except LeaseLost as exc:
             log.info("worker %s: failure refused, %s", self.worker_id, exc, extra=fields)
         except JobNotFound:

@@ -14,6 +14,7 @@ from store.lifecycle import TERMINAL, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
 from store.spec import MAX_DELAY_S
+from workers import hooks
 from workers.catalogue import Catalogue
 from workers.claim import parse_queues
 from workers.cli.base import OneLineCommand, friendly_errors, runtime
@@ -246,7 +247,9 @@ def enqueue_command(
     # The handler's defaults: its loaded module's (LEASEHOLD_HANDLERS), else the store's catalogue.
     catalogue = Catalogue(store, registry() if modules else None)
     job_spec = catalogue.with_defaults(JobSpec(name, payload, **given), set(given))
-    job, _ = store.enqueue_idempotent(job_spec)
+    job, created = store.enqueue_idempotent(job_spec)
+    if created:
+        hooks.send(hooks.job_enqueued, job.name, job=job)
     click.echo(job.id)
 
 
