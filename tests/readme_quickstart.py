@@ -37,6 +37,12 @@ def handler_module() -> str:
     return block
 
 
+def handler_tests() -> str:
+    """The text of the README's ``tests/test_jobs.py`` (section "Testing your handlers")."""
+    [block] = [b for b in _blocks("python") if b.startswith("# tests/test_jobs.py")]
+    return block
+
+
 def commands() -> list[list[str]]:
     """The quick start's ``leasehold`` commands, in order, as argument lists
     (comments dropped), ``web`` left out (it serves until stopped)."""
