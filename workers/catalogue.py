@@ -77,16 +77,17 @@ class Catalogue:
                 self._read_at = time.monotonic()
             return self._entries
 
-    def with_defaults(self, spec: JobSpec, given: Collection[str]) -> JobSpec:
+    def with_defaults(self, spec: JobSpec, given: Collection[str], *, refuse_unknown: bool = True) -> JobSpec:
         """``spec`` with the handler's defaults for the options not in
         ``given`` (JobSpec field names the caller set). Raises ValidationError
-        naming ``name`` when the handler set is known and lacks it."""
+        naming ``name`` when the handler set is known and lacks it (unless
+        ``refuse_unknown`` is false: ``spec`` comes back as it is)."""
         source: Any = self.loaded.get(spec.name)
         if source is None:
             entries = self.entries()
             source = entries.get(spec.name)
             if source is None:
-                if self.loaded or entries:
+                if refuse_unknown and (self.loaded or entries):
                     known = sorted({*self.loaded, *entries})
                     shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
                     raise ValidationError("name", f"no handler named {spec.name!r} is known (known: {shown})")
@@ -113,3 +114,12 @@ def enqueue(name: str, payload: Any = None, *, store: JobStore | None = None, **
     if created:
         hooks.send(hooks.job_enqueued, job.name, job=job)
     return job
+
+
+def run_now_spec(store: JobStore, schedule: Any) -> JobSpec:
+    """The job of a stored periodic schedule run by hand (console, API): its
+    handler, payload and queue, with the handler's retries and timeout from
+    the catalogue (an unknown handler is enqueued as it is)."""
+    spec = JobSpec(schedule.handler, schedule.payload, queue=schedule.queue)
+    given = {"queue"} if schedule.queue else set()
+    return Catalogue(store, cache_s=0).with_defaults(spec, given, refuse_unknown=False)

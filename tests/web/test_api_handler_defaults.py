@@ -44,3 +44,16 @@ def test_an_unknown_name_is_refused_once_handlers_are_known(
     error = refused.json["error"]
     assert error["field"] == "name" and "no-such-handler" in error["message"] and "slow" in error["message"]
     assert store.counts().to_json()["counts"]["Queued"] == 1  # nothing written
+
+
+def test_a_periodic_run_now_takes_its_handlers_retries_and_timeout(
+    api_client: FlaskClient, store: JobStore
+) -> None:
+    from store.models import Schedule
+
+    _publish(store)
+    store.save_schedules([Schedule("hourly-slow", "slow", "0 * * * *")])
+    run = api_client.post("/api/periodic/hourly-slow/run", headers=OPERATOR)
+    assert run.status_code == 202, run.json
+    job = store.get(run.json["id"])
+    assert (job.queue, job.max_retries, job.timeout_seconds) == ("default", 1, 120.0)  # the schedule's queue

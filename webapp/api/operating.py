@@ -18,7 +18,7 @@ from flask import Response, current_app
 from store.errors import ScheduleNotFound
 from store.lifecycle import TERMINAL, JobStatus
 from store.maintenance import RETENTION_LOCK
-from store.models import JobSpec, MaintenanceRun, QueueState, ts
+from store.models import MaintenanceRun, QueueState, ts
 from webapp import periodic
 from webapp.api.auth import current_token
 from webapp.api.common import context_of, job_json, json_response
@@ -29,6 +29,7 @@ from webapp.api.schemas_operating import (
     PurgeRequest,
 )
 from webapp.api.state import job_store
+from workers.catalogue import run_now_spec
 
 #: Jobs one purge batch deletes (each batch is one short transaction or script).
 PURGE_BATCH = 1000
@@ -179,7 +180,7 @@ def run_periodic(name: str) -> Response:
     schedule = periodic.find(store, name)
     if schedule is None:
         raise ScheduleNotFound(name)
-    job = store.enqueue_idempotent(JobSpec(schedule.handler, schedule.payload, queue=schedule.queue))[0]
+    job = store.enqueue_idempotent(run_now_spec(store, schedule))[0]
     response = job_json(job, 202)
     response.headers["Location"] = job_location(job.id)
     return response

@@ -17,12 +17,13 @@ from flask import Response, abort, current_app, flash, redirect, request, url_fo
 
 from store.errors import ScheduleNotFound
 from store.lifecycle import JobStatus
-from store.models import JobSpec, QueueState
+from store.models import QueueState
 from webapp import periodic
 from webapp.console import auth, history, queries
 from webapp.console.actions import actor
 from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
 from webapp.console.views import workers_context
+from workers.catalogue import run_now_spec
 
 S = JobStatus
 
@@ -110,7 +111,7 @@ def periodic_run(name: str) -> Response:
     schedule = periodic.find(st, name)
     if schedule is None:
         abort(404, f"No schedule is called {name}.")
-    job, _ = st.enqueue_idempotent(JobSpec(schedule.handler, schedule.payload, queue=schedule.queue))
+    job, _ = st.enqueue_idempotent(run_now_spec(st, schedule))
     current_app.logger.info("schedule %s enqueued now by %s: job %s", name, actor(), job.id)
     return _periodic_done(f"Enqueued {schedule.handler} now ({job.id}) by {_who()}.")
 
