@@ -4,7 +4,11 @@
 JSON object per line (python-json-logger) with ``time``, ``level``,
 ``process``, ``logger``, ``message`` and whatever the call passed in
 ``extra=`` (the worker's job records carry ``job_id``, ``worker_id`` and
-``queue``). Per-job records are DEBUG; INFO and above never carry payloads,
+``queue``). A run's outcome is logged by ``workers.outcomes``: a success at
+INFO with ``run_time_s`` (LEASEHOLD_LOG_SUCCESS), a failed attempt at
+WARNING and a final failure at ERROR, each with ``handler``, ``job_id``,
+``attempt``, ``error_type``, ``error_message`` and ``traceback`` (the text
+format prints the traceback under the line). Records never carry payloads,
 results or store credentials (the store URL is not logged).
 """
 
@@ -35,6 +39,15 @@ def log_format_from_env() -> str:
     return parse_choice("LOG_FORMAT", os.environ.get(f"{PREFIX}LOG_FORMAT") or "text", LOG_FORMATS)
 
 
+class TextFormatter(logging.Formatter):
+    """FORMAT, with a job failure's ``traceback`` (an ``extra=`` field) under the line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        tb = getattr(record, "traceback", None)
+        return f"{line}\n{tb.rstrip()}" if tb else line
+
+
 def formatter(log_format: str) -> logging.Formatter:
     """The formatter of ``log_format`` (``text`` or ``json``)."""
     if log_format == "json":
@@ -43,7 +56,7 @@ def formatter(log_format: str) -> logging.Formatter:
         fmt = " ".join(f"%({name})s" for name in JSON_FIELDS)
         renames = {k: v for k, v in JSON_FIELDS.items() if k != v}
         return JsonFormatter(fmt, rename_fields=renames, datefmt="%Y-%m-%dT%H:%M:%S%z")
-    return logging.Formatter(FORMAT)
+    return TextFormatter(FORMAT)
 
 
 def configure_logging(level: str = "INFO", log_format: str | None = None) -> None:

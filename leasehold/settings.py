@@ -49,6 +49,8 @@ DEFAULTS: dict[str, Any] = {
     "PG_CONNECT_TIMEOUT": 5,  # seconds to wait for a PostgreSQL connection
     "PG_STATEMENT_TIMEOUT": 5.0,  # seconds a PostgreSQL read may run (claims and acks have none)
     "RETENTION_AUDIT": 7776000.0,  # seconds an audit entry is kept (90 days); 0 keeps forever
+    "LOG_SUCCESS": True,  # log each completed job at INFO with its run time
+    "UNKNOWN_HANDLER_GRACE": 3600.0,  # seconds a job whose handler no worker has waits, then fails
 }
 
 #: Defaults of the web app's own keys (``webapp.config`` validates them), each with its unit.
@@ -174,6 +176,11 @@ class Settings:
     audit_retention_s: float
     worker_forget_after_s: float
     maintenance_interval_s: float
+    #: Log each completed job at INFO with its run time (failures are always logged).
+    log_success: bool = True
+    #: Seconds after its enqueue a job whose handler a worker lacks is released (not
+    #: failed) for another worker to take; past it the job fails with UnknownHandler.
+    unknown_handler_grace_s: float = 3600.0
 
     def store_settings(self) -> StoreSettings:
         """The store's defaults from these settings."""
@@ -291,6 +298,8 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         audit_retention_s=_number(config, "RETENTION_AUDIT", 0.0, high=MAX_RETENTION_S),
         worker_forget_after_s=forget,
         maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05, high=DAY_S),
+        log_success=_flag(config, "LOG_SUCCESS"),
+        unknown_handler_grace_s=_number(config, "UNKNOWN_HANDLER_GRACE", 0.0, high=30 * DAY_S),
     )
 
 

@@ -33,7 +33,7 @@ from store.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from store.lifecycle import JobStatus, RetryPolicy
+from store.lifecycle import JobStatus, RetryPolicy, RunAgain
 from store.models import (
     Attempt,
     Counts,
@@ -294,10 +294,14 @@ class JobStore(OperatingContract):
         *,
         permanent: bool = False,
         worker_id: str | None = None,
+        again: RunAgain | None = None,
     ) -> Job:
         """Nack: the retry decision of ``lifecycle.decide_failure`` applied
         (Scheduled with backoff, or Failed). ``error`` is ``{type, message,
-        traceback}``. Raises LeaseLost, JobNotFound."""
+        traceback}``. ``again``: the handler asked to run again (Retry: a
+        retry spent, its own delay; Snooze: none spent, counted from the
+        job's attempts against ``again.max_snoozes``). Raises LeaseLost,
+        JobNotFound."""
 
     @abc.abstractmethod
     def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -345,6 +346,36 @@ class FailureDecision:
     delay_s: float | None
 
 
+#: Snoozes a job may take before a further one fails it (Oban's snooze has no cap of its own).
+DEFAULT_MAX_SNOOZES: Final = 100
+#: Error types a handler's request to run again is recorded with (its failed attempt, the job's error).
+RETRY_ERROR_TYPE: Final = "Retry"
+SNOOZE_ERROR_TYPE: Final = "Snooze"
+#: Error type of a job whose handler the worker that claimed it lacks (given
+#: back without spending a retry, like a snooze, until its grace runs out).
+UNKNOWN_HANDLER_ERROR_TYPE: Final = "UnknownHandler"
+
+
+@dataclass(frozen=True, slots=True)
+class RunAgain:
+    """A handler's request to run again ``after_s`` seconds from now, applied
+    through the FAIL operation (fenced by the token like any nack).
+
+    ``snooze=False`` (``raise Retry(after=s)``): spends a retry like any
+    failure, but waits ``after_s`` instead of the backoff. ``snooze=True``
+    (``raise Snooze(after=s)``): spends none; the job's ``max_snoozes``-th
+    snooze is its last, the next one fails the job (error type Snooze), so a
+    handler that always snoozes cannot keep a job forever."""
+
+    after_s: float
+    snooze: bool = False
+    max_snoozes: int = DEFAULT_MAX_SNOOZES
+
+    @property
+    def error_type(self) -> str:
+        return SNOOZE_ERROR_TYPE if self.snooze else RETRY_ERROR_TYPE
+
+
 def decide_failure(
     retry_count: int,
     max_retries: int,
@@ -352,21 +383,38 @@ def decide_failure(
     *,
     permanent: bool = False,
     rng: random.Random | None = None,
+    again: RunAgain | None = None,
+    snoozes: int = 0,
 ) -> FailureDecision:
-    """The one retry decision, for handler failure, timeout and lease expiry.
+    """The one retry decision, for handler failure, timeout and lease expiry,
+    and a handler's request to run again (``again``).
 
     A failure uses one retry: ``n = retry_count + 1``. If ``n <= max_retries``
     the job becomes Scheduled with ``retry_count = n`` after
-    ``policy.delay_s(n)``; otherwise it ends Failed with ``retry_count`` left
-    as it was, so ``retry_count <= max_retries`` always holds (max_retries=3:
-    up to 4 attempts). A permanent error ends Failed without using a retry.
+    ``policy.delay_s(n)`` (``again.after_s`` for a Retry); otherwise it ends
+    Failed with ``retry_count`` left as it was, so ``retry_count <= max_retries``
+    always holds (max_retries=3: up to 4 attempts). A permanent error ends
+    Failed without using a retry. A snooze (``again.snooze``; ``snoozes``: the
+    job's snoozes so far) becomes Scheduled after ``again.after_s`` with
+    ``retry_count`` unchanged while ``snoozes < again.max_snoozes``, else Failed.
     """
     if permanent:
         return FailureDecision(S.Failed, retry_count, None)
+    if again is not None and again.snooze:
+        if snoozes < again.max_snoozes:
+            return FailureDecision(S.Scheduled, retry_count, again.after_s)
+        return FailureDecision(S.Failed, retry_count, None)
     attempt = retry_count + 1
     if attempt <= max_retries:
-        return FailureDecision(S.Scheduled, attempt, policy.delay_s(attempt, rng))
+        delay = policy.delay_s(attempt, rng) if again is None else again.after_s
+        return FailureDecision(S.Scheduled, attempt, delay)
     return FailureDecision(S.Failed, retry_count, None)
+
+
+def count_snoozes(error_types: Iterable[str | None]) -> int:
+    """A job's snoozes so far, from the error types of its failed attempts
+    (each snooze is recorded as one, type SNOOZE_ERROR_TYPE)."""
+    return sum(1 for kind in error_types if kind == SNOOZE_ERROR_TYPE)
 
 
 def _check_table() -> None:

@@ -14,7 +14,14 @@ from typing import Any
 
 from store.counters import parse_status_key
 from store.errors import ValidationError
-from store.lifecycle import EventKind, FailureDecision, JobStatus, failure_event_kind
+from store.lifecycle import (
+    SNOOZE_ERROR_TYPE,
+    UNKNOWN_HANDLER_ERROR_TYPE,
+    EventKind,
+    FailureDecision,
+    JobStatus,
+    failure_event_kind,
+)
 from store.records import (
     BULK_ACTIONS as BULK_ACTIONS,
 )
@@ -159,10 +166,16 @@ class Job:
         }
 
 
+#: Error types of a Scheduled job put back without spending a retry.
+NO_RETRY_SPENT = frozenset({SNOOZE_ERROR_TYPE, UNKNOWN_HANDLER_ERROR_TYPE})
+
+
 def failure_event(decision: FailureDecision, error: dict[str, Any], expired: bool) -> tuple[EventKind, str]:
     """Event kind and message of an applied retry decision (every store
     writes these), e.g. ``(RETRY_SCHEDULED, "ValueError: retry 1 in 2.000s")``."""
     kind = failure_event_kind(decision.status, expired)
+    if decision.status is JobStatus.Scheduled and error.get("type") in NO_RETRY_SPENT:
+        return kind, f"{error.get('type')}: due again in {decision.delay_s:.3f}s (no retry spent)"
     if decision.status is JobStatus.Scheduled:
         return kind, f"{error.get('type')}: retry {decision.retry_count} in {decision.delay_s:.3f}s"
     return kind, f"{error.get('type')}: {error.get('message')}"

@@ -134,6 +134,10 @@ class WorkerInfo:
     #: An operator's command waiting for (or taken by) the worker: quiet, stop.
     command: str | None = None
     command_by: str | None = None
+    #: The handlers it serves, each ``{"name", "queue", "max_retries",
+    #: "timeout_s", "lease_ttl_s", "schedule", "max_snoozes"}`` (None where the
+    #: handler leaves the store's default; ``schedule`` a cron line or None).
+    handlers: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: Commands an operator can send a worker (``JobStore.command_worker``):

@@ -6,10 +6,12 @@ holder recorded the result.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from pathlib import Path
 
-from workers import JobContext, PermanentError, handler
+from workers import JobContext, PermanentError, Retry, Snooze, handler
 
 
 def _who(ctx: JobContext, **extra: object) -> dict[str, object]:
@@ -101,4 +103,39 @@ def stepwise(ctx: JobContext) -> dict[str, object]:
     for i in range(1, steps + 1):
         time.sleep(float(ctx.payload["step_s"]))
         ctx.progress(i / steps, f"step {i} of {steps}")
+    return _who(ctx)
+
+
+@handler("aio")
+async def aio(ctx: JobContext) -> dict[str, object]:
+    """An async handler: report (0.5, "async halfway"), await
+    ``payload["seconds"]`` (default 0), report (1.0, "async done"), return who ran
+    it and its loop's id. When its task is cancelled it touches
+    ``payload["cancelled_path"]`` (if given) and lets the cancellation go on."""
+    payload = ctx.payload or {}
+    ctx.progress(0.5, "async halfway")
+    try:
+        await asyncio.sleep(float(payload.get("seconds", 0)))
+    except asyncio.CancelledError:
+        if payload.get("cancelled_path"):
+            Path(payload["cancelled_path"]).touch()
+        raise
+    ctx.progress(1.0, "async done")
+    return _who(ctx, loop=id(asyncio.get_running_loop()))
+
+
+@handler("retry_after")
+def retry_after(ctx: JobContext) -> dict[str, object]:
+    """``raise Retry(after=payload["after"])`` on the first attempt, then return."""
+    if ctx.attempt == 0:
+        raise Retry(after=float(ctx.payload["after"]))
+    return _who(ctx)
+
+
+@handler("snoozer", max_snoozes=2)
+def snoozer(ctx: JobContext) -> dict[str, object]:
+    """Snooze (``payload["after"]`` s) while the lease token is at most
+    ``payload["snoozes"]``, then return; max_snoozes=2."""
+    if ctx.lease_token <= int(ctx.payload["snoozes"]):
+        raise Snooze(after=float(ctx.payload["after"]))
     return _who(ctx)

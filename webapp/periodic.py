@@ -13,6 +13,7 @@ it has no next run.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ from store.base import JobStore
 from store.errors import JobNotFound, ScheduleNotFound
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec, Schedule, iso
+from workers.catalogue import run_now_spec as catalogue_spec
 
 
 def describe(cron: str) -> str:
@@ -121,6 +123,13 @@ def set_enabled(store: JobStore, name: str, enabled: bool, actor: str) -> Schedu
     return schedule
 
 
+def run_now_spec(store: JobStore, schedule: Schedule, idempotency_key: str | None) -> JobSpec:
+    """The job "run now" enqueues for ``schedule``: its handler, payload and
+    queue, the handler's retries and timeout from the catalogue, and the
+    request's idempotency key."""
+    return dataclasses.replace(catalogue_spec(store, schedule), idempotency_key=idempotency_key)
+
+
 def run_now(store: JobStore, name: str, actor: str, idempotency_key: str | None) -> tuple[Job, bool]:
     """Enqueue the schedule's job now, outside its ticks, for ``actor``:
     ``(job, created)``. With an ``idempotency_key`` already used, the job it
@@ -129,8 +138,7 @@ def run_now(store: JobStore, name: str, actor: str, idempotency_key: str | None)
     schedule = find(store, name)
     if schedule is None:
         raise ScheduleNotFound(name)
-    spec = JobSpec(schedule.handler, schedule.payload, queue=schedule.queue, idempotency_key=idempotency_key)
-    job, created = store.enqueue_idempotent(spec)
+    job, created = store.enqueue_idempotent(run_now_spec(store, schedule, idempotency_key))
     if created:
         store.record_audit(EventKind.SCHEDULE_RUN, actor, f"schedule {name}: job {job.id} enqueued now")
     return job, created

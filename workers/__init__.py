@@ -2,7 +2,11 @@
 
 Handler modules import from here::
 
-    from workers import handler, periodic, JobContext, PermanentError
+    from workers import handler, periodic, JobContext, PermanentError, Retry, Snooze
+
+Hooks: the blinker signals ``job_enqueued``, ``job_started``,
+``job_succeeded``, ``job_retry_scheduled``, ``job_failed`` and
+``use_middleware`` (``workers.hooks``).
 
 Application code enqueues through a handler (``my_handler.enqueue(payload)``)
 and waits for an outcome with ``wait(job_id, timeout_s)``; ``use_store(store)``
@@ -10,7 +14,31 @@ picks the store both use (default: the one LEASEHOLD_STORE_URL names).
 """
 
 from workers.enqueueing import Handler, use_store, wait
-from workers.handlers import JobContext, PermanentError, handler
+from workers.handlers import JobContext, PermanentError, Retry, Snooze, handler
+from workers.hooks import (
+    job_enqueued,
+    job_failed,
+    job_retry_scheduled,
+    job_started,
+    job_succeeded,
+    use_middleware,
+)
 from workers.periodic import periodic
 
-__all__ = ["Handler", "JobContext", "PermanentError", "handler", "periodic", "use_store", "wait"]
+__all__ = [
+    "Handler",
+    "JobContext",
+    "PermanentError",
+    "Retry",
+    "Snooze",
+    "handler",
+    "job_enqueued",
+    "job_failed",
+    "job_retry_scheduled",
+    "job_started",
+    "job_succeeded",
+    "periodic",
+    "use_middleware",
+    "use_store",
+    "wait",
+]

@@ -48,6 +48,10 @@ class WorkerConfig:
     store_url, store: where jobs live and the store's defaults (retry policy...).
     handlers: handler modules (LEASEHOLD_HANDLERS).
     log_level: logging level name of the process.
+    log_success: log each completed job at INFO (LEASEHOLD_LOG_SUCCESS).
+    unknown_handler_grace_s: how long after its enqueue a job whose handler
+      this worker lacks is released for another worker rather than failed
+      (LEASEHOLD_UNKNOWN_HANDLER_GRACE).
     """
 
     store_url: str
@@ -70,6 +74,8 @@ class WorkerConfig:
     audit_retention_s: float = 7776000.0
     worker_forget_after_s: float = 300.0
     log_level: str = "INFO"
+    log_success: bool = True
+    unknown_handler_grace_s: float = 3600.0
     store: StoreSettings = field(default_factory=StoreSettings)
 
     def __post_init__(self) -> None:

@@ -23,12 +23,13 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from store.base import JobStore
 from store.lifecycle import TERMINAL
 from store.models import Job, JobSpec
+from workers import hooks
 from workers.claim import IdleBackoff
 
 if TYPE_CHECKING:
@@ -41,8 +42,17 @@ WAIT_FIRST_POLL_S = 0.005
 WAIT_MAX_POLL_S = 0.25
 
 _store: JobStore | None = None
+#: Eager mode (workers.testing): runs an enqueued job at once and returns it finished.
+_eager: Callable[[Job], Job] | None = None
 _opened: JobStore | None = None  # opened here from the environment (closed by use_store)
 _lock = threading.Lock()
+
+
+def set_eager(run: Callable[[Job], Job] | None) -> None:
+    """Eager mode on (``run(job)`` runs a new job and returns it finished) or
+    off (None). For tests: the ``leasehold_eager`` fixture of workers.testing."""
+    global _eager
+    _eager = run
 
 
 def use_store(store: JobStore | None) -> None:
@@ -97,7 +107,11 @@ class Handler:
         handler's declared defaults, then the store's. Returns the job (with
         an idempotency or unique key already held: the job holding it).
         Raises ValidationError, TypeError for an unknown option."""
-        job, _created = (store or default_store()).enqueue_idempotent(self.spec.job_spec(payload, **options))
+        job, created = (store or default_store()).enqueue_idempotent(self.spec.job_spec(payload, **options))
+        if created:
+            hooks.send(hooks.job_enqueued, job.name, job=job)
+        if _eager is not None:
+            return _eager(job)
         return job
 
     def enqueue_many(
@@ -115,7 +129,10 @@ class Handler:
                 specs.append(item)
             else:
                 specs.append(self.spec.job_spec(item, **options))
-        return (store or default_store()).enqueue_many(specs)
+        jobs = (store or default_store()).enqueue_many(specs)
+        for job in jobs:
+            hooks.send(hooks.job_enqueued, job.name, job=job)
+        return jobs
 
 
 def wait(job_id: str | Job, timeout_s: float, store: JobStore | None = None) -> Job:

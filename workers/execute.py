@@ -8,7 +8,9 @@ are the store's ``{type, message, traceback}``; ``permanent`` skips retries.
 
 from __future__ import annotations
 
+import inspect
 import logging
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +18,11 @@ from typing import Any
 import orjson
 
 from store.errors import StoreUnavailable
-from workers.handlers import HandlerSpec, JobContext, PermanentError, get_handler
+from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, RetryPolicy, RunAgain
+from store.models import Job
+from workers.aio import LOOP, HandlerCancelled
+from workers.handlers import HandlerSpec, JobContext, PermanentError, Retry, Snooze, get_handler
+from workers.hooks import around
 from workers.progress import child_reporter
 
 log = logging.getLogger(__name__)
@@ -37,6 +43,7 @@ class Outcome:
     error: dict[str, Any] | None = None
     permanent: bool = False
     dropped: bool = False
+    again: RunAgain | None = None  # the handler raised Retry or Snooze
 
     @property
     def ok(self) -> bool:
@@ -58,11 +65,35 @@ def failure(kind: str, message: str, *, permanent: bool = False) -> Outcome:
 def unknown_handler(name: str, worker_id: str) -> Outcome:
     """The permanent failure of a job no handler is registered for."""
     return failure(
-        "UnknownHandler",
+        UNKNOWN_HANDLER_ERROR_TYPE,
         f"no handler named {name!r} is registered on worker {worker_id} "
         "(is its module listed in LEASEHOLD_HANDLERS?)",
         permanent=True,
     )
+
+
+#: Longest wait, seconds, before a job given back for want of its handler is due again.
+UNKNOWN_HANDLER_MAX_DELAY_S = 60.0
+
+
+def handler_missing(job: Job, worker_id: str, grace_s: float, policy: RetryPolicy) -> Outcome:
+    """The outcome of a claimed job whose handler this worker lacks (a rolling
+    deploy: another worker may have it). While the job is younger than
+    ``grace_s`` seconds (its claim time minus its enqueue time, both the
+    store's clock) it is given back without spending a retry, due again
+    after the backoff of its claim count (at most UNKNOWN_HANDLER_MAX_DELAY_S
+    and never past the grace); after that it fails for good."""
+    age = (job.started_at - job.created_at).total_seconds() if job.started_at and job.created_at else 0.0
+    left = grace_s - age
+    if left <= 0:
+        return unknown_handler(job.name, worker_id)
+    delay = min(policy.delay_s(max(1, job.lease_token)), UNKNOWN_HANDLER_MAX_DELAY_S, left)
+    message = (
+        f"worker {worker_id} has no handler named {job.name!r}; given back for a worker that has it "
+        f"(failed once the job is {grace_s:g}s old)"
+    )
+    again = RunAgain(delay, snooze=True, max_snoozes=sys.maxsize)
+    return Outcome(error=error(UNKNOWN_HANDLER_ERROR_TYPE, message), again=again)
 
 
 def timed_out(timeout_s: float) -> Outcome:
@@ -73,11 +104,27 @@ def timed_out(timeout_s: float) -> Outcome:
 def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
     """Call the handler; never raises (except BaseExceptions like SystemExit).
 
+    An ``async def`` handler (any handler returning an awaitable) is awaited
+    on the process's event loop (``workers.aio.LOOP``) while this slot waits;
+    a run whose ``ctx.cancelled`` is set has its task cancelled and nothing
+    to record (``dropped``: the worker already gave the run up).
     A result that does not serialise as JSON is a permanent ``ResultNotJSON``
     failure; ``PermanentError`` fails without retry; any other exception is a
-    retryable failure carrying its traceback."""
+    retryable failure carrying its traceback. ``Retry`` and ``Snooze`` become
+    a failure with ``again`` (error type Retry, Snooze) for ``store.fail``."""
     try:
-        result = spec.fn(ctx)
+        with around(ctx):
+            result = spec.fn(ctx)
+            if inspect.isawaitable(result):
+                result = LOOP.run(result, ctx.cancelled)
+    except HandlerCancelled:
+        return Outcome(dropped=True)
+    except Retry as exc:
+        again = RunAgain(exc.after)
+        return Outcome(error=error(again.error_type, str(exc), traceback.format_exc()), again=again)
+    except Snooze as exc:
+        again = RunAgain(exc.after, snooze=True, max_snoozes=spec.max_snoozes)
+        return Outcome(error=error(again.error_type, str(exc)), again=again)
     except PermanentError as exc:
         return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()), permanent=True)
     except (Exception, SystemExit) as exc:  # sys.exit() in a handler fails the job, not the worker

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from store.lifecycle import DEFAULT_MAX_SNOOZES
 from store.models import Job, JobSpec, progress_value
+from store.spec import MAX_DELAY_S
 from workers.enqueueing import Handler
 
 __all__ = [
@@ -25,10 +27,14 @@ __all__ = [
     "HandlerSpec",
     "JobContext",
     "PermanentError",
+    "Retry",
+    "Snooze",
     "get_handler",
     "handler",
     "load_handlers",
     "registry",
+    "served_queues",
+    "unserved_handlers",
 ]
 
 
@@ -36,8 +42,64 @@ class PermanentError(Exception):
     """Raise from a handler to fail the job at once, without using a retry."""
 
 
+def _after(after: float) -> float:
+    after = float(after)
+    if not 0 <= after <= MAX_DELAY_S:
+        raise ValueError(f"after must be within [0, {MAX_DELAY_S:g}] seconds, got {after!r}")
+    return after
+
+
+class Retry(Exception):
+    """Raise from a handler to run the job again ``after`` seconds from now
+    instead of after the backoff. Spends a retry like any failure (the job
+    ends Failed once its ``max_retries`` are spent). Raises ValueError for a
+    negative or too long ``after``."""
+
+    def __init__(self, after: float, message: str = "") -> None:
+        self.after = _after(after)
+        super().__init__(message or f"retry requested in {self.after:g}s")
+
+
+class Snooze(Exception):
+    """Raise from a handler to put the job back, due ``after`` seconds from
+    now, without spending a retry (Oban's snooze): for "not yet" (a rate
+    limit, a resource not ready). The handler's ``max_snoozes`` (default
+    100) caps it: the snooze after the last one fails the job (error type
+    ``Snooze``). Raises ValueError for a negative or too long ``after``."""
+
+    def __init__(self, after: float) -> None:
+        self.after = _after(after)
+        super().__init__(f"snoozed for {self.after:g}s")
+
+
 #: Guards the lazy creation of JobContext.cancelled (read by a handler, set by the worker).
 _EVENT_LOCK = threading.Lock()
+
+
+class CancelEvent(threading.Event):
+    """``ctx.cancelled``: a threading.Event that also calls back whoever
+    asked (``add_callback``) when set, so the run of an async handler can be
+    cancelled at once rather than polled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], Any]] = []
+        self._callbacks_lock = threading.Lock()
+
+    def set(self) -> None:
+        with self._callbacks_lock:
+            callbacks, self._callbacks = self._callbacks, []
+            super().set()
+        for callback in callbacks:
+            callback()
+
+    def add_callback(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` when set (at once when already set)."""
+        with self._callbacks_lock:
+            if not self.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
 
 
 class HandlerError(Exception):
@@ -64,18 +126,19 @@ class JobContext:
     attempt: int
     worker_id: str
     lease_token: int
-    _cancelled: threading.Event | None = field(default=None, repr=False, compare=False)
+    _cancelled: CancelEvent | None = field(default=None, repr=False, compare=False)
     _reporter: Any = field(default=None, repr=False, compare=False)
 
     @property
-    def cancelled(self) -> threading.Event:
-        """Set when the job is canceled, times out or loses its lease. Made on
-        first use (most runs never look at it; an Event costs a few µs)."""
+    def cancelled(self) -> CancelEvent:
+        """Set when the job is canceled, times out or loses its lease (a
+        threading.Event; an async handler's task is cancelled then too).
+        Made on first use (most runs never look at it; an Event costs a few µs)."""
         event = self._cancelled
         if event is None:
             with _EVENT_LOCK:
                 if self._cancelled is None:
-                    self._cancelled = threading.Event()
+                    self._cancelled = CancelEvent()
                 event = self._cancelled
         return event
 
@@ -133,6 +196,8 @@ class HandlerSpec:
     ``enqueue`` command) use when the caller does not say; None leaves the
     store's default (LEASEHOLD_MAX_RETRIES, LEASEHOLD_JOB_TIMEOUT). A worker
     enforces the timeout recorded on the job (``timeout_seconds``).
+    ``max_snoozes``: how many times a job may ``raise Snooze`` before the next
+    one fails it.
     """
 
     name: str
@@ -140,6 +205,7 @@ class HandlerSpec:
     queue: str = "default"
     max_retries: int | None = None
     timeout_s: float | None = None
+    max_snoozes: int = DEFAULT_MAX_SNOOZES
 
     def job_spec(self, payload: Any = None, **overrides: Any) -> JobSpec:
         """A JobSpec for this handler; ``overrides`` are JobSpec fields."""
@@ -172,13 +238,15 @@ def handler(
     timezone: str = "UTC",
     payload: Any = None,
     catch_up: bool = True,
+    max_snoozes: int = DEFAULT_MAX_SNOOZES,
 ) -> Callable[[Callable[[JobContext], Any]], Handler]:
     """Register the decorated function as the handler of jobs named ``name``.
 
     ``queue``, ``max_retries`` and ``timeout`` (seconds) are enqueue defaults
     (see HandlerSpec). With ``cron`` the handler is also a periodic job of the
     same name (``workers.periodic.periodic``: ``timezone``, ``payload``,
-    ``catch_up``). Returns a ``Handler``: it calls like the function and has
+    ``catch_up``). ``max_snoozes``: snoozes a job may take (see Snooze).
+    Returns a ``Handler``: it calls like the function and has
     ``.enqueue(payload, **options)`` and ``.enqueue_many(items)`` (see
     workers.enqueueing). Raises HandlerError
     when another function already holds ``name`` (ScheduleError for a bad
@@ -190,10 +258,14 @@ def handler(
         raise ValueError("max_retries must be >= 0")
     if timeout is not None and not timeout > 0:
         raise ValueError("timeout must be > 0 seconds")
+    if isinstance(max_snoozes, bool) or not isinstance(max_snoozes, int) or max_snoozes < 0:
+        raise ValueError("max_snoozes must be an integer >= 0")
 
     def register(fn: Callable[[JobContext], Any]) -> Handler:
         fn = fn.spec.fn if isinstance(fn, Handler) else fn
-        spec = HandlerSpec(name, fn, queue, max_retries, None if timeout is None else float(timeout))
+        spec = HandlerSpec(
+            name, fn, queue, max_retries, None if timeout is None else float(timeout), max_snoozes
+        )
         with _lock:
             old = _registry.get(name)
             if old is not None and not _same_function(old.fn, fn):
@@ -217,6 +289,19 @@ def get_handler(name: str) -> HandlerSpec | None:
 def registry() -> Mapping[str, HandlerSpec]:
     """A read-only view of every registered handler, by name."""
     return MappingProxyType(_registry)
+
+
+def served_queues() -> list[tuple[str, int]]:
+    """The queues a worker serves when it is not told: ``default`` and every
+    queue a registered handler names, each with weight 1, ``default`` first."""
+    names = sorted({spec.queue for spec in _registry.values()} - {"default"})
+    return [("default", 1), *((name, 1) for name in names)]
+
+
+def unserved_handlers(queues: Iterable[str]) -> list[HandlerSpec]:
+    """Registered handlers whose queue is not among ``queues``, by name."""
+    served = set(queues)
+    return [spec for name, spec in sorted(_registry.items()) if spec.queue not in served]
 
 
 def unregister(name: str) -> None:

@@ -56,6 +56,7 @@ class Running:
     deadline: float = math.inf
     state: State = State.RUNNING
     started: bool = False
+    started_at: float = math.inf  # time.monotonic() when a slot started it
     _settled: threading.Event | None = None
     future: Any = None  # the process pool's future, when there is one
     outcome_written: bool = False
@@ -95,7 +96,8 @@ class Running:
             if self.state is not State.RUNNING:
                 return False
             self.started = True
-            self.deadline = time.monotonic() + self.job.timeout_seconds
+            self.started_at = time.monotonic()
+            self.deadline = self.started_at + self.job.timeout_seconds
             return True
 
     def release_if_waiting(self) -> bool:

@@ -19,12 +19,17 @@ outcome is not the worker's to record.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from leasehold.logs import job_fields
 from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
+from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, JobStatus
+from store.models import Job
+from workers import hooks
 from workers.acker import Acker
 from workers.execute import Outcome, timed_out
 from workers.inflight import InFlight, Running, State
@@ -50,7 +55,10 @@ class Outcomes:
         inflight: InFlight,
         acker: Acker,
         progress: ProgressReporter | None = None,
+        *,
+        log_success: bool = True,
     ) -> None:
+        self.log_success = log_success
         self.store = store
         self.worker_id = worker_id
         self.inflight = inflight
@@ -79,6 +87,13 @@ class Outcomes:
                     self.progress.discard((run.job.id, run.job.lease_token))
                 return
             if outcome.error is None:
+                run_time_s = max(0.0, time.monotonic() - run.started_at)
+                if self.log_success:
+                    self._log_success(run, run_time_s)
+                job = run.job
+                hooks.send(
+                    hooks.job_succeeded, job.name, job=job, result=outcome.result, run_time_s=run_time_s
+                )
                 self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
                 handed_off = True
                 finish()
@@ -94,6 +109,64 @@ class Outcomes:
         finally:
             if not handed_off:
                 finished()
+
+    def _log_success(self, run: Running, run_time_s: float) -> None:
+        job = run.job
+        log.info(
+            "job %s (%s) succeeded in %.3fs",
+            job.id,
+            job.name,
+            run_time_s,
+            extra={**self._fields(run), "run_time_s": round(run_time_s, 6)},
+        )
+
+    def _fields(self, run: Running, error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``extra=`` of an outcome's record: the job's fields, ``handler`` and
+        ``attempt`` (1 for the first run), and the error's type, message and
+        traceback for a failure."""
+        fields: dict[str, Any] = {
+            **job_fields(run.job, self.worker_id),
+            "handler": run.job.name,
+            "attempt": run.job.retry_count + 1,
+        }
+        if error is not None:
+            fields["error_type"] = error.get("type")
+            fields["error_message"] = error.get("message")
+            fields["traceback"] = error.get("traceback")
+        return fields
+
+    def _log_failure(self, run: Running, error: dict[str, Any], job: Job, asked: bool) -> None:
+        """WARNING for an attempt that will be retried, ERROR for a final
+        failure; INFO for a handler's own Retry or Snooze (``asked``) that
+        leaves the job Scheduled."""
+        fields = self._fields(run, error)
+        what = f"{error.get('type')}: {error.get('message')}"
+        if job.status is JobStatus.Scheduled and asked:
+            due = "" if job.retry_delay_until is None else f", due {job.retry_delay_until.isoformat()}"
+            level = logging.WARNING if error.get("type") == UNKNOWN_HANDLER_ERROR_TYPE else logging.INFO
+            log.log(level, "job %s (%s) %s%s", job.id, job.name, error.get("message"), due, extra=fields)
+        elif job.status is JobStatus.Scheduled:
+            due = "" if job.retry_delay_until is None else f", due {job.retry_delay_until.isoformat()}"
+            log.warning(
+                "job %s (%s) attempt %d failed: %s; retry %d of %d%s",
+                job.id,
+                job.name,
+                fields["attempt"],
+                what,
+                job.retry_count,
+                job.max_retries,
+                due,
+                extra=fields,
+            )
+        else:
+            log.error(
+                "job %s (%s) failed for good at attempt %d: %s",
+                job.id,
+                job.name,
+                fields["attempt"],
+                what,
+                extra=fields,
+            )
 
     def _ours(self, run: Running) -> bool:
         """Whether the handler's outcome may go to the store: the run was still
@@ -132,15 +205,24 @@ class Outcomes:
         job, error = run.job, outcome.error or {}
         fields = job_fields(job, self.worker_id)
 
-        def nack() -> None:
+        def nack() -> Job:
             self._flush_progress(run)
-            self.store.fail(
-                job.id, job.lease_token, error, permanent=outcome.permanent, worker_id=self.worker_id
+            return self.store.fail(
+                job.id,
+                job.lease_token,
+                error,
+                permanent=outcome.permanent,
+                worker_id=self.worker_id,
+                again=outcome.again,
             )
 
         try:
-            retry_unavailable(nack, WRITE_RETRY_DELAYS_S, f"worker {self.worker_id}: failing job {job.id}")
-            log.debug("job %s failed: %s", job.id, error.get("type"), extra=fields)
+            after = retry_unavailable(
+                nack, WRITE_RETRY_DELAYS_S, f"worker {self.worker_id}: failing job {job.id}"
+            )
+            self._log_failure(run, error, after, outcome.again is not None)
+            signal = hooks.job_retry_scheduled if after.status is JobStatus.Scheduled else hooks.job_failed
+            hooks.send(signal, after.name, job=after, error=error)
         except LeaseLost as exc:
             log.info("worker %s: failure refused, %s", self.worker_id, exc, extra=fields)
         except JobNotFound:

@@ -31,6 +31,7 @@ from concurrent.futures import CancelledError, Future
 from functools import partial
 from typing import Protocol
 
+from workers import hooks
 from workers.execute import Outcome, failure, run_handler, run_in_child, timed_out
 from workers.handlers import HandlerSpec
 from workers.inflight import Running
@@ -141,6 +142,7 @@ class ThreadRunner:
         if not run.start():  # dropped or released while it waited for a slot
             self._done(run, Outcome(dropped=True), partial(self._free, run))
             return
+        hooks.send(hooks.job_started, run.job.name, job=run.job, ctx=run.ctx)
         started = time.monotonic()
         outcome = run_handler(spec, run.ctx)
         elapsed = time.monotonic() - started
@@ -223,6 +225,7 @@ class ProcessRunner:
         if not run.start():  # dropped or released before it reached the pool: never run it
             self._finish(run, Outcome(dropped=True))
             return
+        hooks.send(hooks.job_started, run.job.name, job=run.job, ctx=run.ctx)
         try:  # pebble times the run from here
             future = self._pool.schedule(
                 run_in_child, args=(spec.name, run.ctx.fields()), timeout=run.job.timeout_seconds

@@ -51,11 +51,12 @@ from store.maintenance import MaintenanceService
 from store.models import Job, WorkerInfo, ts
 from store.recovery import RecoveryService
 from workers.acker import Acker
+from workers.catalogue import published
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
-from workers.execute import unknown_handler
+from workers.execute import handler_missing
 from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_POOL_BROKEN, EXIT_SLOTS_LOST, EXIT_STOPPED
-from workers.handlers import JobContext, get_handler
+from workers.handlers import JobContext, get_handler, unserved_handlers
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
 from workers.outcomes import Outcomes
@@ -115,7 +116,9 @@ class Worker:
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.progress = ProgressReporter(store)
         self.acker = Acker(store, self.id, progress=self.progress)
-        self.outcomes = Outcomes(store, self.id, self.inflight, self.acker, self.progress)
+        self.outcomes = Outcomes(
+            store, self.id, self.inflight, self.acker, self.progress, log_success=config.log_success
+        )
         self.runner: Runner
         if config.pool == "process":
             self.runner = ProcessRunner(
@@ -216,6 +219,7 @@ class Worker:
             queues=self.config.queue_names,
             concurrency=self.config.concurrency,
             started_at=ts(self.store.now()),  # the store's clock, like every other time
+            handlers=published(self.config.queue_names, self.config.lease_ttl_s),
         )
         self.store.worker_heartbeat(info, register=True)  # clears a command left for a predecessor
         log.info(
@@ -226,6 +230,13 @@ class Worker:
             self.config.pool,
             self.config.lease_ttl_s,
         )
+        for spec in unserved_handlers(self.config.queue_names):
+            log.warning(
+                "worker %s: handler %r takes jobs on queue %r, which this worker does not serve",
+                self.id,
+                spec.name,
+                spec.queue,
+            )
         self.heartbeat = Heartbeat(
             self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel, self.on_command
         )
@@ -348,8 +359,11 @@ class Worker:
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id, self.progress))
-        if spec is None:
-            self.outcomes.fail(run, unknown_handler(job.name, self.id))
+        if spec is None:  # another worker may have it (a rolling deploy): back, not failed, for a while
+            missing = handler_missing(
+                job, self.id, self.config.unknown_handler_grace_s, self.config.store.retry
+            )
+            self.outcomes.fail(run, missing)
             return
         self.inflight.add(run)
         if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:

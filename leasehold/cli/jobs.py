@@ -16,9 +16,11 @@ from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
 from store.spec import MAX_DELAY_S
+from workers import hooks
+from workers.catalogue import Catalogue
 from workers.claim import parse_queues
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
-from workers.handlers import get_handler, load_handlers
+from workers.handlers import load_handlers, registry, served_queues
 from workers.periodic import check_declared
 
 #: How long ``recover`` waits for a recovery another instance is running, seconds.
@@ -31,7 +33,11 @@ _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 # ------------------------------------------------------------------------ worker
-def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> list[tuple[str, int]]:
+def _queues_option(
+    _ctx: click.Context, param: click.Parameter, value: str | None
+) -> list[tuple[str, int]] | None:
+    if value is None:
+        return None
     try:
         return parse_queues(value)
     except ValueError as exc:
@@ -41,10 +47,9 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
 @click.command("worker", cls=OneLineCommand)
 @click.option(
     "--queues",
-    default="default",
-    show_default=True,
+    default=None,
     callback=_queues_option,
-    help="Queues to claim from, with optional weights: a,b:3.",
+    help="Queues to claim from, with optional weights: a,b:3 [default and every handler's queue].",
 )
 @click.option(
     "--concurrency",
@@ -91,7 +96,7 @@ def _queues_option(_ctx: click.Context, param: click.Parameter, value: str) -> l
 )
 @friendly_errors
 def worker_command(
-    queues: list[tuple[str, int]],
+    queues: list[tuple[str, int]] | None,
     concurrency: int | None,
     prefetch: int | None,
     processes: int | None,
@@ -117,7 +122,7 @@ def worker_command(
     runtime().close()  # the worker (or each of its processes) opens its own
     config = WorkerConfig(
         store_url=settings.store_url,
-        queues=tuple(queues),
+        queues=tuple(queues or served_queues()),
         concurrency=concurrency or settings.concurrency,
         prefetch=prefetch,
         pool=pool,  # type: ignore[arg-type]
@@ -137,6 +142,8 @@ def worker_command(
         audit_retention_s=settings.audit_retention_s,
         worker_forget_after_s=settings.worker_forget_after_s,
         log_level=log_level.upper(),
+        log_success=settings.log_success,
+        unknown_handler_grace_s=settings.unknown_handler_grace_s,
         store=settings.store_settings(),
     )
     code = Supervisor(config, processes).run() if processes else run_worker(config)
@@ -234,8 +241,8 @@ def enqueue_command(
     """Enqueue a job; prints its id alone on stdout (a unique job's existing
     holder of the key, or the job of an idempotency key already used, when
     there is one: then ``existing job`` is said on stderr)."""
-    load_handlers(runtime().settings().handlers)
-    spec = get_handler(name)
+    modules = runtime().settings().handlers
+    load_handlers(modules)
     options = {
         "queue": queue,
         "max_retries": max_retries,
@@ -246,12 +253,15 @@ def enqueue_command(
         "unique_key": unique_key,
         "idempotency_key": idempotency_key,
     }
-    if spec is not None:
-        job_spec = spec.job_spec(payload, **options)
+    given = {k: v for k, v in options.items() if v is not None}
+    store = runtime().store()
+    # The handler's defaults: its loaded module's (LEASEHOLD_HANDLERS), else the store's catalogue.
+    catalogue = Catalogue(store, registry() if modules else None)
+    job_spec = catalogue.with_defaults(JobSpec(name, payload, **given), set(given))
+    job, created = store.enqueue_idempotent(job_spec)
+    if created:
+        hooks.send(hooks.job_enqueued, job.name, job=job)
     else:
-        job_spec = JobSpec(name, payload, **{k: v for k, v in options.items() if v is not None})
-    job, created = runtime().store().enqueue_idempotent(job_spec)
-    if not created:
         click.echo(f"existing job {job.id} ({job.status.name})", err=True)
     click.echo(job.id)
 

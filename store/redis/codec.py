@@ -179,6 +179,7 @@ def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
         last_seen_at=ts(_float(h, "last_seen_at")),
         command=h.get("command"),
         command_by=h.get("command_by"),
+        handlers=orjson.loads(h["handlers"]) if h.get("handlers") else [],
     )
 
 

@@ -45,7 +45,11 @@ class RegistryMixin(RedisPlumbing):
         started = info.started_at.timestamp() if info.started_at else time.time()
         args = [self._offset(), info.id, info.host, info.pid, codec.dumps(list(info.queues))]
         args += [info.concurrency, codec.dumps(list(info.jobs_in_hand)), repr(started)]
-        return self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
+        command = self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
+        if info.handlers:  # a field of the worker's own hash, beside those the script writes
+            text = codec.dumps(list(info.handlers))
+            self._pipe(lambda p: p.hset(self.keys.worker(info.id), "handlers", text))
+        return command
 
     def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
         """Set the worker hash's command and command_by (for UNQUIET: clear
@@ -65,7 +69,9 @@ class RegistryMixin(RedisPlumbing):
         """Registered workers, most recently seen first (two round trips)."""
         [ids] = self._pipe(lambda p: p.zrange(self.keys.workers, 0, -1, desc=True))
         hashes = self._pipe(lambda p: [p.hgetall(self.keys.worker(w)) for w in ids])
-        return [codec.worker_from_hash(h) for h in hashes if h]
+        # A hash without its id is a stray "handlers" field written after the
+        # entry was removed (the write follows the heartbeat script): skipped.
+        return [codec.worker_from_hash(h) for h in hashes if h.get("id")]
 
     # ------------------------------------------------------- recovery runs
     def record_recovery_run(self, run: RecoveryRun) -> None:

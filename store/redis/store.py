@@ -318,9 +318,11 @@ class RedisStore(
         *,
         permanent: bool = False,
         worker_id: str | None = None,
+        again: lifecycle.RunAgain | None = None,
     ) -> Job:
         """See JobStore.fail: read, decide (lifecycle.decide_failure), apply as
-        compare-and-set; re-read up to GUARD_ATTEMPTS times if the job changed."""
+        compare-and-set; re-read up to GUARD_ATTEMPTS times if the job changed.
+        A snooze reads the job's attempts first to count its snoozes."""
         error = clean_error(error)
         for _ in range(GUARD_ATTEMPTS):
             code, current, retries, max_retries, queue = self._fields(
@@ -330,8 +332,13 @@ class RedisStore(
                 raise JobNotFound(job_id)
             if S(int(code)) not in lifecycle.sources(Operation.FAIL) or int(current) != token:
                 raise self._refusals(refusal(Operation.FAIL), worker_id, [(job_id, token, current, code)])[0]
+            snoozes = 0
+            if again is not None and again.snooze:
+                snoozes = lifecycle.count_snoozes((a.error or {}).get("type") for a in self.attempts(job_id))
             policy = self.settings.retry
-            decision = lifecycle.decide_failure(int(retries), int(max_retries), policy, permanent=permanent)
+            decision = lifecycle.decide_failure(
+                int(retries), int(max_retries), policy, permanent=permanent, again=again, snoozes=snoozes
+            )
             item = Failure(job_id, queue, token, int(retries), decision, error, False, worker_id)
             [reply] = self._apply_failures([item], want_jobs=True)
             if reply:

@@ -44,6 +44,7 @@ class SqlRegistryMixin(SqlPlumbing):
             "queues": list(info.queues),
             "concurrency": info.concurrency,
             "jobs_in_hand": list(info.jobs_in_hand),
+            "handlers": list(info.handlers),
             "started_at": info.started_at.timestamp() if info.started_at else time.time(),
         }
         stmt = reg.upsert_worker(self.dialect.upsert(reg.workers), self._now)

@@ -61,7 +61,7 @@ def lock_holder(now: ColumnElement[float]) -> Select:
 
 def upsert_worker(ins: Insert, now: ColumnElement[float]) -> Insert:
     """Register or refresh a worker (a command left for it is kept). Params:
-    id, host, pid, queues, concurrency, jobs_in_hand, started_at. Returns
+    id, host, pid, queues, concurrency, jobs_in_hand, handlers, started_at. Returns
     the worker's pending command."""
     ins = ins.values(last_seen_at=now)
     return ins.on_conflict_do_update(
@@ -73,6 +73,7 @@ def upsert_worker(ins: Insert, now: ColumnElement[float]) -> Insert:
             "queues": ins.excluded.queues,
             "concurrency": ins.excluded.concurrency,
             "jobs_in_hand": ins.excluded.jobs_in_hand,
+            "handlers": ins.excluded.handlers,
             "last_seen_at": ins.excluded.last_seen_at,
         },
     ).returning(workers.c.command)

@@ -131,6 +131,7 @@ def worker_from_row(row: Mapping[str, Any]) -> WorkerInfo:
         last_seen_at=ts(row["last_seen_at"]),
         command=row["command"],
         command_by=row["command_by"],
+        handlers=list(row["handlers"] or []),
     )
 
 

@@ -140,6 +140,8 @@ workers = Table(
     # An operator's command the worker picks up at its next heartbeat: quiet, stop.
     Column("command", String(20)),
     Column("command_by", String(200)),
+    # The handlers it serves (WorkerInfo.handlers): the handler catalogue's source.
+    Column("handlers", Json),
 )
 
 locks = Table(

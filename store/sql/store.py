@@ -262,6 +262,7 @@ class SqlStore(
         *,
         permanent: bool = False,
         worker_id: str | None = None,
+        again: lifecycle.RunAgain | None = None,
     ) -> Job:
         refusal = rule(Operation.FAIL).refusal
         assert refusal is not None
@@ -273,9 +274,17 @@ class SqlStore(
                 raise JobNotFound(job_id)
             if S(row["status"]) not in lifecycle.sources(Operation.FAIL) or row["lease_token"] != token:
                 raise Refused(job_id, token, refusal, worker_id)
-            policy = self.settings.retry
+            snoozes = 0
+            if again is not None and again.snooze:
+                found = conn.execute(ops.attempts_of(), {"job_id": job_id}).mappings()
+                snoozes = lifecycle.count_snoozes((r["error"] or {}).get("type") for r in found)
             decision = lifecycle.decide_failure(
-                row["retry_count"], row["max_retries"], policy, permanent=permanent
+                row["retry_count"],
+                row["max_retries"],
+                self.settings.retry,
+                permanent=permanent,
+                again=again,
+                snoozes=snoozes,
             )
             job = self.apply_decision(
                 conn, self._q_fail, row, decision, error, expired=False, actor=worker_id

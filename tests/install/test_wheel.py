@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from store import open_store
+from tests import readme_quickstart as quick
 
 #: Building and installing the wheel (the session fixture) counts toward the first test's timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -299,3 +300,21 @@ def test_leasehold_demo_runs_from_an_empty_folder_and_stops_on_ctrl_c(installed:
         time.sleep(0.2)
     assert _processes_with(marker) == []
     assert list(installed.empty.iterdir()) == []
+
+
+def test_the_readme_quick_start_verbatim(installed: Installed) -> None:
+    """The README's handler module and its ``leasehold`` commands, as written there."""
+    root = installed.root / "quick"
+    root.mkdir()
+    quick.write_app(root)
+    url = f"sqlite:///{root / 'jobs.db'}"
+    outputs = {}
+    for words in quick.commands():
+        done = installed.run(
+            *words, LEASEHOLD_STORE_URL=url, LEASEHOLD_HANDLERS="myapp.jobs", PYTHONPATH=str(root)
+        )
+        assert done.returncode == 0, (words, done.stderr)
+        outputs[words[1]] = done.stdout
+    assert json.loads(outputs["stats"])["queues"] == {"billing": {"Completed": 1}}
+    with open_store(url) as store:
+        assert store.get(outputs["enqueue"].strip()).status.name == "Completed"

@@ -117,3 +117,12 @@ def test_filters_from_the_query_string() -> None:
     assert filters.as_query() == {"status": "InProgress", "queue": "q", "id": "abc-1", "sort": "oldest"}
     _, problems = parse_filters({"status": "nope", "id": "zz'"})
     assert len(problems) == 2
+
+
+def test_queued_job_whose_handler_no_live_worker_serves() -> None:
+    publishing = worker("w", 1)
+    publishing.handlers = [{"name": "other", "queue": "default"}]
+    assert "No live worker serves handler 't'" in texts(explain(job(S.Queued), ctx(publishing)))
+    publishing.handlers = [{"name": "t", "queue": "default"}]
+    assert "No live worker serves handler" not in texts(explain(job(S.Queued), ctx(publishing)))
+    assert "No live worker serves handler" not in texts(explain(job(S.Queued), ctx(worker("w", 1))))

@@ -157,3 +157,16 @@ def test_retry_count_never_exceeds_max(max_retries: int, failures: int) -> None:
     if failures > max_retries:
         assert status is S.Failed
         assert attempts == max_retries + 1  # max_retries=3: 4 attempts
+
+
+def test_run_again_decisions() -> None:
+    from store.lifecycle import RunAgain
+
+    policy = RetryPolicy(base_s=2.0)
+    retry = decide_failure(0, 3, policy, again=RunAgain(30.0))
+    assert (retry.status, retry.retry_count, retry.delay_s) == (JobStatus.Scheduled, 1, 30.0)
+    assert decide_failure(3, 3, policy, again=RunAgain(30.0)).status is JobStatus.Failed
+    snooze = RunAgain(5.0, snooze=True, max_snoozes=2)
+    kept = decide_failure(3, 3, policy, again=snooze, snoozes=1)
+    assert (kept.status, kept.retry_count, kept.delay_s) == (JobStatus.Scheduled, 3, 5.0)
+    assert decide_failure(0, 3, policy, again=snooze, snoozes=2).status is JobStatus.Failed

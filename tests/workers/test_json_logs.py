@@ -27,7 +27,7 @@ def test_worker_logs_json_lines_with_job_fields(tmp_path: Path) -> None:
     assert lines and all({"time", "level", "logger", "message"} <= set(r) for r in lines)
     mine = [r for r in lines if r.get("job_id") == job_id]
     assert {r["queue"] for r in mine} == {"mail"} and len({r["worker_id"] for r in mine}) == 1
-    assert any("failed" in r["message"] and r["level"] == "DEBUG" for r in mine), mine
+    assert any("failed for good" in r["message"] and r["level"] == "ERROR" for r in mine), mine
     assert SECRET not in done.stderr and SECRET not in done.stdout
 
 

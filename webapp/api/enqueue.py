@@ -5,6 +5,7 @@ Shared by ``POST /api/jobs`` and the async endpoints.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from flask import Response, request, url_for
@@ -14,8 +15,21 @@ from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
 from webapp.api.encoding import IDEMPOTENCY_HEADER, json_response
 from webapp.api.errors import APIError
 from webapp.api.state import api_state, job_store
+from workers import hooks
+from workers.catalogue import Catalogue
+from workers.hooks import TRACE_HEADERS
 
 _KEY = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
+
+
+def handler_catalogue() -> Catalogue:
+    """The app's view of the store's handler catalogue (made on first use;
+    it caches a read for ``workers.catalogue.CACHE_S``). The web app loads no
+    handler module: defaults come from what the live workers publish."""
+    state = api_state()
+    if state.catalogue is None:
+        state.catalogue = Catalogue(job_store())
+    return state.catalogue
 
 
 def idempotency_key() -> str | None:
@@ -77,9 +91,17 @@ def enqueue_response(spec: JobSpec) -> Response:
     the request that made a job (``same_request``) answers as the first did,
     202 with that job and its ``Location``, and writes nothing; the key reused
     for a different request is 422. A unique job (``unique_key``/``unique_for``)
-    whose key is held: 200 with the job holding it, whatever its payload."""
+    whose key is held: 200 with the job holding it, whatever its payload.
+    A W3C ``traceparent`` (and ``tracestate``) header of the request is kept
+    in the job's headers, so the run continues the caller's trace. A new job
+    is announced with the ``job_enqueued`` signal."""
     store = job_store()
+    trace = {name: request.headers[name] for name in TRACE_HEADERS if name in request.headers}
+    if trace:
+        spec = dataclasses.replace(spec, headers={**(spec.headers or {}), **trace})
     job, created = store.enqueue_idempotent(spec)
+    if created:
+        hooks.send(hooks.job_enqueued, job.name, job=job)
     by_idempotency = spec.idempotency_key is not None and job.idempotency_key == spec.idempotency_key
     if not created and by_idempotency and not same_request(job, spec, store.settings):
         raise APIError(

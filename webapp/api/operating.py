@@ -17,7 +17,7 @@ from flask import Response, current_app
 
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.maintenance import RETENTION_LOCK, MaintenanceBusy, RunLock
-from store.models import JobSpec, MaintenanceRun, QueueState, ts
+from store.models import MaintenanceRun, QueueState, ts
 from webapp import periodic
 from webapp.api.auth import current_token
 from webapp.api.common import context_of, job_json, json_response
@@ -195,8 +195,7 @@ def run_periodic(name: str) -> Response:
     if not created and key is not None:
         schedule = periodic.find(store, name)
         assert schedule is not None  # run_now found it
-        spec = JobSpec(schedule.handler, schedule.payload, queue=schedule.queue, idempotency_key=key)
-        if not same_request(job, spec, store.settings):
+        if not same_request(job, periodic.run_now_spec(store, schedule, key), store.settings):
             raise APIError(
                 422,
                 f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",

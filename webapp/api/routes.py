@@ -32,7 +32,7 @@ from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
 from webapp.api.common import context_of, job_json
 from webapp.api.direct import direct
-from webapp.api.enqueue import enqueue_response, idempotency_key
+from webapp.api.enqueue import enqueue_response, handler_catalogue, idempotency_key
 from webapp.api.errors import APIError
 from webapp.api.schemas import (
     EnqueueRequest,
@@ -104,7 +104,10 @@ def enqueue_job() -> Response:
     job holding it."""
     body = validated_body(EnqueueRequest)
     fields = {name: getattr(body, name) for name in ENQUEUE_FIELDS}
-    return enqueue_response(JobSpec(idempotency_key=idempotency_key(), **fields))
+    spec = JobSpec(idempotency_key=idempotency_key(), **fields)
+    # Options the body left out take the handler's defaults (the live workers' catalogue);
+    # an unknown name is 422 once the catalogue knows any handler.
+    return enqueue_response(handler_catalogue().with_defaults(spec, body.model_fields_set))
 
 
 def list_jobs() -> dict[str, Any]:

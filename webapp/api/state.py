@@ -38,6 +38,8 @@ class ApiState:
     enqueue_operations: set[str] = field(default_factory=set)
     #: ``Location`` prefix of a job (``…/api/jobs/``) by script root (``enqueue.job_location``).
     job_paths: dict[str, str] = field(default_factory=dict)
+    #: The handler catalogue enqueues read their defaults from (``enqueue.handler_catalogue``).
+    catalogue: Any = None
     _doc_finished: bool = False
     #: Serialises the first generation of the OpenAPI document (spectree builds
     #: it lazily and mutates its model table while doing so).

@@ -89,6 +89,15 @@ def _worker_line(job: Job, ctx: Context) -> list[Reason]:
                 f"({len(live)} live worker(s) serve: {', '.join(served) or 'nothing'}).",
             )
         ]
+    publishing = [w for w in live if w.handlers]  # workers that say which handlers they serve
+    if publishing and not any(h.get("name") == job.name for w in publishing for h in w.handlers):
+        return [
+            Reason(
+                "bad",
+                f"No live worker serves handler '{job.name}': a worker that claims the job gives it back "
+                "(no retry spent) until LEASEHOLD_UNKNOWN_HANDLER_GRACE, then fails it.",
+            )
+        ]
     slots = sum(max(w.concurrency, 1) for w in serving)
     busy = sum(len(w.jobs_in_hand) for w in serving)
     others = max(ctx.queued_in_queue - (1 if job.status is S.Queued else 0), 0)

@@ -1,0 +1,29 @@
+"""The handlers each worker serves, published in its registry entry: the
+store's handler catalogue is derived from the live workers' lists.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+Json = sa.JSON(none_as_null=True).with_variant(sa.dialects.postgresql.JSONB(none_as_null=True), "postgresql")
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("leasehold_workers") as batch:
+        batch.add_column(sa.Column("handlers", Json))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("leasehold_workers") as batch:
+        batch.drop_column("handlers")
