@@ -16,7 +16,7 @@ from store import open_store
 from store.errors import ValidationError
 from webapp import create_app
 from webapp.config import ConfigError, load_web_settings
-from workers import settings as settings_module
+from leasehold import settings as settings_module
 
 REPO = Path(__file__).resolve().parents[2]
 TYPO_LINE = "unknown setting LEASEHOLD_STORE_ULR (did you mean LEASEHOLD_STORE_URL?)"
