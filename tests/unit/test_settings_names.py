@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from leasehold import settings as settings_module
 from leasehold.settings import check_names, settings_from_env
 from store import open_store
 from store.errors import ValidationError
 from webapp import create_app
 from webapp.config import ConfigError, load_web_settings
-from leasehold import settings as settings_module
 
 REPO = Path(__file__).resolve().parents[2]
 TYPO_LINE = "unknown setting LEASEHOLD_STORE_ULR (did you mean LEASEHOLD_STORE_URL?)"

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from leasehold.cli import leasehold
 from store import bulk
 from store.base import JobStore
+from store.contract_operating import MAX_AUDIT_PAGE
 from store.lifecycle import EventKind, JobStatus
 from store.models import JobEvent, Schedule, WorkerInfo
 from tests.backends import StoreHandle
@@ -31,10 +32,10 @@ class Audit:
 
     def __init__(self, store: JobStore) -> None:
         self.store = store
-        self.seen = len(store.audit(10_000))
+        self.seen = len(store.audit(MAX_AUDIT_PAGE))
 
     def new(self) -> list[JobEvent]:
-        entries = self.store.audit(10_000)
+        entries = self.store.audit(MAX_AUDIT_PAGE)
         fresh = entries[: len(entries) - self.seen]
         self.seen = len(entries)
         return fresh
