@@ -175,8 +175,8 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     _finite("delay_s", spec.delay_s, 0.0, MAX_DELAY_S)
     _text("unique_key", spec.unique_key, MAX_IDEMPOTENCY_KEY_LEN, False)
     _finite("unique_for", spec.unique_for, 0.0, MAX_DELAY_S)
-    for fld in ("name", "queue"):
-        if "\x00" in getattr(spec, fld):
+    for fld in ("name", "queue", "idempotency_key", "unique_key"):
+        if "\x00" in (getattr(spec, fld) or ""):
             raise ValidationError(fld, "must not contain NUL characters")
     for fld in ("payload", "headers", "route_params", "query_params"):
         try:

@@ -28,8 +28,8 @@ from store.models import Job, JobSpec, Lease, failure_event, refusal_message, tr
 from store.sql import operating_statements as ops
 from store.sql import schema
 from store.sql import statements as sql
+from store.sql.classify import sqlstate, translate
 from store.sql.engine import make_engines, pg_statement_timeout_s
-from store.sql.failures import sqlstate, translate
 from store.sql.rows import job_from_row
 
 T = TypeVar("T")
@@ -202,7 +202,7 @@ class SqlPlumbing:
     def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
         """Run ``fn`` in one transaction; retry deadlocks, map outages to
         StoreUnavailable and refused values to ValidationError
-        (store/sql/failures.py). ``single``: ``fn`` runs one statement atomic on its
+        (store/sql/classify.py). ``single``: ``fn`` runs one statement atomic on its
         own, on the single engine (PostgreSQL: autocommit, saving the BEGIN
         and COMMIT round trips, with no statement timeout). Reads
         (``write=False``) run on the read engine, under the statement timeout

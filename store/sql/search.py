@@ -22,7 +22,19 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, Text, bindparam, cast, exists, func, literal, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 
 from store.search import SearchPage, SearchQuery, like_pattern
 from store.sql.plumbing import SqlPlumbing
@@ -105,6 +117,23 @@ def newest(stmt: Select, table: Any, limit: str) -> Select:
     return stmt.order_by(table.c.last_updated_at.desc(), table.c.id.desc()).limit(bindparam(limit))
 
 
+def _window(query: SearchQuery, indexed: list[ColumnElement[bool]], columns: list[Any]) -> Any:
+    """The ``s_scan`` newest jobs passing ``indexed``, with ``columns``, as a
+    subquery. Error text is kept on two statuses: their windows are read
+    apart, each newest first on leasehold_ix_jobs_status_updated, then merged
+    (``status IN (…)`` would read and sort every job of both)."""
+    statuses = query.statuses()
+    if query.status is not None or len(statuses) == 1 or query.error is None:
+        return newest(select(*columns).where(*indexed), jobs, "s_scan").subquery()
+    others = [t for t in indexed if t is not indexed[0]]  # listing_terms puts the status term first
+    arms = [
+        select(newest(select(*columns).where(jobs.c.status == int(s), *others), jobs, "s_scan").subquery())
+        for s in statuses
+    ]
+    merged = union_all(*arms).subquery()
+    return newest(select(merged), merged, "s_scan").subquery()
+
+
 class SqlSearchMixin(SqlPlumbing):
     """The engine half of ``search_jobs``."""
 
@@ -120,16 +149,25 @@ class SqlSearchMixin(SqlPlumbing):
             rows = self.read(newest(select(jobs).where(*indexed), jobs, "s_limit"), params)
             return SearchPage([job_from_row(r) for r in rows], True, len(rows))
         params["s_scan"] = scan_limit
-        window = newest(select(jobs).where(*indexed), jobs, "s_scan").subquery()
+        # The window holds only the columns tested (the id alone is an
+        # index-only scan); the page's whole rows are read for the matches.
+        tested_columns = [jobs.c.id, jobs.c.last_updated_at]
+        if query.error is not None:
+            tested_columns.append(jobs.c.error)
+        if query.payload is not None and not payload_indexed:
+            tested_columns.append(jobs.c.payload)
+        window = _window(query, indexed, tested_columns)
         tested, text_params = text_terms(window, query)
         params.update(text_params)
         if query.payload is not None and not payload_indexed:
             key, value = query.payload
             tested.append(payload_field_sqlite(window, value))
             params.update(s_key=key, s_value=value)
-        rows = self.read(newest(select(window).where(*tested), window, "s_limit"), params)
+        matched = newest(select(window.c.id).where(*tested), window, "s_limit").subquery()
+        page = select(jobs).join(matched, jobs.c.id == matched.c.id)
+        rows = self.read(page.order_by(jobs.c.last_updated_at.desc(), jobs.c.id.desc()), params)
         counted = select(func.count()).select_from(
-            newest(select(jobs.c.id).where(*indexed), jobs, "s_scan").subquery()
+            _window(query, indexed, [jobs.c.id, jobs.c.last_updated_at])
         )
         scanned = self.tx(lambda c: c.execute(counted, params).scalar_one(), write=False)
         return SearchPage(

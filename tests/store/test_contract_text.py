@@ -83,6 +83,14 @@ def test_an_error_that_is_not_json_is_refused_on_every_store(store: JobStore) ->
     assert store.get(job.id).status is S.InProgress
 
 
+@pytest.mark.parametrize("option", ["idempotency_key", "unique_key"])
+def test_nul_in_an_enqueue_key_is_refused_naming_it(store: JobStore, option: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        store.enqueue("t", None, **{option: "k\x00"})
+    assert raised.value.field == option
+    assert store.counts().by_status.get("Queued", 0) == 0
+
+
 @pytest.mark.parametrize("criterion", ["id_part", "error", "payload"])
 def test_search_criteria_with_a_nul_are_refused(store: JobStore, criterion: str) -> None:
     value = "k=x\x00y" if criterion == "payload" else "x\x00y"

@@ -327,29 +327,43 @@ def _audit_entry(e: JobEvent) -> AuditEntry:
     )
 
 
-def audit_entries(limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
-    """Operator actions, newest first: job events by ``operator:*`` actors
-    (``store.audit``) merged with recovery runs an operator triggered."""
+def audit_entries(limit: int = AUDIT_LIMIT, cursor: str | None = None) -> tuple[list[AuditEntry], str | None]:
+    """One page of operator actions, newest first: job events by
+    ``operator:*`` actors (``store.audit_page``, ``limit`` a page, after
+    ``cursor``), the first page merged with the recovery runs an operator
+    triggered; and the cursor of the next (older) page, or None."""
     st = store()
-    entries = [_audit_entry(e) for e in st.audit(limit)]
-    for run in st.recovery_runs(RECOVERY_HISTORY):
-        if run.trigger.startswith("operator:"):
-            detail = (
-                f"{run.recovered} retried, {run.failed} failed, {run.duration_ms:.0f} ms (lock: {run.owner})"
-            )
-            entries.append(
-                AuditEntry(run.started_at, operator_name(run.trigger), "recovery run", None, detail)
-            )
+    page = st.audit_page(limit, cursor)
+    entries = [_audit_entry(e) for e in page.items]
+    if cursor is None:
+        for run in st.recovery_runs(RECOVERY_HISTORY):
+            if run.trigger.startswith("operator:"):
+                detail = (
+                    f"{run.recovered} retried, {run.failed} failed, "
+                    f"{run.duration_ms:.0f} ms (lock: {run.owner})"
+                )
+                entries.append(
+                    AuditEntry(run.started_at, operator_name(run.trigger), "recovery run", None, detail)
+                )
     entries.sort(key=lambda e: e.at, reverse=True)
-    return entries[:limit]
+    return entries, page.next_cursor
 
 
 @bp.get("/audit")
 def audit() -> Response:
     actor = (request.args.get("actor") or "").strip()
-    entries = audit_entries()
+    try:
+        entries, older = audit_entries(cursor=request.args.get("cursor") or None)
+    except ValidationError:
+        abort(400)
     if actor:
         entries = [e for e in entries if e.actor == actor]
     return render_view(
-        "audit.html", "partials/audit_table.html", entries=entries, actor=actor, limit=AUDIT_LIMIT
+        "audit.html",
+        "partials/audit_table.html",
+        entries=entries,
+        actor=actor,
+        limit=AUDIT_LIMIT,
+        older=older,
+        paged=bool(request.args.get("cursor")),
     )
