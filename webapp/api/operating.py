@@ -17,7 +17,7 @@ from flask import Response, current_app
 
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.maintenance import RETENTION_LOCK
-from store.models import JobSpec, MaintenanceRun, QueueState, ts
+from store.models import MaintenanceRun, QueueState, ts
 from webapp import periodic
 from webapp.api.auth import current_token
 from webapp.api.common import context_of, job_json, json_response
@@ -185,17 +185,14 @@ def run_periodic(name: str) -> Response:
     first job and enqueues nothing; the key used for another request is 422."""
     store = job_store()
     key = idempotency_key()
-    job, created = periodic.run_now(store, name, current_token().actor, key)
-    if not created and key is not None:
-        schedule = periodic.find(store, name)
-        assert schedule is not None  # run_now found it
-        spec = JobSpec(schedule.handler, schedule.payload, queue=schedule.queue, idempotency_key=key)
-        if not same_request(job, spec, store.settings):
-            raise APIError(
-                422,
-                f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
-                IDEMPOTENCY_HEADER,
-            )
+    spec = periodic.run_spec(store, name, key)
+    job, created = periodic.run_now(store, name, spec, current_token().actor)
+    if not created and key is not None and not same_request(job, spec, store.settings):
+        raise APIError(
+            422,
+            f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
+            IDEMPOTENCY_HEADER,
+        )
     response = job_json(job, 202)
     response.headers["Location"] = job_location(job.id)
     return response
