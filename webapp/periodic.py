@@ -6,7 +6,7 @@ the library's; the same parser as the workers' scheduler) and cron-descriptor
 (words, 24-hour clock, English). Both are
 read-only here: the scheduler in the workers decides what runs; this module
 describes a stored Schedule, and turns one on or off or enqueues its job now
-for an operator (``set_enabled``, ``run_now``), each recorded in the audit log.
+for an operator (``set_enabled``, ``run_spec`` and ``run_now``), each recorded in the audit log.
 A bad expression or zone does not break a page: its description says so and
 it has no next run.
 """
@@ -123,22 +123,22 @@ def set_enabled(store: JobStore, name: str, enabled: bool, actor: str) -> Schedu
     return schedule
 
 
-def run_now_spec(store: JobStore, schedule: Schedule, idempotency_key: str | None) -> JobSpec:
-    """The job "run now" enqueues for ``schedule``: its handler, payload and
-    queue, the handler's retries and timeout from the catalogue, and the
-    request's idempotency key."""
-    return dataclasses.replace(catalogue_spec(store, schedule), idempotency_key=idempotency_key)
-
-
-def run_now(store: JobStore, name: str, actor: str, idempotency_key: str | None) -> tuple[Job, bool]:
-    """Enqueue the schedule's job now, outside its ticks, for ``actor``:
-    ``(job, created)``. With an ``idempotency_key`` already used, the job it
-    made and False, and nothing is written (a double click makes one job);
-    a new job gets one audit entry. Raises ScheduleNotFound."""
+def run_spec(store: JobStore, name: str, idempotency_key: str | None = None) -> JobSpec:
+    """The job "run now" enqueues for the schedule ``name``: its handler,
+    payload and queue, the handler's retries and timeout from the catalogue.
+    Raises ScheduleNotFound."""
     schedule = find(store, name)
     if schedule is None:
         raise ScheduleNotFound(name)
-    job, created = store.enqueue_idempotent(run_now_spec(store, schedule, idempotency_key))
+    return dataclasses.replace(catalogue_spec(store, schedule), idempotency_key=idempotency_key)
+
+
+def run_now(store: JobStore, name: str, spec: JobSpec, actor: str) -> tuple[Job, bool]:
+    """Enqueue ``spec`` (``run_spec``) of the schedule ``name`` now, outside
+    its ticks, for ``actor``: ``(job, created)``. With an idempotency key
+    already used, the job it made and False, and nothing is written (a double
+    click makes one job); a new job gets one audit entry."""
+    job, created = store.enqueue_idempotent(spec)
     if created:
         store.record_audit(EventKind.SCHEDULE_RUN, actor, f"schedule {name}: job {job.id} enqueued now")
     return job, created

@@ -97,8 +97,7 @@ def test_a_bulk_operation_over_many_jobs_is_two_entries(handle: StoreHandle, bat
 
 def test_a_bulk_delete_is_two_entries_and_leaves_nothing_behind(handle: StoreHandle) -> None:
     store = handle.store
-    for _ in range(5):
-        job_in(store, S.Failed, queue="old")
+    ids = [job_in(store, S.Failed, queue="old").id for _ in range(5)]
     audit = Audit(store)
     client = api_app_for(handle).test_client()
     body = {"action": "delete", "filter": {"queue": "old"}}
@@ -106,6 +105,7 @@ def test_a_bulk_delete_is_two_entries_and_leaves_nothing_behind(handle: StoreHan
     bulk.run_pending(store, "test", batch=2)
     assert store.counts().by_status["Failed"] == 0
     assert [e.kind for e in audit.new()] == [K.BULK_FINISHED, K.BULK_STARTED]
+    assert all(store.events(i) == [] for i in ids)  # no event of a deleted job is left over
 
 
 # ---------------------------------------------------------------- console

@@ -5,8 +5,9 @@ count (every store)."""
 from __future__ import annotations
 
 from tests.backends import StoreHandle
-from tests.web.conftest import OPERATOR, VIEWER, api_app_for
+from tests.web.conftest import API_TOKENS, OPERATOR, VIEWER, api_app_for
 from tests.web.console_fixtures import ConsoleClient, console_app_for
+from webapp import create_app
 from webapp.search_limit import SEARCH_LIMIT, SEARCH_WINDOW_S
 
 SEARCH = "/api/jobs?id=abc"
@@ -14,9 +15,12 @@ SEARCH = "/api/jobs?id=abc"
 
 def test_api_searches_are_limited_per_token_across_processes(handle: StoreHandle) -> None:
     handle.store.enqueue("demo.echo", {"user": "ann"})
-    first, second = api_app_for(handle).test_client(), api_app_for(handle).test_client()
+    first = api_app_for(handle).test_client()
+    # Another app with its own connection to the store: another gunicorn worker.
+    other = create_app({"STORE_URL": handle.url, "API_TOKENS": API_TOKENS, "TESTING": True})
+    second = other.test_client()
     for n in range(SEARCH_LIMIT):
-        client = first if n % 2 else second  # two apps: two gunicorn workers
+        client = first if n % 2 else second
         assert client.get(SEARCH, headers=VIEWER).status_code == 200, n
     refused = first.get("/api/jobs?payload=user=ann", headers=VIEWER)
     assert refused.status_code == 429
@@ -29,6 +33,7 @@ def test_api_searches_are_limited_per_token_across_processes(handle: StoreHandle
     # A new window opens once the old one has closed.
     handle.store.clock_offset_s += SEARCH_WINDOW_S + 1
     assert first.get(SEARCH, headers=VIEWER).status_code == 200
+    other.extensions["leasehold"].close()
 
 
 def test_console_searches_are_limited_per_user(handle: StoreHandle) -> None:

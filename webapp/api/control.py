@@ -53,8 +53,10 @@ def _operation_key() -> str | None:
 def create_operation() -> Response:
     """Start a bulk action (`cancel`, `requeue`, `retry`, `delete`) on every
     job matching `filter`: 202 with the operation and `Location` at once; a
-    worker's maintenance thread runs it in bounded batches. `expected` is the
-    count the caller previewed (counted now when omitted). With an
+    worker's maintenance thread runs it in bounded batches. The jobs are
+    counted now and the operation (and its audit entry) records that count;
+    `expected`, the count the caller previewed, must equal it for a `cancel`
+    or `delete` over 1,000 jobs (409 with the current count otherwise). With an
     `Idempotency-Key` (the operation's id) already used for the same action
     and filter, 200 with that operation; for another, 409. With no worker
     running, reading the operation (`GET /api/operations/<id>`) runs it."""
@@ -72,13 +74,19 @@ def create_operation() -> Response:
             response = json_response(found.to_json(), 200)
             response.headers["Location"] = operation_location(found.id)
             return response
-    expected = body.expected
-    if expected is None:
-        status = JobStatus[filter_["status"]] if "status" in filter_ else None
-        expected = operations.preview(
-            store, body.action, status, filter_.get("queue"), filter_.get("name")
-        ).eligible
-    operation = bulk.start(store, body.action, filter_, current_token().actor, expected, operation_id=key)
+    status = JobStatus[filter_["status"]] if "status" in filter_ else None
+    count = operations.preview(store, body.action, status, filter_.get("queue"), filter_.get("name")).eligible
+    checked = body.expected is not None and operations.needs_typed_count(
+        body.action, max(count, body.expected)
+    )
+    if checked and body.expected != count:
+        raise APIError(
+            409,
+            f"the filter now matches {count:,} jobs the {body.action} applies to, not "
+            f"{body.expected:,}; preview again and send the current count as expected",
+            "expected",
+        )
+    operation = bulk.start(store, body.action, filter_, current_token().actor, count, operation_id=key)
     current_app.logger.info("bulk operation started by %s: %s", operation.actor, bulk.describe(operation))
     response = json_response(operation.to_json(), 202)
     response.headers["Location"] = operation_location(operation.id)

@@ -191,16 +191,14 @@ def run_periodic(name: str) -> Response:
     first job and enqueues nothing; the key used for another request is 422."""
     store = job_store()
     key = idempotency_key()
-    job, created = periodic.run_now(store, name, current_token().actor, key)
-    if not created and key is not None:
-        schedule = periodic.find(store, name)
-        assert schedule is not None  # run_now found it
-        if not same_request(job, periodic.run_now_spec(store, schedule, key), store.settings):
-            raise APIError(
-                422,
-                f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
-                IDEMPOTENCY_HEADER,
-            )
+    spec = periodic.run_spec(store, name, key)
+    job, created = periodic.run_now(store, name, spec, current_token().actor)
+    if not created and key is not None and not same_request(job, spec, store.settings):
+        raise APIError(
+            422,
+            f"{IDEMPOTENCY_HEADER} was already used for a different request (job {job.id})",
+            IDEMPOTENCY_HEADER,
+        )
     response = job_json(job, 202)
     response.headers["Location"] = job_location(job.id)
     return response

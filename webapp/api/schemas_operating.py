@@ -130,7 +130,10 @@ class OperationRequest(_Body):
     action: str = Field(description="cancel, requeue, retry or delete")
     filter: OperationFilter = Field(default_factory=OperationFilter)
     expected: int | None = Field(
-        None, ge=0, description="the count the caller previewed; counted now when omitted"
+        None,
+        ge=0,
+        description="the count the caller previewed; the server counts again and records its "
+        "own count, and refuses (409) a cancel or delete over 1,000 jobs whose count differs",
     )
 
 
@@ -152,7 +155,9 @@ class OperationOut(BaseModel):
     action: str
     filter: dict[str, str]
     actor: str
-    expected: int = Field(description="the count at preview")
+    expected: int = Field(
+        description="the jobs the action applied to when it was started (counted by the server)"
+    )
     state: str = Field(description="queued, running, done or failed")
     changed: int
     skipped: int = Field(description="jobs whose status no longer allowed the action")

@@ -7,7 +7,10 @@ cap: a worker's maintenance thread runs it in batches) and redirects to
 ``/operations/<id>``, whose live fragment polls itself every second until the
 operation is done or failed. A destructive action on more than
 ``operations.CONFIRM_ABOVE`` jobs needs the operator to type the count: the
-server checks it against the count the preview showed (422 otherwise).
+server counts the jobs again at confirmation and checks the typed number
+against that count (422 otherwise, with the form showing the current count);
+the operation, and its audit entry, record the server's count, never the
+form's.
 
 The form carries an operation id made at preview, so a confirmation posted
 twice starts one operation.
@@ -60,8 +63,8 @@ def _typed(raw: str | None) -> int | None:
 @auth.operator_required
 def bulk() -> Response:
     """First post: count preview and a confirmation form. Second post
-    (``confirm=1``, ``expected``, ``operation_id``, and ``typed`` for a large
-    destructive action): start the operation and go to its page."""
+    (``confirm=1``, ``operation_id``, and ``typed`` for a large destructive
+    action): count again, start the operation and go to its page."""
     action = BULK_ACTIONS.get(request.form.get("action", ""))
     if action is None:
         abort(400, f"action must be one of {', '.join(BULK_ACTIONS)}.")
@@ -79,19 +82,22 @@ def bulk() -> Response:
         return _panel(400, refused=refusal, **context)
     if request.form.get("confirm") != "1":
         return _panel(**context, **_preview_context(action, filters))
-    expected = _typed(request.form.get("expected"))
     operation_id = request.form.get("operation_id", "")
-    if expected is None or not operations.OPERATION_ID.match(operation_id):
-        abort(400, "The confirmation lacks its count or operation id. Preview again.")
-    if operations.needs_typed_count(action.key, expected) and _typed(request.form.get("typed")) != expected:
-        message = (
-            f"Type the number of jobs, {expected:,}, to confirm this {action.key} "
-            "(the preview below is counted again)."
+    if not operations.OPERATION_ID.match(operation_id):
+        abort(400, "The confirmation lacks its operation id. Preview again.")
+    operation = store().get_operation(operation_id)  # a confirmation posted twice: the first one's
+    if operation is None:
+        # Counted again here: the form's own count (``expected``) is not trusted.
+        count = operations.preview(store(), action.key, filters.status, filters.queue, filters.name).eligible
+        if operations.needs_typed_count(action.key, count) and _typed(request.form.get("typed")) != count:
+            message = (
+                f"Type the number of jobs, {count:,}, to confirm this {action.key} "
+                "(counted again now: the preview below shows the current count)."
+            )
+            return _panel(422, **context, **_preview_context(action, filters, error=message))
+        operation = store_bulk.start(
+            store(), action.key, _filter_of(filters), actor(), count, operation_id=operation_id
         )
-        return _panel(422, **context, **_preview_context(action, filters, error=message))
-    operation = store_bulk.start(
-        store(), action.key, _filter_of(filters), actor(), expected, operation_id=operation_id
-    )
     current_app.logger.info("bulk operation started by %s: %s", actor(), store_bulk.describe(operation))
     target = url_for("console.operation", operation_id=operation.id)
     if is_htmx():

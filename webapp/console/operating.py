@@ -120,7 +120,8 @@ def periodic_run(name: str) -> Response:
     if not _NONCE.match(nonce):
         abort(400, "The form lacks its nonce. Reload the page and try again.")
     try:
-        job, created = periodic.run_now(store(), name, actor(), f"console-periodic-run:{nonce}")
+        spec = periodic.run_spec(store(), name, f"console-periodic-run:{nonce}")
+        job, created = periodic.run_now(store(), name, spec, actor())
     except ScheduleNotFound:
         abort(404, f"No schedule is called {name}.")
     if created:
