@@ -1,6 +1,6 @@
 """What every part of the Redis store shares: the client, the registered
-scripts, the ARGV conventions (``op_args``: an operation's row of
-``lifecycle.OPERATIONS`` as the scripts take it), refusal recording and the
+library functions, the ARGV conventions (``op_args``: the operation whose
+row of ``lifecycle.OPERATIONS`` a function applies), refusal recording and the
 guarded write of retry decisions (used by ``fail`` and by recovery).
 
 Every call goes through ``_eval`` (a script) or ``_pipe`` (read commands on a
@@ -51,16 +51,11 @@ def codes(statuses: Iterable[int]) -> str:
     return " ".join(str(int(s)) for s in statuses)
 
 
-def op_args(op: Operation) -> list[str | int]:
-    """ARGV[4..8] of the script of ``op`` (read by ``operation`` in
-    lua/lib/job.lua): its row of lifecycle.OPERATIONS as source statuses
-    (``"100 200"``), target status, event kind, the fields stamped with the
-    store's clock and the fields cleared (space-separated). Target and event
-    kind are '' for FAIL: the retry decision's, passed per job."""
-    row = lifecycle.rule(op)
-    to = int(lifecycle.target(op)) if len(row.targets) == 1 else ""
-    event = "" if row.event is None else row.event.value
-    return [codes(lifecycle.source_codes(op)), to, event, " ".join(row.stamps), " ".join(row.clears)]
+def op_args(op: Operation) -> list[str]:
+    """ARGV[4] of the function of ``op``: the operation's name. Its row of
+    lifecycle.OPERATIONS is compiled into the library (scripts.py
+    ``operations_table``, read by lib/job.lua ``operation``)."""
+    return [op.value]
 
 
 def refusal(op: Operation) -> EventKind:

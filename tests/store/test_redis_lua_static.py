@@ -8,12 +8,15 @@ the scripts safe on Redis Cluster and bounded in cost.
 * only commands whose key positions this test knows are used;
 * a script that counts (lib/job.lua ``move``, ``append_event``, ``count``)
   writes the counters with ``flush_counts()``;
-* the files and ``Scripts`` agree, includes resolve, and the ``rank`` format of
+* the files, the library's functions and ``Scripts`` agree, includes name
+  known sections, and the ``rank`` format of
   lua/lib/job.lua matches what keys.py parses;
-* the lifecycle table reaches the scripts only through ARGV: no script outside
+* the lifecycle table reaches the functions only as the table compiled into
+  the library (OPERATIONS, read by ``operation(name)``): no script outside
   lib/ names an event kind, builds a counter key, or names a field its
   operation's row stamps or clears (lib/job.lua ``change`` applies them), and
-  what ``plumbing.op_args`` passes is what lib/job.lua ``operation`` reads;
+  the row ``operation`` returns for the name ``plumbing.op_args`` passes is
+  lifecycle.OPERATIONS's;
 * lib/job.lua's counter keys are store/counters.py's, and its history fields
   what keys.py parses (run on the test Redis);
 * the scripts that append events of HISTORY_KINDS count them in the history
@@ -37,7 +40,16 @@ from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
 from store.redis.keys import Keys, parse_history_field
 from store.redis.plumbing import HISTORY_ARGS, op_args
-from store.redis.scripts import LUA_DIR, Scripts, source
+from store.redis.scripts import (
+    LUA_DIR,
+    Library,
+    Scripts,
+    function_names,
+    includes,
+    library,
+    prelude,
+    version,
+)
 from tests.backends import BACKENDS, REDIS_URL
 
 OPERATIONS = sorted(LUA_DIR.glob("*.lua"))
@@ -158,11 +170,15 @@ def test_forbidden_commands_in_the_python_store() -> None:
 
 
 def test_scripts_and_files_agree_and_includes_resolve() -> None:
-    assert {f.name for f in fields(Scripts)} == {p.stem for p in OPERATIONS}
+    assert {f.name for f in fields(Scripts)} == {p.stem for p in OPERATIONS} == set(function_names())
+    name, code = library()
+    assert code.startswith(f"#!lua name={name}\n")
     for path in OPERATIONS:
-        text = source(path.stem)
-        assert not re.search(r"^-- @include ", text, re.MULTILINE), f"{path.name}: unresolved include"
-        for command, _ in redis_calls(strip_comments(text)):
+        assert includes(path.stem) == [
+            s for s in ("clock", "job") if f"-- @include lib/{s}.lua" in path.read_text()
+        ]
+        assert f"redis.register_function('{name}_{path.stem}', F['{path.stem}'])" in code
+        for command, _ in redis_calls(strip_comments(path.read_text())):
             assert command in KEY_POSITIONS
 
 
@@ -193,7 +209,7 @@ def test_rank_format_matches_the_python_side() -> None:
 
 
 # --------------------------------------------------- the lifecycle table in Lua
-#: Scripts of the lifecycle operations, each reading its row at ARGV[4..8].
+#: Functions of the lifecycle operations, each naming its operation at ARGV[4].
 OPERATION_SCRIPTS: dict[str, tuple[Operation, ...]] = {
     "claim": (Operation.CLAIM,),
     "complete": (Operation.COMPLETE,),
@@ -215,7 +231,7 @@ def test_operation_scripts_are_named_in_this_test() -> None:
     covered = {op for ops in OPERATION_SCRIPTS.values() for op in ops}
     assert covered == set(Operation)
     for name in OPERATION_SCRIPTS:
-        assert "local op = operation(4)" in (LUA_DIR / f"{name}.lua").read_text()
+        assert "local op = operation(ARGV[4])" in (LUA_DIR / f"{name}.lua").read_text()
 
 
 @pytest.mark.parametrize("path", OPERATIONS, ids=lambda p: p.name)
@@ -240,12 +256,13 @@ def test_stamped_and_cleared_fields_come_from_the_table(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def lua() -> object:
-    """Run a snippet after lib/clock.lua and lib/job.lua on the test Redis
-    (EVAL with no keys: it reads and writes no data). ARGV[1..3] are the
-    common ones; the snippet's own start at ARGV[4]."""
+    """Run a snippet after the library's top level (scripts.py ``prelude``:
+    the compiled lifecycle table, lib/clock.lua, lib/job.lua, their per-call
+    state started) on the test Redis (EVAL with no keys: it reads and writes
+    no data). ARGV[1..3] are the common ones; the snippet's own start at ARGV[4]."""
     if "redis" not in BACKENDS:
         pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
-    lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
+    lib = f"{prelude()}\nstart_clock()\nstart_job()"
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
 
     def run(snippet: str, *argv: object) -> object:
@@ -267,7 +284,7 @@ def test_counter_keys_are_the_same_text_in_lua_and_python(lua) -> None:
 
 @pytest.mark.parametrize("op", list(Operation), ids=lambda op: op.value)
 def test_lua_reads_the_row_op_args_passes(lua, op: Operation) -> None:
-    snippet = """local op = operation(4)
+    snippet = """local op = operation(ARGV[4])
 local sources = {}
 for code in pairs(op.sources) do
   sources[#sources + 1] = code
@@ -307,7 +324,7 @@ def test_history_fields_are_what_keys_py_parses() -> None:
     throwaway keys per width, deleted afterwards)."""
     if "redis" not in BACKENDS:
         pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
-    lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
+    lib = f"{prelude()}\nstart_clock()\nstart_job()"
     snippet = """local h = history_at(2, 4)
 count_history(ARGV[6], ARGV[7])
 count_history(ARGV[6], ARGV[7])
@@ -333,3 +350,51 @@ return fmt(now)"""
     finally:
         client.delete(k.counters, *k.histories())
         client.close()
+
+
+# ------------------------------------------------------------ the library
+def _libraries(client: redis.Redis) -> set[str]:
+    """Names of the libraries loaded (FUNCTION LIST: flat pairs in RESP2)."""
+    return {dict(zip(e[::2], e[1::2], strict=True))["library_name"] for e in client.function_list()}
+
+
+def test_the_library_name_follows_its_content() -> None:
+    name, code = library()
+    head, rest = code.split("\n", 1)
+    assert head == f"#!lua name={name}"
+    body, registrations = rest.split("\nredis.register_function(", 1)
+    assert name == f"leasehold_{version(body)}"
+    assert version(body + " ") != version(body)
+    assert registrations.count("redis.register_function(") == len(function_names()) - 1
+    assert "local OPERATIONS = {" in body
+
+
+def test_two_versions_side_by_side_and_loading_twice(redis_client_for_library) -> None:
+    """A second library (another Leasehold version: other content, so other
+    name) loads beside this one; each version's functions answer; loading
+    this one again is a no-op. Only the libraries this test made are removed."""
+    client = redis_client_for_library
+    lib = Library(client)
+    lib.load()
+    lib.load()  # already there: no error, nothing replaced
+    other = Library(client)
+    other.code = lib.code.replace(lib.name, lib.name[:-4] + "beef").replace("-- lib/clock.lua", "-- v2 clock")
+    other.name = lib.name[:-4] + "beef"
+    made = other.name not in _libraries(client)
+    try:
+        other.load()
+        assert {lib.name, other.name} <= _libraries(client)
+        for name in (lib.name, other.name):
+            assert float(client.fcall(f"{name}_now", 1, "{lh-static}:x", 0)) > 1e9
+    finally:
+        if made:
+            client.function_delete(other.name)
+
+
+@pytest.fixture
+def redis_client_for_library() -> object:
+    if "redis" not in BACKENDS:
+        pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    yield client
+    client.close()

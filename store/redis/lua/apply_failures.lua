@@ -11,12 +11,12 @@
 --              attempts list of the job
 -- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   FAIL's row (lib/job.lua `operation`): sources ("300"), '' target
---              and '' event kind (both per job, below), stamped fields ('' none),
---              cleared fields
--- ARGV[9]      1: return each changed job as a flat HGETALL array; 0: return 1
--- ARGV[10..11] history block (lib/job.lua): bucket widths, kinds counted
--- then 11 values per job, ARGV[12 + 11(i-1)] ...:
+-- ARGV[4]      operation name, 'fail': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+--              (its target and event kind are the retry decision's, per job, below)
+-- ARGV[5]      1: return each changed job as a flat HGETALL array; 0: return 1
+-- ARGV[6..7] history block (lib/job.lua): bucket widths, kinds counted
+-- then 11 values per job, ARGV[8 + 11(i-1)] ...:
 --              id, token, expected retry_count, new status, new retry_count,
 --              delay s ('' when the job ends Failed),
 --              error JSON (traceback already cut to MAX_TRACEBACK_CHARS),
@@ -36,13 +36,13 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
-local want_jobs = ARGV[9] == '1'
-local h = history_at(11, 10)
+local op = operation(ARGV[4])
+local want_jobs = ARGV[5] == '1'
+local h = history_at(11, 6)
 local l = listing_last()
 local out = {}
 for i = 1, (#KEYS - 10 - h - l) / 4 do
-  local k, a = 10 + h + 4 * (i - 1), 12 + 11 * (i - 1)
+  local k, a = 10 + h + 4 * (i - 1), 8 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local expired = tonumber(ARGV[a + 7])

@@ -8,11 +8,11 @@
 -- KEYS[14]     scheduled zset of the job's queue
 -- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   CANCEL's row (lib/job.lua `operation`): sources, target
---              (Canceled), event kind, stamped fields, cleared fields
--- ARGV[9]      job id
--- ARGV[10]     status the job must still have (one of the sources)
--- ARGV[11]     actor ('' for none)
+-- ARGV[4]      operation name, 'cancel': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]      job id
+-- ARGV[6]     status the job must still have (one of the sources)
+-- ARGV[7]     actor ('' for none)
 -- Returns:     {1, job as a flat HGETALL array} canceled,
 --              {0, status} the status changed meanwhile (nothing written),
 --              {-1} no such job
@@ -20,9 +20,9 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
+local op = operation(ARGV[4])
 listing_last()
-local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
+local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
 local f, refused = operator_guard(11, op, expected, 'lease_token', 'queue', 'rank')
 if not f then
   return refused

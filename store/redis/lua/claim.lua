@@ -7,12 +7,12 @@
 -- KEYS[#KEYS - 8 .. #KEYS] listing block of Queued .. InProgress (lib/job.lua
 --              `listing_last(100, 300)`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   CLAIM's row (lib/job.lua `operation`): sources ("100 200"), target
---              (InProgress), event kind, stamped fields, cleared fields
--- ARGV[9]      worker id
--- ARGV[10]     lease TTL, seconds (for jobs without their own lease_ttl_seconds)
--- ARGV[11]     most jobs to claim
--- ARGV[10 + 2i], ARGV[11 + 2i]: candidate i's job id and ready member
+-- ARGV[4]      operation name, 'claim': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]      worker id
+-- ARGV[6]     lease TTL, seconds (for jobs without their own lease_ttl_seconds)
+-- ARGV[7]     most jobs to claim
+-- ARGV[6 + 2i], ARGV[7 + 2i]: candidate i's job id and ready member
 -- A candidate is ours only when ZREM of its member returns 1, so two callers
 -- never both lease it; lease_token goes up by one at every claim, and the
 -- lease (worker_id, lease_token, lease_expires_at) is written here. A
@@ -23,9 +23,9 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
+local op = operation(ARGV[4])
 local l = listing_last(100, 300)
-local worker, ttl, want = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+local worker, ttl, want = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, paused = {0}, {}
 
 -- Whether `queue` is paused (read once per queue and call).
@@ -40,11 +40,11 @@ for i = 1, (#KEYS - 11 - l) / 3 do
   if #out > want then
     break
   end
-  local k, id = 11 + 3 * (i - 1), ARGV[10 + 2 * i]
+  local k, id = 11 + 3 * (i - 1), ARGV[6 + 2 * i]
   local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'lease_ttl_seconds', 'lease_token')
   if f[2] and is_paused(f[2]) then
     -- left in its ready zset: claimed once the queue is resumed
-  elseif redis.call('ZREM', KEYS[k + 3], ARGV[11 + 2 * i]) == 0 then
+  elseif redis.call('ZREM', KEYS[k + 3], ARGV[7 + 2 * i]) == 0 then
     out[1] = out[1] + 1
   else
     local old = tonumber(f[1])

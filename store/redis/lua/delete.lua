@@ -15,11 +15,11 @@
 -- KEYS[18]     attempts list of the job
 -- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   DELETE's row (lib/job.lua `operation`): sources, target (''),
---              event kind, stamped fields, cleared fields (none)
--- ARGV[9]      job id
--- ARGV[10]     status the job must still have (one of the sources)
--- ARGV[11]     actor ('' for none)
+-- ARGV[4]      operation name, 'delete': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]      job id
+-- ARGV[6]     status the job must still have (one of the sources)
+-- ARGV[7]     actor ('' for none)
 -- Returns:     {1} deleted,
 --              {0, status} the status changed meanwhile (nothing written),
 --              {-1} no such job
@@ -27,9 +27,9 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
+local op = operation(ARGV[4])
 listing_last()
-local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
+local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
 local f, refused = operator_guard(14, op, expected, 'queue', 'rank', 'lease_token', 'idempotency_key', 'unique_key')
 if not f then
   return refused

@@ -7,11 +7,11 @@
 -- KEYS[13]     scheduled zset of the job's queue
 -- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   RELEASE's row (lib/job.lua `operation`): sources ("300"), target
---              (Scheduled), event kind, stamped fields, cleared fields
--- ARGV[9]      job id
--- ARGV[10]     lease token the caller holds
--- ARGV[11]     actor (worker id, '' for none)
+-- ARGV[4]      operation name, 'release': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]      job id
+-- ARGV[6]     lease token the caller holds
+-- ARGV[7]     actor (worker id, '' for none)
 -- Returns:     {1, job as a flat HGETALL array} released,
 --              {0, current token, status} refused (nothing written),
 --              {-1} no such job
@@ -19,9 +19,9 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
+local op = operation(ARGV[4])
 listing_last()
-local id, token, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
+local id, token, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
 local f = redis.call('HMGET', KEYS[11], 'status', 'lease_token', 'queue', 'priority')
 if not f[1] then
   return {-1}

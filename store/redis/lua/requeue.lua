@@ -8,12 +8,12 @@
 -- KEYS[14]     scheduled zset of the job's queue
 -- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   REQUEUE's or RETRY_NOW's row (lib/job.lua `operation`): sources,
---              target (Queued), event kind, stamped fields, cleared fields
--- ARGV[9]      job id
--- ARGV[10]     status the job must still have (one of the sources)
--- ARGV[11]     actor ('' for none)
--- ARGV[12]     1: reset retry_count and lease_expirations to 0; 0: keep them
+-- ARGV[4]      operation name, 'requeue' or 'retry_now': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]      job id
+-- ARGV[6]     status the job must still have (one of the sources)
+-- ARGV[7]     actor ('' for none)
+-- ARGV[8]     1: reset retry_count and lease_expirations to 0; 0: keep them
 -- Returns:     {1, job as a flat HGETALL array} requeued,
 --              {0, status} the status changed meanwhile (nothing written),
 --              {-1} no such job
@@ -21,9 +21,9 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
+local op = operation(ARGV[4])
 listing_last()
-local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
+local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
 local f, refused = operator_guard(11, op, expected, 'lease_token', 'queue', 'rank', 'priority')
 if not f then
   return refused
@@ -32,7 +32,7 @@ local old = tonumber(f[1])
 unqueue(f[4], 13, 14)
 local member = rank(f[5], now, id)
 local set = {'rank', member}
-if ARGV[12] == '1' then
+if ARGV[8] == '1' then
   set = {'rank', member, 'retry_count', 0, 'lease_expirations', 0}
 end
 move(11, id, f[3], old, op.target)

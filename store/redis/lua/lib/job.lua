@@ -1,5 +1,7 @@
--- lib/job.lua: helpers of the scripts that change jobs; include after
--- lib/clock.lua. Every including script passes this common block first
+-- lib/job.lua: helpers of the functions that change jobs, a section of the
+-- library's top level after lib/clock.lua (store/redis/scripts.py); a function
+-- whose file has `-- @include lib/job.lua` runs start_job() before its body.
+-- Every such function passes this common block first
 -- (store/redis/keys.py, Keys.common; store/redis/plumbing.py, _args):
 --
 -- KEYS[1]      counters hash: "s:<status>:<queue>" job counts, "e:<kind>" event totals,
@@ -11,13 +13,10 @@
 -- ARGV[1]      clock offset, seconds (lib/clock.lua)
 -- ARGV[2]      events kept per job (each job's event list is trimmed to this many)
 -- ARGV[3]      entries kept in the audit list
--- A script of an operation also passes its row of store/lifecycle.py OPERATIONS
--- as five ARGV values (store/redis/plumbing.py, op_args), read by `operation`:
--- ARGV[i]      source statuses, e.g. "100 200"
--- ARGV[i + 1]  target status ('' for FAIL: the retry decision's, per job)
--- ARGV[i + 2]  event kind ('' for FAIL: the retry decision's, per job)
--- ARGV[i + 3]  fields stamped with now, space-separated (e.g. "completed_at")
--- ARGV[i + 4]  fields cleared (HDEL), space-separated
+-- A function of an operation passes the operation's name (an Operation value,
+-- store/redis/plumbing.py op_args); `operation(name)` returns its row of the
+-- lifecycle table compiled into the library (OPERATIONS: sources, target,
+-- event, stamps, clears).
 -- Scripts that remove jobs (purge, delete) also pass, for `remove_job`:
 -- KEYS[11]     idempotency hash: idempotency key -> job id
 -- KEYS[12]     unique hash: unique key -> id of the job holding it
@@ -41,13 +40,13 @@
 --              with <at> = %017d of last_updated_at in microseconds, so byte
 --              order within one queue/name is (last_updated_at, id), the
 --              order of listings (store/redis/listing.py reads them BYLEX)
--- Returns: nothing. Defines status_set, none, words, operation, rank,
+-- Returns: nothing. Defines start_job, status_set, none, words, operation, rank,
 -- status_counter, event_counter, queue_event_counter, count, history_at, count_history,
 -- flush_counts, listing_last, move, change, operator_guard, unqueue, append_event,
--- audit_event, remove_job. A script that counts calls flush_counts() once,
+-- audit_event, remove_job. A function that counts calls flush_counts() once,
 -- before it returns.
 
-local EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
+local EVENTS_KEPT, AUDIT_KEPT
 
 -- "100 200" -> {[100] = true, [200] = true}: the statuses a guard accepts.
 local function status_set(text)
@@ -75,12 +74,14 @@ local function words(text)
   return list
 end
 
--- The operation's row passed at ARGV[i .. i + 4] (see the header).
-local function operation(i)
-  return {
-    sources = status_set(ARGV[i]), target = tonumber(ARGV[i + 1]), event = none(ARGV[i + 2]),
-    stamps = words(ARGV[i + 3]), clears = words(ARGV[i + 4]),
-  }
+-- The row of operation `name` (an Operation value, e.g. 'claim') of the
+-- lifecycle table compiled into the library (OPERATIONS, store/redis/scripts.py).
+local function operation(name)
+  local op = OPERATIONS[name]
+  if not op then
+    error('unknown operation ' .. tostring(name))
+  end
+  return op
 end
 
 -- Member of a ready/scheduled zset: priority descending (1000000 is
@@ -334,4 +335,13 @@ local function remove_job(hash, list, attempts, id, status, queue, idem, unique)
     redis.call('HDEL', KEYS[12], unique)
     redis.call('HDEL', KEYS[13], unique)
   end
+end
+
+-- The per-call state of this section: ARGV[2..3], no counts, no history or
+-- listing block yet.
+local function start_job()
+  EVENTS_KEPT, AUDIT_KEPT = tonumber(ARGV[2]), tonumber(ARGV[3])
+  deltas, history_deltas, now_us = {}, {}, nil
+  history = {first = nil, widths = {}, kinds = {}}
+  listing = {first = nil, low = 100, high = 600}
 end
