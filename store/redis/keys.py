@@ -1,6 +1,9 @@
 """Key names of the Redis store: every key of a deployment starts with one
-hash tag, ``{prefix}:``, so all of them live in one Redis Cluster slot and any
-script may touch any of them (the scripts still receive every key in KEYS).
+hash tag, ``{prefix}:``, so all of them live in one Redis Cluster slot. The
+library's functions (lua/) build the same names inside themselves as the
+prefix + a literal + data (``P .. 'job:' .. id``); a call declares only the
+prefix itself (``Keys.route``) in KEYS, which routes it to that slot's node,
+and Redis refuses a key of another slot at run time.
 
 Key schema (``P`` = prefix):
 
@@ -72,7 +75,7 @@ RANK_HEAD = 7 + 17
 #: The listing zsets of each status, in the order of lua/lib/job.lua's listing block.
 LISTING_BY = ("queue", "name", "queue_name")
 
-# lua/lib/job.lua finds the zset of status s at KEYS[2 + s / 100].
+# keys.py and lua/lib/job.lua name a status's zsets by its code, 100 .. 600.
 assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
 
 
@@ -113,6 +116,12 @@ class Keys:
         listing = tuple(self.listed(s, by) for s in JobStatus for by in LISTING_BY)
         object.__setattr__(self, "_listing", listing)
 
+    @property
+    def route(self) -> str:
+        """The prefix ``{P}:``: KEYS[1] of every function call (lua/lib/keys.lua's
+        ``P``), the head of every key name. Never a key of its own."""
+        return f"{{{self.prefix}}}:"
+
     def _key(self, *parts: str) -> str:
         return ":".join((f"{{{self.prefix}}}", *parts))
 
@@ -139,11 +148,9 @@ class Keys:
         return self._key("updated", str(int(status)), by)
 
     def listing(self, low: int = 100, high: int = 600) -> list[str]:
-        """The listing block (lua/lib/job.lua ``listing_last(low, high)``),
-        the last KEYS of every script that changes a job's status or removes
-        jobs: ``listed(s, by)`` for each status from ``low`` to ``high``
-        (codes; the script's own range, default all six) in order, each
-        ``by`` of LISTING_BY."""
+        """The listing zsets (lua/lib/job.lua ``list_job``): ``listed(s, by)``
+        for each status from ``low`` to ``high`` (codes, default all six) in
+        order, each ``by`` of LISTING_BY."""
         return list(self._listing[3 * (low // 100 - 1) : 3 * (high // 100)])
 
     @property
@@ -166,18 +173,12 @@ class Keys:
     def unique_until(self) -> str:
         return self._key("unique_until")
 
-    def removal(self) -> list[str]:
-        """KEYS[11..13] of the scripts that remove jobs (lib/job.lua
-        ``remove_job``): idempotency, unique and unique-until hashes."""
-        return [self.idempotency, self.unique, self.unique_until]
-
     def history(self, width_s: int) -> tuple[str, str]:
         """The history hash and zset of buckets ``width_s`` seconds wide."""
         return self._key("history", str(width_s)), self._key("history_index", str(width_s))
 
     def histories(self) -> list[str]:
-        """The history block's KEYS (lua/lib/job.lua ``history_at``): hash and
-        zset of each width of HISTORY_WIDTHS, in its order."""
+        """The history hash and zset of each width of HISTORY_WIDTHS, in its order."""
         return [key for width in HISTORY_WIDTHS for key in self.history(width)]
 
     @property
@@ -236,7 +237,7 @@ class Keys:
         return self._key("wakeup", queue)
 
     def common(self) -> list[str]:
-        """KEYS[1..10] of every script that changes jobs (lua/lib/job.lua):
-        counters, updated, updated:100 .. updated:600, leases, audit (a new
-        list each call: callers append their own keys)."""
+        """The deployment-wide keys every function that changes jobs may
+        write (lua/lib/job.lua): counters, updated, updated:100 .. updated:600,
+        leases, audit (a new list each call)."""
         return list(self._common)

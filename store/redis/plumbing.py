@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from store import lifecycle
 from store.base import StoreSettings
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
 from store.errors import LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
 from store.models import failure_event, refusal_message, trimmed_error
@@ -32,9 +31,6 @@ AUDIT_KEPT = 10_000
 #: bounds how long a batch blocks every other client (heartbeats included): a
 #: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
 SCRIPT_BATCH = 100
-#: ARGV of the history block: bucket widths (in Keys.histories order) and the
-#: event kinds they count.
-HISTORY_ARGS = (" ".join(str(w) for w in HISTORY_WIDTHS), " ".join(sorted(HISTORY_KINDS)))
 #: Read-then-guarded-write attempts (fail, operator actions, delete) when the
 #: job changed between the read and the script.
 GUARD_ATTEMPTS = 4
@@ -94,6 +90,8 @@ class RedisPlumbing:
         self.clock_offset_s = 0.0
         self._client, name = open_client(url, prefix, ClientOptions(**client))
         self.keys = Keys(name)
+        #: KEYS of every function call: the prefix (lua/lib/keys.lua).
+        self._route = [self.keys.route]
         self._lua = Scripts.load(self._client)
 
     def _offset(self) -> str:
@@ -104,11 +102,6 @@ class RedisPlumbing:
         """ARGV of a job script: clock offset, events kept per job, audit
         entries kept (lua/lib/job.lua), then ``rest``."""
         return [self._offset(), self.settings.events_per_job, AUDIT_KEPT, *rest]
-
-    def _history(self) -> tuple[list[str], tuple[str, str]]:
-        """KEYS and ARGV of the history block (lua/lib/job.lua ``history_at``)
-        of the scripts that append events of HISTORY_KINDS."""
-        return self.keys.histories(), HISTORY_ARGS
 
     def _eval(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         with unavailable():
@@ -135,17 +128,16 @@ class RedisPlumbing:
         all, in order."""
         lost = []
         for chunk in chunks(refused):
-            keys, args = self.keys.common(), self._args()
+            args = self._args()
             for job_id, token, current, code in chunk:
                 status = S(int(code))
                 lost.append(LeaseLost(job_id, token, int(current), status.name))
                 if not lifecycle.refusal_recorded(kind, token, int(current), status):
                     continue
                 message = refusal_message(kind, actor, token, current, status)
-                keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, kind.value, actor or "", token, message]
-            if len(keys) > len(self.keys.common()):
-                self._eval(self._lua.record_events, keys, args)
+            if len(args) > len(self._args()):
+                self._eval(self._lua.record_events, self._route, args)
         return lost
 
     def _apply_failures(self, items: Sequence[Failure], *, want_jobs: bool) -> list[Any]:
@@ -154,16 +146,13 @@ class RedisPlumbing:
         failed attempt (error traceback cut by trimmed_error). Per item: 0 when
         its guard missed (nothing written), else 1, or the job as a flat hash
         with ``want_jobs``."""
-        k, replies = self.keys, []
+        replies = []
         for chunk in chunks(items):
-            history_keys, history_args = self._history()
-            keys = [*k.common(), *history_keys]
-            args = self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0, *history_args)
+            args = self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0)
             for f in chunk:
                 error = trimmed_error(f.error)
                 kind, message = failure_event(f.decision, error, f.expired)
                 delay = "" if f.decision.delay_s is None else repr(float(f.decision.delay_s))
-                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue), k.attempts(f.job_id)]
                 args += [f.job_id, f.token, f.retry_count, int(f.decision.status), f.decision.retry_count]
                 args += [
                     delay,
@@ -173,12 +162,12 @@ class RedisPlumbing:
                     message,
                     f.actor or "",
                 ]
-            replies += self._eval(self._lua.apply_failures, [*keys, *k.listing()], args)
+            replies += self._eval(self._lua.apply_failures, self._route, args)
         return replies
 
     def now(self) -> float:
         """Redis TIME (of the node holding the deployment's slot) + clock_offset_s."""
-        return float(self._eval(self._lua.now, [self.keys.counters], [self._offset()]))
+        return float(self._eval(self._lua.now, self._route, [self._offset()]))
 
     def close(self) -> None:
         """Close the client's connections."""

@@ -37,6 +37,5 @@ def reindex(store: RedisStore) -> int:
         if not got:
             return indexed
         ids = [job_id for job_id, _ in got]
-        keys = [*k.common(), *(k.job(i) for i in ids), *k.listing()]
-        indexed += int(store._eval(store._lua.reindex, keys, store._args(*ids)))
+        indexed += int(store._eval(store._lua.reindex, store._route, store._args(*ids)))
         after = (got[-1][1], got[-1][0])

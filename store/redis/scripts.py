@@ -35,12 +35,13 @@ from typing import Any
 from redis import exceptions as rx
 
 from store import lifecycle
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
 from store.errors import StoreUnavailable
 from store.lifecycle import Operation
 
 LUA_DIR = Path(__file__).with_name("lua")
-#: The library's sections, in the order they are pasted (clock first: job uses it).
-SECTIONS = ("clock", "job")
+#: The library's sections, in the order they are pasted (job uses keys and clock).
+SECTIONS = ("keys", "clock", "job")
 _INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -72,15 +73,24 @@ def operations_table() -> str:
     return "local OPERATIONS = {\n" + "\n".join(rows) + "\n}"
 
 
+def history_table() -> str:
+    """``HISTORY_WIDTHS`` (bucket widths, seconds, store.counters order) and
+    ``HISTORY_KINDS`` (the set of kinds counted) as Lua locals."""
+    widths = ", ".join(str(int(w)) for w in HISTORY_WIDTHS)
+    kinds = ", ".join(f"[{_lua_text(k.value)}] = true" for k in sorted(HISTORY_KINDS))
+    return f"local HISTORY_WIDTHS = {{{widths}}}\nlocal HISTORY_KINDS = {{{kinds}}}"
+
+
 def function_names() -> list[str]:
     """The functions of the library: the stems of ``lua/*.lua``, sorted."""
     return sorted(p.stem for p in LUA_DIR.glob("*.lua"))
 
 
 def includes(name: str) -> list[str]:
-    """The sections whose per-call state function ``name`` starts."""
+    """The sections whose per-call state function ``name`` starts besides
+    lib/keys.lua's, which every function starts."""
     found = _INCLUDE.findall((LUA_DIR / f"{name}.lua").read_text())
-    unknown = set(found) - set(SECTIONS)
+    unknown = set(found) - set(SECTIONS) | ({"keys"} & set(found))
     if unknown:
         raise ValueError(f"{name}.lua includes unknown sections {sorted(unknown)}")
     return [s for s in SECTIONS if s in found]
@@ -91,11 +101,11 @@ def prelude() -> str:
     the sections (also run by tests with EVAL, where KEYS and ARGV are the
     script's own)."""
     sections = [(LUA_DIR / "lib" / f"{s}.lua").read_text() for s in SECTIONS]
-    return "\n".join([operations_table(), *sections])
+    return "\n".join([operations_table(), history_table(), *sections])
 
 
 def _body(name: str) -> str:
-    starts = "".join(f"  start_{section}()\n" for section in includes(name))
+    starts = "".join(f"  start_{section}()\n" for section in ["keys", *includes(name)])
     text = (LUA_DIR / f"{name}.lua").read_text()
     return f"F[{_lua_text(name)}] = function(keys, args)\nKEYS, ARGV = keys, args\n{starts}{text}\nend\n"
 
@@ -175,7 +185,6 @@ class Scripts:
 
     now: Function
     enqueue: Function
-    claim_candidates: Function
     claim: Function
     heartbeat: Function
     progress: Function

@@ -3,8 +3,9 @@
 A throwaway cluster is started on free loopback ports in a temporary folder
 (no persistence) and its servers are killed by pid afterwards. The core
 operations run against it with the same expectations as the contract suite;
-they only work because every key of a deployment shares one hash tag and
-every script gets all its keys in KEYS (a cross-slot call fails on a cluster).
+they only work because every key of a deployment shares one hash tag: the
+library's functions build each key from the prefix they are given as their
+one declared key, and Redis Cluster refuses a key of another slot.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@ the scripts safe on Redis Cluster and bounded in cost.
 
 * each file starts with a header naming its KEYS, ARGV and what it returns;
 * no SCAN/KEYS/FLUSH* calls (in Lua or in the Python store);
-* every key argument of ``redis.call`` is a ``KEYS[...]`` reference: never a
-  name built inside the script (no ``..`` concatenation, no alias variable);
+* the hash-tag rule: every key argument of ``redis.call`` is built from the
+  prefix ``P`` (KEYS[1], the only declared key, read in lib/keys.lua alone) as
+  ``P .. '<literal>'`` + data, directly or through a local assigned only
+  such values; never a name without the prefix;
 * only commands whose key positions this test knows are used;
 * a script that counts (lib/job.lua ``move``, ``append_event``, ``count``)
   writes the counters with ``flush_counts()``;
@@ -39,7 +41,7 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
 from store.redis.keys import Keys, parse_history_field
-from store.redis.plumbing import HISTORY_ARGS, op_args
+from store.redis.plumbing import op_args
 from store.redis.scripts import (
     LUA_DIR,
     Library,
@@ -146,11 +148,64 @@ def test_header_names_keys_argv_and_returns(path: Path) -> None:
     assert re.search(r"\bReturns:", head), "header must say what the script returns"
 
 
+#: A key built from the prefix: ``P .. '<literal>'`` (then more ``..`` data).
+FROM_PREFIX = re.compile(r"""P\s*\.\.\s*'[a-z_:]+'(\s*\.\..*)?""", re.DOTALL)
+ASSIGNMENT = re.compile(r"^\s*(?:local\s+)?([\w\s,]+?)\s*=\s*(.+)$", re.MULTILINE)
+
+
+def top_level_split(expr: str, sep: str) -> list[str]:
+    """``expr`` split at ``sep`` outside brackets and string literals."""
+    parts, depth, quote, current, i = [], 0, None, [], 0
+    while i < len(expr):
+        ch = expr[i]
+        if quote:
+            quote = None if ch == quote and expr[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and expr.startswith(sep, i):
+            parts.append("".join(current).strip())
+            current, i = [], i + len(sep)
+            continue
+        current.append(ch)
+        i += 1
+    parts.append("".join(current).strip())
+    return parts
+
+
+def assignments(code: str) -> dict[str, list[str]]:
+    """Every value assigned to each name in ``code`` (one-line statements)."""
+    out: dict[str, list[str]] = {}
+    for m in ASSIGNMENT.finditer(code):
+        names = [n.strip() for n in m[1].split(",")]
+        values = top_level_split(m[2].strip(), ",")
+        for name, value in zip(names, values, strict=False):
+            out.setdefault(name, []).append(value)
+    return out
+
+
+def built_from_prefix(arg: str, assigned: dict[str, list[str]]) -> bool:
+    """``arg`` is ``P .. '<literal>' ..`` data, or starts with a local whose
+    every assigned value is."""
+    if FROM_PREFIX.fullmatch(arg):
+        return True
+    head = top_level_split(arg, "..")[0]
+    values = assigned.get(head) if re.fullmatch(r"[a-z_]\w*", head) else None
+    return bool(values) and all(FROM_PREFIX.fullmatch(v) for v in values)
+
+
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(LUA_DIR)))
-def test_every_key_comes_from_KEYS(path: Path) -> None:
+def test_every_key_is_built_from_the_prefix(path: Path) -> None:
+    """The hash-tag rule: every key argument of ``redis.call`` is the prefix
+    ``P`` (KEYS[1], lib/keys.lua) + a literal + data, directly or through a
+    local assigned only such values; no key name without the prefix, and
+    KEYS is read nowhere but lib/keys.lua (a call declares the prefix alone)."""
     code = strip_comments(path.read_text())
-    calls = redis_calls(code)
-    for command, args in calls:
+    assigned = assignments(code)
+    for command, args in redis_calls(code):
         assert command not in FORBIDDEN, f"{command} is not allowed in the store"
         assert command in KEY_POSITIONS, f"{command}: add its key positions to this test first"
         positions = KEY_POSITIONS[command]
@@ -158,9 +213,30 @@ def test_every_key_comes_from_KEYS(path: Path) -> None:
         if positions == "all":
             assert key_args, f"{command} without a key"
         for arg in key_args:
-            assert KEY_REF.fullmatch(arg), f"{command}: key argument {arg!r} is not a KEYS[...] reference"
-    # No key name is ever built: KEYS[...] never takes part in a concatenation.
-    assert not re.search(r"KEYS\[[^\[\]]+\]\s*\.\.|\.\.\s*KEYS\[", code)
+            assert built_from_prefix(arg, assigned), f"{command}: key {arg!r} is not P .. '<literal>' .. data"
+    if path.relative_to(LUA_DIR) == Path("lib/keys.lua"):
+        assert re.findall(r"KEYS\[[^\]]*\]", code) == ["KEYS[1]"] and "P = KEYS[1]" in code
+    else:
+        assert "KEYS" not in code, "keys are built from P; only lib/keys.lua reads KEYS[1]"
+
+
+def test_the_prefix_rule_catches_what_it_should() -> None:
+    assigned = assignments("local job = P .. 'job:' .. id\nlocal a, b = P .. 'x', other\nb = 'y'")
+    assert built_from_prefix("P .. 'leases'", assigned)
+    assert built_from_prefix("job", assigned) and built_from_prefix("a .. ':queue'", assigned)
+    for bad in ("'leases'", "KEYS[1]", "other .. 'x'", "b", "ARGV[1]", "P", "P .. ARGV[1]", "x .. P .. 'a'"):
+        assert not built_from_prefix(bad, assigned), bad
+
+
+def test_the_python_keys_match_the_prefix() -> None:
+    k = Keys("dep")
+    assert k.route == "{dep}:"
+    assert (
+        k.job("1") == k.route + "job:1"
+        and k.listed(JobStatus.Queued, "queue") == k.route + "updated:100:queue"
+    )
+    assert k.history(60) == (k.route + "history:60", k.route + "history_index:60")
+    assert k.lock("r") == k.route + "lock:r" and k.maintenance_runs("t") == k.route + "maintenance_runs:t"
 
 
 def test_forbidden_commands_in_the_python_store() -> None:
@@ -307,39 +383,37 @@ HISTORY_SCRIPTS = ("enqueue", "complete", "apply_failures")
 @pytest.mark.parametrize("name", HISTORY_SCRIPTS)
 def test_scripts_that_append_history_kinds_count_them(name: str) -> None:
     code = strip_comments((LUA_DIR / f"{name}.lua").read_text())
-    assert re.search(r"^local h = history_at\(\d+, \d+\)$", code, re.MULTILINE)
     assert "count_history(" in code and re.search(r"^flush_counts\(\)$", code, re.MULTILINE)
 
 
-def test_history_args_are_the_counters_module() -> None:
-    widths, kinds = HISTORY_ARGS
-    assert [int(w) for w in widths.split()] == list(HISTORY_WIDTHS)
-    assert set(kinds.split()) == {k.value for k in HISTORY_KINDS}
+def test_the_compiled_history_table_is_the_counters_module(lua) -> None:
+    widths, kinds = lua("""local kinds = {}
+for kind in pairs(HISTORY_KINDS) do
+  kinds[#kinds + 1] = kind
+end
+table.sort(kinds)
+return {HISTORY_WIDTHS, kinds}""")
+    assert widths == list(HISTORY_WIDTHS)
+    assert kinds == sorted(k.value for k in HISTORY_KINDS)
     assert len(Keys("p").histories()) == 2 * len(HISTORY_WIDTHS)
 
 
 def test_history_fields_are_what_keys_py_parses() -> None:
     """lib/job.lua's flush_counts writes fields that parse_history_field reads
-    back, in the bucket of each width (run on the test Redis, two
-    throwaway keys per width, deleted afterwards)."""
+    back, in the bucket of each width, under the prefix KEYS[1] (run on the
+    test Redis, throwaway keys deleted afterwards)."""
     if "redis" not in BACKENDS:
         pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
-    lib = f"{prelude()}\nstart_clock()\nstart_job()"
-    snippet = """local h = history_at(2, 4)
-count_history(ARGV[6], ARGV[7])
-count_history(ARGV[6], ARGV[7])
-count_history(ARGV[6], 'not counted')
+    lib = f"{prelude()}\nstart_keys()\nstart_clock()\nstart_job()"
+    snippet = """count_history(ARGV[4], ARGV[5])
+count_history(ARGV[4], ARGV[5])
+count_history(ARGV[4], 'not counted')
 flush_counts()
 return fmt(now)"""
     k = Keys(f"lh-static-{uuid.uuid4().hex[:10]}")
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     try:
-        keys = [k.counters, *k.histories()]
-        now = float(
-            client.eval(
-                f"{lib}\n{snippet}", len(keys), *keys, 0, 200, 10_000, *HISTORY_ARGS, "a|b", "completed"
-            )
-        )
+        now = float(client.eval(f"{lib}\n{snippet}", 1, k.route, 0, 200, 10_000, "a|b", "completed"))
         for width in HISTORY_WIDTHS:
             hash_key, index = k.history(width)
             [(field, n)] = client.hgetall(hash_key).items()
