@@ -11,11 +11,15 @@ waiting and IN_FLIGHT leases held:
 * ``single``: ``enqueue`` of one job, ``claim`` of one, ``complete`` of one;
 * ``batched``: ``enqueue_many`` of BATCH jobs, then claims of IN_FLIGHT jobs
   and one ``complete_many`` of them (a worker's grouped acks), repeated;
-* ``enqueue1`` / ``claim1`` / ``ack1``: the single path's three calls alone.
+* ``enqueue1`` / ``claim1`` / ``ack1``: the single path's three calls alone;
+* ``claim16`` / ``ack16`` / ``bulk100``: the batched path's calls alone
+  (one claim of IN_FLIGHT jobs, one complete_many of them, one
+  enqueue_many of BATCH jobs).
 
-A job here has a unique key, and a paused queue stands beside its queue
-(every claim checks the paused set); no progress reports, no heartbeats
-(bench-cost's drain has those).
+A job here is a plain job (no unique key: unique jobs are enqueued one a
+call even in bulk); a paused queue stands beside its queue (every claim
+checks the paused set); no progress reports, no heartbeats (bench-cost's
+drain has those).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def measure(url: str, jobs: int) -> dict[str, float]:
         seq = iter(range(10**9))
 
         def spec() -> JobSpec:
-            return JobSpec("noop", queue=QUEUE, unique_key=f"u{next(seq)}")
+            return JobSpec("noop", {"seq": next(seq)}, queue=QUEUE)
 
         store.enqueue_many([spec() for _ in range(BACKLOG)])
         held = store.claim("w", [QUEUE], limit=IN_FLIGHT)
@@ -84,6 +88,14 @@ def measure(url: str, jobs: int) -> dict[str, float]:
                     held[:] = claimed
 
         out["batched"] = per_job(batched_life, jobs)
+        store.enqueue_many([spec() for _ in range(BATCH)])
+        box["c"] = []
+        out["claim16"] = per_job(
+            lambda: box["c"].extend(store.claim("w", [QUEUE], limit=IN_FLIGHT)), IN_FLIGHT
+        )
+        acks = [(j.id, j.lease_token, None) for j in box["c"]]
+        out["ack16"] = per_job(lambda: store.complete_many(acks, worker_id="w", return_jobs=False), IN_FLIGHT)
+        out["bulk100"] = per_job(lambda: store.enqueue_many([spec() for _ in range(BATCH)]), BATCH)
     return out
 
 

@@ -146,10 +146,21 @@ class RedisStore(
         return counters.items()
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
+        """The job's event list with its happy path's events, which the
+        functions do not append (lua/lib/job.lua ``happen``), added from the
+        job hash: enqueued first, the current run's claimed (and completed)
+        last (codec.derived_events)."""
         if limit <= 0:
             return []
-        [texts] = self._pipe(lambda p: p.lrange(self.keys.events(job_id), -limit, -1))
-        return [codec.event_from_json(text, job_id) for text in texts]
+        texts, fields = self._pipe(
+            lambda p: (
+                p.lrange(self.keys.events(job_id), -limit, -1),
+                p.hmget(self.keys.job(job_id), codec.DERIVED_FIELDS),
+            )
+        )
+        first, last = codec.derived_events(job_id, dict(zip(codec.DERIVED_FIELDS, fields, strict=True)))
+        stored = [codec.event_from_json(text, job_id) for text in texts]
+        return [*first, *stored, *last][-limit:]
 
     def audit(self, limit: int = 100) -> list[JobEvent]:
         """Operator actions, newest first, from the audit list (capped at

@@ -50,6 +50,7 @@ for i = 1, (#ARGV - 5) / 11 do
   if not ok then
     out[i] = 0
   else
+    settle(id)
     move(id, f[5], old, target)
     local written = {'retry_count', retries, 'error', ARGV[a + 6], 'lease_expirations', tonumber(f[7]) + expired}
     if delay then

@@ -23,6 +23,7 @@ if not f then
   return refused
 end
 local old = tonumber(f[1])
+settle(id)
 unqueue(f[4], f[3])
 move(id, f[3], old, op.target)
 change(id, op, op.target, nil, {'rank'})

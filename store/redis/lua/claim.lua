@@ -19,7 +19,8 @@
 -- A promoted job stays Scheduled until claimed. A member is leased only when
 -- ZREM of it returns 1 (a notice may name a job another worker took);
 -- lease_token goes up by one at every claim, and the lease (worker_id,
--- lease_token, lease_expires_at) is written here.
+-- lease_token, lease_expires_at) is written here, with `run` and
+-- `claimed_from`, which stand for the claimed event (lib/job.lua `happen`).
 -- Returns:     {job_1, job_2, ...}: each leased job as a flat HGETALL array
 --
 -- @include lib/clock.lua
@@ -69,9 +70,10 @@ for _, c in ipairs(candidates) do
       local token = tonumber(f[3]) + 1
       local expires = fmt(now + (tonumber(f[2]) or ttl))
       move(id, queue, old, op.target)
-      change(id, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires}, {'rank'})
+      change(id, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires,
+        'run', RUN_CLAIMED, 'claimed_from', old}, {'rank'})
       redis.call('ZADD', P .. 'leases', expires, id)
-      append_event(id, op.event, old, op.target, worker, token, nil)
+      happen(id, op.event, old, op.target, worker, token)
       out[#out + 1] = redis.call('HGETALL', job)
     end
   end

@@ -9,7 +9,8 @@
 -- ARGV[6]      1: return each completed job; 0: do not (a worker's acks)
 -- then 3 values per ack, ARGV[7 + 3(i-1)] ...: job id, lease token held,
 --              result JSON (written to the `result` field)
--- Each completion is counted in the history buckets of its queue.
+-- Each completion is counted in the history buckets of its queue; its event
+-- is `run` and `completed_by` in the hash (lib/job.lua `happen`).
 -- Returns:     one entry per ack: {1, job as a flat HGETALL array} completed
 --              ({1} when ARGV[6] is 0), {0, current token, status} refused
 --              (nothing written), {-1} no such job
@@ -24,7 +25,7 @@ for i = 1, (#ARGV - 6) / 3 do
   local a = 7 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue')
+  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run')
   local old = tonumber(f[1])
   if not old then
     out[i] = {-1}
@@ -32,9 +33,14 @@ for i = 1, (#ARGV - 6) / 3 do
     out[i] = {0, f[2], f[1]}
   else
     move(id, f[3], old, op.target)
-    change(id, op, op.target, {'result', ARGV[a + 2]})
+    if f[4] == RUN_CLAIMED then
+      change(id, op, op.target, {'result', ARGV[a + 2], 'run', RUN_COMPLETED, 'completed_by', actor or ''})
+      happen(id, op.event, old, op.target, actor, token)
+    else  -- claimed by a version that appended its claimed event
+      change(id, op, op.target, {'result', ARGV[a + 2]})
+      append_event(id, op.event, old, op.target, actor, token, nil)
+    end
     redis.call('ZREM', P .. 'leases', id)
-    append_event(id, op.event, old, op.target, actor, token, nil)
     count_history(f[3], op.event)
     if want_jobs then
       out[i] = {1, redis.call('HGETALL', job)}

@@ -16,7 +16,8 @@
 --              in that order (store/redis/codec.py, ENQUEUE_FIELDS); '' leaves
 --              an optional field out (null)
 -- Writes each job hash with status, due_at = now + delay, created_at,
--- last_updated_at, retry_delay_until (delayed jobs), rank and zero counters; a
+-- last_updated_at, retry_delay_until (delayed jobs), rank, enqueued_as (its
+-- enqueued event, lib/job.lua `happen`) and zero counters; a
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of ARGV[6] (read
@@ -108,6 +109,7 @@ for i = 1, n do
   local member = rank(arg(i, 'priority'), due, id)
   local hash = {
     'status', status, 'due_at', due, 'created_at', now_text, 'last_updated_at', now_text, 'rank', member,
+    'enqueued_as', status,
     'retry_count', 0, 'lease_expirations', 0, 'lease_token', 0,
   }
   for _, field in ipairs(FIELDS) do
@@ -135,7 +137,7 @@ for i = 1, n do
     redis.call('HSET', P .. 'unique_until', unique, fmt(now + (tonumber(arg(i, 'unique_for')) or 0)))
   end
   move(id, queue, nil, status, arg(i, 'name'))
-  append_event(id, ARGV[5], nil, status, nil, 0, nil)
+  happen(id, ARGV[5], nil, status, nil, 0)
   count_history(queue, ARGV[5])
 end
 flush_counts()

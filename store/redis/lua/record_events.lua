@@ -16,6 +16,7 @@ local out = {}
 for i = 1, (#ARGV - 3) / 5 do
   local a = 4 + 5 * (i - 1)
   if redis.call('EXISTS', P .. 'job:' .. ARGV[a]) == 1 then
+    settle(ARGV[a])
     append_event(ARGV[a], ARGV[a + 1], nil, nil, none(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4])
     out[i] = 1
   else

@@ -27,6 +27,7 @@ if not op.sources[old] or tonumber(f[2]) ~= token then
   return {0, f[2], f[1]}
 end
 local member = rank(f[4], now, id)
+settle(id)
 move(id, f[3], old, op.target)
 change(id, op, op.target, {'rank', member})
 redis.call('ZREM', P .. 'leases', id)

@@ -26,7 +26,8 @@
 -- Returns: nothing. Defines start_job, status_set, none, words, operation,
 -- rank, status_counter, event_counter, queue_event_counter, count,
 -- count_history, flush_counts, list_job, move, change, operator_guard,
--- unqueue, append_event, audit_event, remove_job. A function that counts
+-- unqueue, append_event, audit_event, RUN_CLAIMED, RUN_COMPLETED, happen,
+-- settle, remove_job. A function that counts
 -- calls flush_counts() once, before it returns.
 
 local EVENTS_KEPT, AUDIT_KEPT
@@ -271,6 +272,49 @@ end
 -- job: a queue paused): counted, and kept in the audit list for an operator.
 local function audit_event(id, kind, from, to, actor, token, message)
   record(new_event(kind, from, to, actor, token, message), id)
+end
+
+-- The happy path's events are not appended: the job hash already says them.
+-- `enqueued_as` (the status a job was enqueued in) stands for its enqueued
+-- event (created_at); `run` = RUN_CLAIMED stands for the claimed event of the
+-- current run (started_at, claimed_from -> InProgress, worker_id,
+-- lease_token), RUN_COMPLETED for that and its completed event
+-- (completed_at, InProgress -> Completed, completed_by, lease_token).
+-- store/redis/store.py `events` adds them to the list it reads. `happen`
+-- counts such an event (and copies an operator's to the audit list, as
+-- `record` does); `settle` appends a run's events to the list and drops
+-- `run` before anything else changes the job or adds an event to it, so the
+-- list stays in time order.
+local RUN_CLAIMED, RUN_COMPLETED = '1', '2'
+local function happen(id, kind, from, to, actor, token)
+  if actor and string.sub(actor, 1, 9) == 'operator:' then
+    record(new_event(kind, from, to, actor, token, nil), id)
+  else
+    count(event_counter(kind), 1)
+  end
+end
+
+local function settle(id)
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'run', 'claimed_from', 'started_at', 'worker_id', 'lease_token',
+    'completed_at', 'completed_by')
+  if not f[1] then
+    return
+  end
+  local claim, complete = OPERATIONS['claim'], OPERATIONS['complete']
+  local events, token = P .. 'events:' .. id, tonumber(f[5])
+  local claimed = new_event(claim.event, tonumber(f[2]), claim.target, f[4], token, nil)
+  claimed.at = f[3]
+  local n = redis.call('RPUSH', events, encode_event(claimed))
+  if f[1] == RUN_COMPLETED then
+    local done = new_event(complete.event, claim.target, complete.target, none(f[7] or ''), token, nil)
+    done.at = f[6]
+    n = redis.call('RPUSH', events, encode_event(done))
+  end
+  if n > EVENTS_KEPT then
+    redis.call('LTRIM', events, -EVENTS_KEPT, -1)
+  end
+  redis.call('HDEL', job, 'run')
 end
 
 -- Remove job `id` (`status`, `queue`): its hash, event list and attempts
