@@ -9,16 +9,23 @@ Key schema (``P`` = prefix):
 
 ``{P}:job:<id>``          hash: the job's fields (store/sql/schema.py ``jobs``),
                           JSON fields as JSON text, plus ``rank`` (its member
-                          in the ready/scheduled zsets)
-``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped
+                          in the ready/scheduled zsets) and the fields its
+                          happy path's events are read from (``enqueued_as``,
+                          ``run``, ``claimed_from``, ``completed_by``:
+                          lua/lib/job.lua ``happen``, codec.derived_events)
+``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped;
+                          not the happy path's (enqueued, claimed, completed)
 ``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first
                           (written with the failure by lua/apply_failures.lua)
 ``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
                           moved here by a claim once due), member ``rank``
 ``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
-``{P}:leases``            zset: InProgress jobs, score lease_expires_at
+``{P}:leases``            zset: InProgress jobs, score lease_expires_at: the
+                          only index of InProgress jobs (listings of InProgress
+                          read it, store/redis/listing.py)
 ``{P}:updated``           zset: every job, score last_updated_at (listing)
-``{P}:updated:<status>``  zset: the jobs of one status, score last_updated_at
+``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
+                          last_updated_at
 ``{P}:updated:<status>:<by>`` zset, every score 0, for ``by`` in ``queue``,
                           ``name``, ``queue_name``: the jobs of one status by
                           queue, name, or both, member ``<queue>\0<at>:<id>``,

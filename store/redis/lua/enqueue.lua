@@ -21,7 +21,8 @@
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of ARGV[6] (read
--- from the updated:<status> zsets) or now < its unique-until time.
+-- from the updated:<status> zsets, the leases zset for InProgress) or now <
+-- its unique-until time.
 -- Returns:     {'ok', now}              written; now is created_at of every job
 --              {'replay', created_at}   the first job already exists: a retried call
 --                                       whose reply was lost; nothing written again
@@ -57,7 +58,11 @@ local function holder(key)
     return nil  -- never taken, or its job was removed
   end
   for code in pairs(holding) do
-    if redis.call('ZSCORE', P .. 'updated:' .. code, id) then
+    local index = P .. 'updated:' .. code
+    if code == LEASED then
+      index = P .. 'leases'
+    end
+    if redis.call('ZSCORE', index, id) then
       return id
     end
   end

@@ -26,7 +26,7 @@
 -- Returns: nothing. Defines start_job, status_set, none, words, operation,
 -- rank, status_counter, event_counter, queue_event_counter, count,
 -- count_history, flush_counts, list_job, move, change, operator_guard,
--- unqueue, append_event, audit_event, RUN_CLAIMED, RUN_COMPLETED, happen,
+-- unqueue, append_event, audit_event, LEASED, RUN_CLAIMED, RUN_COMPLETED, happen,
 -- settle, remove_job. A function that counts
 -- calls flush_counts() once, before it returns.
 
@@ -126,10 +126,19 @@ local function flush_counts()
   history_deltas = {}
 end
 
+-- InProgress jobs are indexed by the leases zset alone (score
+-- lease_expires_at, member id): no updated:300 and no listing zsets, which
+-- stay small (jobs in flight) and so cost the most to write; listings of
+-- InProgress read the leases zset (store/redis/listing.py).
+local LEASED = OPERATIONS['claim'].target
+
 -- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
--- `at`, in the listing zsets of that status.
+-- `at`, in the listing zsets of that status (none for LEASED).
 local now_us  -- %017d of now in microseconds, made by the first list_job at now
 local function list_job(command, status, queue, name, at, id)
+  if status == LEASED then
+    return
+  end
   local us
   if at == now_text then
     now_us = now_us or string.format('%017d', math.floor(now * 1000000 + 0.5))
@@ -153,16 +162,23 @@ end
 -- Index and count job `id` of `queue` under status `new`, last updated now:
 -- out of the `old` status's zsets (`old` nil for a new job, whose `name` is
 -- then given). Call it before `change`: it reads the job's name and previous
--- last_updated_at from the hash.
+-- last_updated_at from the hash (not for a job leaving LEASED, which has no
+-- listing entries). The caller writes the leases zset.
 local function move(id, queue, old, new, name)
-  if old then
+  if old and old ~= LEASED then
     local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
     name = f[1]
     redis.call('ZREM', P .. 'updated:' .. old, id)
     list_job('ZREM', old, queue, name, f[2], id)
+  elseif old then
+    name = redis.call('HGET', P .. 'job:' .. id, 'name')
+  end
+  if old then
     count(status_counter(old, queue), -1)
   end
-  redis.call('ZADD', P .. 'updated:' .. new, now_text, id)
+  if new ~= LEASED then
+    redis.call('ZADD', P .. 'updated:' .. new, now_text, id)
+  end
   redis.call('ZADD', P .. 'updated', now_text, id)
   list_job('ZADD', new, queue, name, now_text, id)
   count(status_counter(new, queue), 1)
