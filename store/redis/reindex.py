@@ -1,11 +1,8 @@
 """One-off rebuild of the listing zsets (``{P}:updated:<status>:queue|name|
 queue_name``) for jobs written by a version that did not keep them.
 
-Run it once after every process runs this version::
-
-    from store import open_store
-    from store.redis.reindex import reindex
-    reindex(open_store("redis://…"))
+``leasehold db upgrade`` runs it (store/redis/upgrade.py), once every
+process runs this version.
 
 It walks the ``{P}:updated`` zset in keyset order (no SCAN: each round starts
 after the last ``(score, id)`` seen, so jobs purged meanwhile shift nothing

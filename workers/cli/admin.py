@@ -20,8 +20,16 @@ db_group = OneLineGroup("db", help="Store schema.")
 @db_group.command("upgrade")
 @friendly_errors
 def db_upgrade_command() -> None:
-    """Create or upgrade the SQL schema (Redis keeps no schema)."""
+    """Create or upgrade the SQL schema, or upgrade a Redis store's data."""
     url = runtime().settings().store_url
+    if url.split(":", 1)[0].lower().startswith(("redis", "rediss", "unix")):
+        from store import open_store
+        from store.redis.upgrade import upgrade
+
+        with open_store(url) as store:
+            done = upgrade(store)  # type: ignore[arg-type]
+        click.echo(f"Redis store is up to date ({done['indexed']} jobs indexed)")
+        return
     if not url.split(":", 1)[0].lower().startswith(("sqlite", "postgresql")):
         click.echo("this store keeps no schema; nothing to upgrade")
         return
