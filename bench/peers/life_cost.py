@@ -119,6 +119,16 @@ def main() -> int:
     print("|---|---:|")
     for name, value in got.items():
         print(f"| {name} | {value:,.1f} |")
+    for what, value, most in (
+        ("one enqueue call for one job (enqueue1)", got["enqueue1"], 180.0),
+        ("a job's life on the batched path (batched)", got["batched"], 300.0),
+        (
+            "one ack that claims the next job (no fused call: ack1 + claim1)",
+            got["ack1"] + got["claim1"],
+            300.0,
+        ),
+    ):
+        print(f"# budget: {what} <= {most:,.0f}k: {value:,.1f}k, {'met' if value <= most else 'NOT met'}")
     return 0
 
 

@@ -107,7 +107,21 @@ def prelude() -> str:
 def _body(name: str) -> str:
     starts = "".join(f"  start_{section}()\n" for section in ["keys", *includes(name)])
     text = (LUA_DIR / f"{name}.lua").read_text()
-    return f"F[{_lua_text(name)}] = function(keys, args)\nKEYS, ARGV = keys, args\n{starts}{text}\nend\n"
+    head = "if not tonumber then\n  start_globals()\nend\nKEYS, ARGV = keys, args\n"
+    return f"F[{_lua_text(name)}] = function(keys, args)\n{head}{starts}{text}\nend\n"
+
+
+#: The globals the functions use, as locals of the library, read once at the
+#: first call (the load-time environment has none of them): a function then
+#: reads them as upvalues, not through the protected globals table.
+GLOBALS = """local register_function = redis.register_function
+local function runtime_globals()
+  return redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error
+end
+local redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error
+local function start_globals()
+  redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error = runtime_globals()
+end"""
 
 
 def version(code: str) -> str:
@@ -120,11 +134,11 @@ def version(code: str) -> str:
 def library() -> tuple[str, str]:
     """``(library name, library code)``; the name ends in ``version`` of the
     code before the registrations."""
-    parts = ["local KEYS, ARGV = {}, {}", prelude(), "local F = {}", *map(_body, function_names())]
+    parts = [GLOBALS, "local KEYS, ARGV = {}, {}", prelude(), "local F = {}", *map(_body, function_names())]
     code = "\n".join(parts)
     name = f"leasehold_{version(code)}"
     # One line a function: the library's load-time environment has no pairs().
-    register = "".join(f"redis.register_function('{name}_{fn}', F['{fn}'])\n" for fn in function_names())
+    register = "".join(f"register_function('{name}_{fn}', F['{fn}'])\n" for fn in function_names())
     return name, f"#!lua name={name}\n{code}\n{register}"
 
 

@@ -253,7 +253,7 @@ def test_scripts_and_files_agree_and_includes_resolve() -> None:
         assert includes(path.stem) == [
             s for s in ("clock", "job") if f"-- @include lib/{s}.lua" in path.read_text()
         ]
-        assert f"redis.register_function('{name}_{path.stem}', F['{path.stem}'])" in code
+        assert f"\nregister_function('{name}_{path.stem}', F['{path.stem}'])" in code
         for command, _ in redis_calls(strip_comments(path.read_text())):
             assert command in KEY_POSITIONS
 
@@ -436,10 +436,10 @@ def test_the_library_name_follows_its_content() -> None:
     name, code = library()
     head, rest = code.split("\n", 1)
     assert head == f"#!lua name={name}"
-    body, registrations = rest.split("\nredis.register_function(", 1)
+    body, registrations = rest.split("\nregister_function(", 1)
     assert name == f"leasehold_{version(body)}"
     assert version(body + " ") != version(body)
-    assert registrations.count("redis.register_function(") == len(function_names()) - 1
+    assert registrations.count("\nregister_function(") == len(function_names()) - 1
     assert "local OPERATIONS = {" in body
 
 

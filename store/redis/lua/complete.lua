@@ -25,14 +25,14 @@ for i = 1, (#ARGV - 6) / 3 do
   local a = 7 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run')
+  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name')
   local old = tonumber(f[1])
   if not old then
     out[i] = {-1}
   elseif not op.sources[old] or tonumber(f[2]) ~= token then
     out[i] = {0, f[2], f[1]}
   else
-    move(id, f[3], old, op.target)
+    move(id, f[3], old, op.target, f[5])
     if f[4] == RUN_CLAIMED then
       change(id, op, op.target, {'result', ARGV[a + 2], 'run', RUN_COMPLETED, 'completed_by', actor or ''})
       happen(id, op.event, old, op.target, actor, token)

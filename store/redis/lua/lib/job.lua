@@ -160,17 +160,20 @@ local function list_job(command, status, queue, name, at, id)
 end
 
 -- Index and count job `id` of `queue` under status `new`, last updated now:
--- out of the `old` status's zsets (`old` nil for a new job, whose `name` is
--- then given). Call it before `change`: it reads the job's name and previous
--- last_updated_at from the hash (not for a job leaving LEASED, which has no
--- listing entries). The caller writes the leases zset.
-local function move(id, queue, old, new, name)
+-- out of the `old` status's zsets (`old` nil for a new job). `name` and `at`
+-- are the job's name and previous last_updated_at when the caller read them
+-- (a new job's name is given); else they are read here. Call it before
+-- `change`. A job leaving LEASED has no listing entries to remove. The
+-- caller writes the leases zset.
+local function move(id, queue, old, new, name, at)
   if old and old ~= LEASED then
-    local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
-    name = f[1]
+    if not at then
+      local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
+      name, at = f[1], f[2]
+    end
     redis.call('ZREM', P .. 'updated:' .. old, id)
-    list_job('ZREM', old, queue, name, f[2], id)
-  elseif old then
+    list_job('ZREM', old, queue, name, at, id)
+  elseif old and not name then
     name = redis.call('HGET', P .. 'job:' .. id, 'name')
   end
   if old then
