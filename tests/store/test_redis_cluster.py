@@ -164,6 +164,29 @@ def test_every_key_lives_in_one_slot_on_one_node(store: RedisStore, cluster_port
         client.close()
 
 
+def _getkeys_calls(client: RedisCluster) -> int:
+    total = 0
+    for node in client.get_primaries():
+        stats = node.redis_connection.info("commandstats")
+        total += int(stats.get("cmdstat_command|getkeys", {}).get("calls", 0))
+    return total
+
+
+def test_a_function_call_is_one_round_trip(store: RedisStore, cluster_ports: list[int]) -> None:
+    """FCALL is routed by its first key (the prefix), without asking a node
+    for its keys first (COMMAND GETKEYS)."""
+    client = RedisCluster(host="127.0.0.1", port=cluster_ports[0], decode_responses=True)
+    try:
+        store.now()  # the library is loaded
+        before = _getkeys_calls(client)
+        job = store.enqueue("t")
+        [c] = store.claim("w", ["default"], 1)
+        store.complete(job.id, c.lease_token, None)
+        assert _getkeys_calls(client) == before
+    finally:
+        client.close()
+
+
 def test_claim_priority_heartbeat_and_fencing(store: RedisStore) -> None:
     low = [store.enqueue("t", {"i": i}) for i in range(3)]
     high = store.enqueue("t", priority=10)
