@@ -23,7 +23,6 @@ Key schema (``P`` = prefix):
 ``{P}:leases``            zset: InProgress jobs, score lease_expires_at: the
                           only index of InProgress jobs (listings of InProgress
                           read it, store/redis/listing.py)
-``{P}:updated``           zset: every job, score last_updated_at (listing)
 ``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
                           last_updated_at
 ``{P}:updated:<status>:<by>`` zset, every score 0, for ``by`` in ``queue``,
@@ -114,7 +113,6 @@ class Keys:
             raise ValidationError("prefix", "must be non-empty, without { or }")
         common = (
             self.counters,
-            self.updated(),
             *(self.updated(s) for s in JobStatus),
             self.leases,
             self.audit,
@@ -148,6 +146,8 @@ class Keys:
         return self._key("scheduled", queue)
 
     def updated(self, status: JobStatus | None = None) -> str:
+        """``updated:<status>``; with no status the previous layout's all-jobs
+        zset (store/redis/upgrade.py removes it)."""
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
 
     def listed(self, status: JobStatus, by: str) -> str:
@@ -245,6 +245,6 @@ class Keys:
 
     def common(self) -> list[str]:
         """The deployment-wide keys every function that changes jobs may
-        write (lua/lib/job.lua): counters, updated, updated:100 .. updated:600,
-        leases, audit (a new list each call)."""
+        write (lua/lib/job.lua): counters, updated:100 .. updated:600, leases,
+        audit (a new list each call)."""
         return list(self._common)

@@ -6,11 +6,12 @@ What it does, each step idempotent and safe while workers run:
 
 1. ``reindex`` (store/redis/reindex.py): the listing zsets for jobs written
    before they existed, BATCH jobs a call.
-2. The InProgress indexes of the previous layout go: ``{P}:updated:300`` and
-   its three listing zsets (``:queue``, ``:name``, ``:queue_name``). This
-   layout indexes InProgress jobs by the leases zset alone, so they are only
-   stale entries left by jobs the previous version claimed. ``UNLINK``: the
-   server frees them in the background, whatever their size.
+2. What the previous layout kept and this one does not go: the InProgress
+   indexes ``{P}:updated:300`` and its three listing zsets (``:queue``,
+   ``:name``, ``:queue_name``; this layout indexes InProgress jobs by the
+   leases zset alone) and the all-jobs ``{P}:updated`` zset (a listing with
+   no filter merges the statuses' zsets). ``UNLINK``: the server frees them
+   in the background, whatever their size.
 
 What needs no step: jobs keep their events (a job written by the previous
 layout has its enqueued and claimed events in its list and no ``enqueued_as``
@@ -29,9 +30,9 @@ from store.redis.store import RedisStore
 
 
 def stale_keys(store: RedisStore) -> list[str]:
-    """The previous layout's InProgress indexes."""
+    """The previous layout's keys this one does not keep."""
     k, running = store.keys, JobStatus.InProgress
-    return [k.updated(running), *(k.listed(running, by) for by in LISTING_BY)]
+    return [k.updated(), k.updated(running), *(k.listed(running, by) for by in LISTING_BY)]
 
 
 def upgrade(store: RedisStore) -> dict[str, int]:

@@ -67,7 +67,16 @@ def test_in_progress_pages_are_exact_in_both_directions(
 
 
 def test_in_progress_jobs_merge_into_listings_without_a_status(store: JobStore) -> None:
-    _claim_over_time(store)
+    running = _claim_over_time(store)
+    for order in ("desc", "asc"):
+        pages = _walk(store, order=order)
+        listed = [j for p in pages for j in p.items]
+        keys = [(j.last_updated_at, j.id) for j in listed]
+        assert keys == sorted(keys, reverse=order == "desc") and len(set(keys)) == len(keys)
+        assert {j.id for j in running} <= {j.id for j in listed}
+        assert len(listed) == len(running) + 5  # and the five finished jobs
+        back = store.list_jobs(before=pages[-1].prev_cursor, limit=3, order=order)
+        assert [j.id for j in back.items] == [j.id for j in pages[-2].items]
     every = [j for p in _walk(store, queue="q1") for j in p.items]
     assert {j.status for j in every} == {S.InProgress, S.Completed, S.Canceled}
     keys = [(j.last_updated_at, j.id) for j in every]

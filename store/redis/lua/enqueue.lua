@@ -54,7 +54,7 @@ end
 -- The id of the job still holding unique key `key`, or nil when it is free.
 local function holder(key)
   local id = redis.call('HGET', P .. 'unique', key)
-  if not id or not redis.call('ZSCORE', P .. 'updated', id) then
+  if not id or redis.call('EXISTS', P .. 'job:' .. id) == 0 then
     return nil  -- never taken, or its job was removed
   end
   for code in pairs(holding) do

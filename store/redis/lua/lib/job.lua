@@ -14,7 +14,7 @@
 -- lifecycle table compiled into the library (OPERATIONS: sources, target,
 -- event, stamps, clears). HISTORY_WIDTHS and HISTORY_KINDS (store/counters.py)
 -- are compiled in too.
--- Keys written (keys.py): counters, updated, updated:<status>, the listing
+-- Keys written (keys.py): counters, updated:<status>, the listing
 -- zsets updated:<status>:queue|name|queue_name, leases, audit, history:<width>,
 -- history_index:<width>, and per job job:<id>, events:<id>, attempts:<id>,
 -- ready:<queue>, scheduled:<queue>; idempotency, unique, unique_until when a
@@ -182,7 +182,6 @@ local function move(id, queue, old, new, name, at)
   if new ~= LEASED then
     redis.call('ZADD', P .. 'updated:' .. new, now_text, id)
   end
-  redis.call('ZADD', P .. 'updated', now_text, id)
   list_job('ZADD', new, queue, name, now_text, id)
   count(status_counter(new, queue), 1)
 end
@@ -337,15 +336,14 @@ local function settle(id)
 end
 
 -- Remove job `id` (`status`, `queue`): its hash, event list and attempts
--- list, its entries in the updated, updated:<status>, listing and leases
--- zsets, its idempotency key `idem` and unique key `unique` when they still
--- name it, and its status count. The caller takes its rank out of the
+-- list, its entries in the updated:<status>, listing and leases zsets, its
+-- idempotency key `idem` and unique key `unique` when they still name it,
+-- and its status count. The caller takes its rank out of the
 -- ready/scheduled zsets (`unqueue`); audit entries stay.
 local function remove_job(id, status, queue, idem, unique)
   local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
   list_job('ZREM', status, queue, f[1], f[2], id)
   redis.call('DEL', P .. 'job:' .. id, P .. 'events:' .. id, P .. 'attempts:' .. id)
-  redis.call('ZREM', P .. 'updated', id)
   redis.call('ZREM', P .. 'updated:' .. status, id)
   redis.call('ZREM', P .. 'leases', id)
   count(status_counter(status, queue), -1)
