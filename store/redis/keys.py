@@ -78,7 +78,7 @@ from store.lifecycle import JobStatus
 DEFAULT_PREFIX = "leasehold"
 #: Length of ``rank`` before the ``:`` that precedes the job id.
 RANK_HEAD = 7 + 17
-#: The listing zsets of each status, in the order of lua/lib/job.lua's listing block.
+#: The listing zsets of each status, by what they are keyed on (lua/lib/job.lua ``list_job``).
 LISTING_BY = ("queue", "name", "queue_name")
 
 # keys.py and lua/lib/job.lua name a status's zsets by its code, 100 .. 600.

@@ -21,8 +21,10 @@ the scripts safe on Redis Cluster and bounded in cost.
   lifecycle.OPERATIONS's;
 * lib/job.lua's counter keys are store/counters.py's, and its history fields
   what keys.py parses (run on the test Redis);
-* the scripts that append events of HISTORY_KINDS count them in the history
-  block (lib/job.lua ``history_at``, ``count_history``).
+* the functions whose events are of HISTORY_KINDS count them in the history
+  (lib/job.lua ``count_history``), and the library's compiled history table
+  is store/counters.py's;
+* the library: its name follows its content, two versions load side by side.
 """
 
 from __future__ import annotations
