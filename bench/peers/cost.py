@@ -88,6 +88,24 @@ def run_one(name: str, spec: dict, port: int, out: Path, pid: int) -> dict:
     return {"errors": {"run": (proc.stderr.strip().splitlines() or ["no result"])[-1][:300]}}
 
 
+#: Leasehold's instruction budgets, k a job: (what, measured as, most allowed).
+BUDGETS = (
+    ("one enqueue call for one job", ("single",), 180.0),
+    ("a job's life on the batched path (bulk enqueue + drain)", ("bulk", "drain"), 300.0),
+)
+
+
+def budgets(got: dict[str, float]) -> list[str]:
+    """One line per budget of BUDGETS: the figure and whether it is met."""
+    out = []
+    for what, parts, most in BUDGETS:
+        if all(p in got for p in parts):
+            value = sum(got[p] for p in parts)
+            verdict = "met" if value <= most else "NOT met"
+            out.append(f"# budget: {what} <= {most:,.0f}k: {value:,.1f}k ({' + '.join(parts)}), {verdict}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--systems", default=",".join(DEFAULT), help=f"of {','.join(SYSTEMS)} (Redis ones)")
@@ -133,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                  for c in COLUMNS]  # fmt: skip
         print(f"| {name} | {result.get('config', '?')} | " + " | ".join(cells) + " |")
     lh = dict(rows).get("leasehold-redis", {}).get("instructions", {})
+    for line in budgets(lh):
+        print(line)
     for name, result in rows:
         got = result.get("instructions", {})
         if name != "leasehold-redis" and lh:

@@ -45,10 +45,16 @@ def _upgrade_sql(url: str) -> str:
 
 def _upgrade_redis(url: str) -> str:
     from store import open_store
-    from store.redis.layout import LAYOUT_VERSION, current_layout
+    from store.redis.layout import LAYOUT_VERSION, UPGRADABLE, current_layout, upgrade_layout
 
     with open_store(url) as store:
         found, written = current_layout(store)
+        if found in UPGRADABLE:
+            done = upgrade_layout(store)
+            return (
+                f"upgraded the key layout from version {found} to {LAYOUT_VERSION} "
+                f"({done['indexed']} jobs indexed, {done['removed']} old indexes removed)"
+            )
     if written:
         return f"created the key layout at version {LAYOUT_VERSION}"
     if found == LAYOUT_VERSION:

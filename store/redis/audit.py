@@ -47,10 +47,9 @@ class AuditMixin(RedisPlumbing):
         before its first audit read or prune (one EXISTS when there is none)."""
         if self._audit_migrated:
             return
-        keys = [self.keys.audit_legacy, self.keys.audit]
         [left] = self._pipe(lambda p: p.exists(self.keys.audit_legacy))
         while left:
-            left = int(self._eval(self._lua.audit_migrate, keys, [MIGRATE_BATCH]))
+            left = int(self._eval(self._lua.audit_migrate, self._route, [MIGRATE_BATCH]))
         self._audit_migrated = True
 
     def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:

@@ -16,12 +16,9 @@ class BulkMixin(RedisPlumbing):
     """save_operation, get_operation, operations, _record_audit."""
 
     def save_operation(self, operation: BulkOperation) -> BulkOperation:
-        k = self.keys
         record = codec.dumps(operation.to_record())
         args = [self._offset(), operation.id, record, 0 if operation.finished else 1]
-        text = self._eval(
-            self._lua.operation_save, [k.operations, k.operations_created, k.operations_unfinished], args
-        )
+        text = self._eval(self._lua.operation_save, self._route, args)
         return _operation(text)
 
     def get_operation(self, operation_id: str) -> BulkOperation | None:
@@ -40,7 +37,7 @@ class BulkMixin(RedisPlumbing):
         return [_operation(t) for t in texts if t]
 
     def _record_audit(self, kind: EventKind, actor: str, message: str) -> None:
-        self._eval(self._lua.audit, self.keys.common(), self._args(kind.value, actor, message))
+        self._eval(self._lua.audit, self._route, self._args(kind.value, actor, message))
 
 
 def _operation(text: str) -> BulkOperation:

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from store.base import StoreSettings
-from store.lifecycle import JobStatus
+from store.lifecycle import EventKind, JobStatus
 from store.models import (
     Attempt,
     Job,
@@ -150,6 +150,52 @@ def event_from_json(text: str, job_id: str | None = None) -> JobEvent:
         token=e.get("token"),
         message=e.get("message"),
     )
+
+
+#: Job-hash fields the happy path's events are derived from (lua/lib/job.lua
+#: ``happen`` and ``settle``), in ``derived_events``'s order.
+DERIVED_FIELDS = (
+    "created_at",
+    "enqueued_as",
+    "run",
+    "claimed_from",
+    "started_at",
+    "worker_id",
+    "lease_token",
+    "completed_at",
+    "completed_by",
+)
+#: ``run`` values: the current run's claimed event, or it and its completed event.
+RUN_CLAIMED, RUN_COMPLETED = "1", "2"
+
+
+def derived_events(job_id: str, h: Mapping[str, str | None]) -> tuple[list[JobEvent], list[JobEvent]]:
+    """The events the job hash ``h`` (DERIVED_FIELDS) stands for, as the
+    functions would have appended them: ``(before the list, after it)`` =
+    ``([enqueued] or [], [claimed], [claimed, completed] or [])``. A job
+    written by a version that appended them has neither field: ``([], [])``."""
+
+    def at(name: str) -> Any:
+        return ts(float(h[name] or 0))
+
+    first: list[JobEvent] = []
+    last: list[JobEvent] = []
+    if h.get("enqueued_as") and h.get("created_at"):
+        to = JobStatus(int(h["enqueued_as"] or 0))
+        first.append(JobEvent(job_id, at("created_at"), EventKind.ENQUEUED.value, None, to, None, 0, None))
+    run = h.get("run")
+    if run in (RUN_CLAIMED, RUN_COMPLETED):
+        token = int(h.get("lease_token") or 0)
+        source, running = JobStatus(int(h["claimed_from"] or 0)), JobStatus.InProgress
+        claimed = EventKind.CLAIMED.value
+        last.append(
+            JobEvent(job_id, at("started_at"), claimed, source, running, h.get("worker_id"), token, None)
+        )
+        if run == RUN_COMPLETED:
+            actor, done = h.get("completed_by") or None, JobStatus.Completed
+            completed = EventKind.COMPLETED.value
+            last.append(JobEvent(job_id, at("completed_at"), completed, running, done, actor, token, None))
+    return first, last
 
 
 def attempt_from_json(text: str) -> Attempt:

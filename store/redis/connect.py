@@ -98,4 +98,23 @@ def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[R
     }
     with unavailable():
         client = RedisCluster.from_url(clean, **kwargs) if cluster else Redis.from_url(clean, **kwargs)
+    if cluster:
+        route_fcall_by_first_key(client)
     return client, prefix or url_prefix or DEFAULT_PREFIX
+
+
+def route_fcall_by_first_key(client: RedisCluster) -> None:
+    """Route FCALL by its first key on ``client``, as redis-py routes EVALSHA.
+
+    redis-py finds the keys of a command with movable keys (FCALL) by asking
+    a server (COMMAND GETKEYS): one more round trip per call. Every call of
+    the store declares the deployment's prefix as its first key, so that key's
+    slot is the call's."""
+    find = client.determine_slot
+
+    def determine_slot(*args: Any) -> int | None:
+        if str(args[0]).upper() in ("FCALL", "FCALL_RO") and len(args) > 3 and int(args[2]) > 0:
+            return client.keyslot(args[3])
+        return find(*args)
+
+    client.determine_slot = determine_slot  # type: ignore[method-assign]

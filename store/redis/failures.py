@@ -11,11 +11,11 @@ class FailuresMixin(RedisPlumbing):
     """``record_failure``, ``failure_count`` and ``clear_failures`` engine halves."""
 
     def _record_failure(self, digest: str, window_s: float) -> int:
-        keys, args = [self.keys.failure(digest)], [self._offset(), repr(window_s)]
-        return int(self._eval(self._lua.failure_record, keys, args))
+        args = [self._offset(), repr(window_s), digest]
+        return int(self._eval(self._lua.failure_record, self._route, args))
 
     def _failure_count(self, digest: str) -> tuple[int, float]:
-        n, left = self._eval(self._lua.failure_count, [self.keys.failure(digest)], [self._offset()])
+        n, left = self._eval(self._lua.failure_count, self._route, [self._offset(), digest])
         return int(n), max(float(left), 0.0)
 
     def _clear_failures(self, digest: str) -> None:

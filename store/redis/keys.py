@@ -1,21 +1,30 @@
 """Key names of the Redis store: every key of a deployment starts with one
-hash tag, ``{prefix}:``, so all of them live in one Redis Cluster slot and any
-script may touch any of them (the scripts still receive every key in KEYS).
+hash tag, ``{prefix}:``, so all of them live in one Redis Cluster slot. The
+library's functions (lua/) build the same names inside themselves as the
+prefix + a literal + data (``P .. 'job:' .. id``); a call declares only the
+prefix itself (``Keys.route``) in KEYS, which routes it to that slot's node,
+and Redis refuses a key of another slot at run time.
 
 Key schema (``P`` = prefix):
 
 ``{P}:job:<id>``          hash: the job's fields (store/sql/schema.py ``jobs``),
                           JSON fields as JSON text, plus ``rank`` (its member
-                          in the ready/scheduled zsets)
-``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped
+                          in the ready/scheduled zsets) and the fields its
+                          happy path's events are read from (``enqueued_as``,
+                          ``run``, ``claimed_from``, ``completed_by``:
+                          lua/lib/job.lua ``happen``, codec.derived_events)
+``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped;
+                          not the happy path's (enqueued, claimed, completed)
 ``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first
                           (written with the failure by lua/apply_failures.lua)
 ``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
                           moved here by a claim once due), member ``rank``
 ``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
-``{P}:leases``            zset: InProgress jobs, score lease_expires_at
-``{P}:updated``           zset: every job, score last_updated_at (listing)
-``{P}:updated:<status>``  zset: the jobs of one status, score last_updated_at
+``{P}:leases``            zset: InProgress jobs, score lease_expires_at: the
+                          only index of InProgress jobs (listings of InProgress
+                          read it, store/redis/listing.py)
+``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
+                          last_updated_at
 ``{P}:updated:<status>:<by>`` zset, every score 0, for ``by`` in ``queue``,
                           ``name``, ``queue_name``: the jobs of one status by
                           queue, name, or both, member ``<queue>\0<at>:<id>``,
@@ -72,10 +81,10 @@ from store.lifecycle import JobStatus
 DEFAULT_PREFIX = "leasehold"
 #: Length of ``rank`` before the ``:`` that precedes the job id.
 RANK_HEAD = 7 + 17
-#: The listing zsets of each status, in the order of lua/lib/job.lua's listing block.
+#: The listing zsets of each status, by what they are keyed on (lua/lib/job.lua ``list_job``).
 LISTING_BY = ("queue", "name", "queue_name")
 
-# lua/lib/job.lua finds the zset of status s at KEYS[2 + s / 100].
+# keys.py and lua/lib/job.lua name a status's zsets by its code, 100 .. 600.
 assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
 
 
@@ -107,7 +116,6 @@ class Keys:
             raise ValidationError("prefix", "must be non-empty, without { or }")
         common = (
             self.counters,
-            self.updated(),
             *(self.updated(s) for s in JobStatus),
             self.leases,
             self.audit,
@@ -115,6 +123,12 @@ class Keys:
         object.__setattr__(self, "_common", common)
         listing = tuple(self.listed(s, by) for s in JobStatus for by in LISTING_BY)
         object.__setattr__(self, "_listing", listing)
+
+    @property
+    def route(self) -> str:
+        """The prefix ``{P}:``: KEYS[1] of every function call (lua/lib/keys.lua's
+        ``P``), the head of every key name. Never a key of its own."""
+        return f"{{{self.prefix}}}:"
 
     def _key(self, *parts: str) -> str:
         return ":".join((f"{{{self.prefix}}}", *parts))
@@ -135,6 +149,8 @@ class Keys:
         return self._key("scheduled", queue)
 
     def updated(self, status: JobStatus | None = None) -> str:
+        """``updated:<status>``; with no status the previous layout's all-jobs
+        zset (store/redis/upgrade.py removes it)."""
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
 
     def listed(self, status: JobStatus, by: str) -> str:
@@ -142,11 +158,9 @@ class Keys:
         return self._key("updated", str(int(status)), by)
 
     def listing(self, low: int = 100, high: int = 600) -> list[str]:
-        """The listing block (lua/lib/job.lua ``listing_last(low, high)``),
-        the last KEYS of every script that changes a job's status or removes
-        jobs: ``listed(s, by)`` for each status from ``low`` to ``high``
-        (codes; the script's own range, default all six) in order, each
-        ``by`` of LISTING_BY."""
+        """The listing zsets (lua/lib/job.lua ``list_job``): ``listed(s, by)``
+        for each status from ``low`` to ``high`` (codes, default all six) in
+        order, each ``by`` of LISTING_BY."""
         return list(self._listing[3 * (low // 100 - 1) : 3 * (high // 100)])
 
     @property
@@ -169,18 +183,12 @@ class Keys:
     def unique_until(self) -> str:
         return self._key("unique_until")
 
-    def removal(self) -> list[str]:
-        """KEYS[11..13] of the scripts that remove jobs (lib/job.lua
-        ``remove_job``): idempotency, unique and unique-until hashes."""
-        return [self.idempotency, self.unique, self.unique_until]
-
     def history(self, width_s: int) -> tuple[str, str]:
         """The history hash and zset of buckets ``width_s`` seconds wide."""
         return self._key("history", str(width_s)), self._key("history_index", str(width_s))
 
     def histories(self) -> list[str]:
-        """The history block's KEYS (lua/lib/job.lua ``history_at``): hash and
-        zset of each width of HISTORY_WIDTHS, in its order."""
+        """The history hash and zset of each width of HISTORY_WIDTHS, in its order."""
         return [key for width in HISTORY_WIDTHS for key in self.history(width)]
 
     @property
@@ -245,7 +253,7 @@ class Keys:
         return self._key("wakeup", queue)
 
     def common(self) -> list[str]:
-        """KEYS[1..10] of every script that changes jobs (lua/lib/job.lua):
-        counters, updated, updated:100 .. updated:600, leases, audit (a new
-        list each call: callers append their own keys)."""
+        """The deployment-wide keys every function that changes jobs may
+        write (lua/lib/job.lua): counters, updated:100 .. updated:600, leases,
+        audit (a new list each call)."""
         return list(self._common)

@@ -3,8 +3,7 @@
 Redis has no DDL to run, so an empty deployment is ready as it stands. What
 can be wrong is data written by a release with another key layout. The
 version lives in ``{P}:layout`` (a string): ``leasehold db upgrade`` writes it,
-and so does the first check of a deployment that has none (an empty or
-pre-versioning deployment uses the current layout). A deployment whose
+and so does the first check of an empty deployment. A deployment whose
 version differs from LAYOUT_VERSION is refused until ``db upgrade`` moves it.
 """
 
@@ -13,7 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
-LAYOUT_VERSION = "1"
+#: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
+#: listed through ``leases``). 1: the layout before it, which kept no version
+#: key and is told by its all-jobs ``{P}:updated`` zset.
+LAYOUT_VERSION = "2"
+#: Versions ``leasehold db upgrade`` moves to LAYOUT_VERSION (store/redis/upgrade.py).
+UPGRADABLE = ("1",)
 
 
 def layout_key(store: Any) -> str:
@@ -26,7 +30,22 @@ def current_layout(store: Any, stamp: bool = True) -> tuple[str | None, bool]:
     an absent one is written as LAYOUT_VERSION first (``written`` True)."""
     client = store._client
     key = layout_key(store)
-    if stamp and client.set(key, LAYOUT_VERSION, nx=True):
-        return LAYOUT_VERSION, True
     found = client.get(key)
+    if found is None:
+        if client.exists(store.keys.updated()):  # version 1 data: it kept no version key
+            return "1", False
+        if stamp and client.set(key, LAYOUT_VERSION, nx=True):
+            return LAYOUT_VERSION, True
+        found = client.get(key)
     return (found.decode() if isinstance(found, bytes) else found), False
+
+
+def upgrade_layout(store: Any) -> dict[str, int]:
+    """Move a deployment of an UPGRADABLE version to LAYOUT_VERSION (bounded
+    batches, safe while workers run: store/redis/upgrade.py), then stamp it.
+    Returns what ``upgrade`` did."""
+    from store.redis.upgrade import upgrade
+
+    done = upgrade(store)
+    store._client.set(layout_key(store), LAYOUT_VERSION)
+    return done

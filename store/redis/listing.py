@@ -2,12 +2,14 @@
 the limit and order and turns ``before`` into a reversed read): exact keyset
 pages at any depth, whatever the filter.
 
-Without a queue or name filter the index is ``{P}:updated:<status>`` (or
-``{P}:updated`` with no status): score last_updated_at, member id. Redis
-orders equal scores by member, so ``ZRANGE … REV`` yields
-``(last_updated_at, id)`` descending, the order of the SQL store. A cursor
-``(at, id)`` is turned into a start rank with ``ZCOUNT (at +inf`` plus the
-members tied at ``at`` that sort at or after ``id``: O(log N) plus the tie group.
+Without a queue or name filter the index is ``{P}:updated:<status>``: score
+last_updated_at, member id. Redis orders equal scores by member, so
+``ZRANGE … REV`` yields ``(last_updated_at, id)`` descending, the order of
+the SQL store. A cursor ``(at, id)`` is turned into a start rank with
+``ZCOUNT (at +inf`` plus the members tied at ``at`` that sort at or after
+``id``: O(log N) plus the tie group. With no status either, the statuses'
+indexes are read the same way (one round trip for their start ranks, one
+for their ranges) and merged here.
 
 With a queue and/or name filter the indexes are the lex zsets
 ``{P}:updated:<status>:queue|name|queue_name`` (keys.py), kept by the scripts
@@ -19,8 +21,14 @@ and merged here (each at most ``limit + 1`` entries). No entry that does not
 match is ever read, so a rare name under millions of other jobs costs the
 same as a common one.
 
+InProgress jobs have none of these indexes (lua/lib/job.lua ``LEASED``):
+their index is the leases zset, whose members are exactly the jobs in
+flight. A listing of InProgress reads it whole, then the queue, name and
+last_updated_at of each (one pipelined HMGET), and filters, orders and pages
+here: a cost bounded by the jobs in flight, not by the store's size.
+
 Cost of a page: one round trip for the index range(s) (two with a cursor on
-the score indexes), one for the ``limit`` job hashes.
+the score indexes, or on InProgress), one for the ``limit`` job hashes.
 """
 
 from __future__ import annotations
@@ -79,14 +87,35 @@ def _lex_entry(prefix: str, member: str) -> Entry:
     return int(rest[:STAMP_DIGITS]) / 1_000_000, rest[STAMP_DIGITS + 1 :]
 
 
+def _after(entry: Entry, after: Entry | None, ascending: bool) -> bool:
+    """Whether ``entry`` comes after the cursor ``after`` in the page order."""
+    return after is None or (entry > after if ascending else entry < after)
+
+
+def start_ranks(pipe: Pipe, indexes: list[str], after: Entry, ascending: bool) -> list[int]:
+    """Rank (0-based, in the page order) of the first entry after ``after``
+    in each of ``indexes`` (one round trip)."""
+    at, after_id = after
+    below, above = ("-inf", f"({at!r}") if ascending else (f"({at!r}", "+inf")
+    replies = pipe(lambda p: [(p.zcount(i, below, above), p.zrangebyscore(i, at, at)) for i in indexes])
+    ranks = []
+    for n, ties in zip(replies[::2], replies[1::2], strict=True):
+        ranks.append(n + sum(1 for m in ties if (m <= after_id if ascending else m >= after_id)))
+    return ranks
+
+
 def start_rank(pipe: Pipe, index: str, after: Entry, ascending: bool) -> int:
     """Rank (0-based, in the page order) of the first entry after ``after``."""
-    at, after_id = after
-    if ascending:
-        older, ties = pipe(lambda p: (p.zcount(index, "-inf", f"({at!r}"), p.zrangebyscore(index, at, at)))
-        return older + sum(1 for member in ties if member <= after_id)
-    newer, ties = pipe(lambda p: (p.zcount(index, f"({at!r}", "+inf"), p.zrangebyscore(index, at, at)))
-    return newer + sum(1 for member in ties if member >= after_id)
+    return start_ranks(pipe, [index], after, ascending)[0]
+
+
+def _merged(runs: list[list[Entry]], count: int, ascending: bool) -> list[Entry]:
+    """The first ``count`` entries of ``runs`` (each in the page order), merged."""
+    if len(runs) == 1:
+        return runs[0]
+    merged = heapq.merge(*runs, reverse=not ascending)
+    seen: set[str] = set()  # a job moved between two reads shows once
+    return list(islice((e for e in merged if not (e[1] in seen or seen.add(e[1]))), count))
 
 
 class ListingMixin(RedisPlumbing):
@@ -103,24 +132,57 @@ class ListingMixin(RedisPlumbing):
     ) -> list[Entry]:
         """The next ``count`` index entries after ``after`` in the page order."""
         keys, pipe = self.keys, self._pipe
+        if status is JobStatus.InProgress:
+            return self._leased(queue, name, after, ascending)[:count]
         if queue is None and name is None:
-            index = keys.updated(status)
-            rank = start_rank(pipe, index, after, ascending) if after else 0
-            [got] = pipe(
-                lambda p: p.zrange(index, rank, rank + count - 1, desc=not ascending, withscores=True)
+            statuses = [status] if status else [s for s in JobStatus if s is not JobStatus.InProgress]
+            indexes = [keys.updated(s) for s in statuses]
+            ranks = start_ranks(pipe, indexes, after, ascending) if after else [0] * len(indexes)
+            got = pipe(
+                lambda p: [
+                    p.zrange(i, r, r + count - 1, desc=not ascending, withscores=True)
+                    for i, r in zip(indexes, ranks, strict=True)
+                ]
             )
-            return [(score, job_id) for job_id, score in got]
-        sources = [lex_source(keys, s, queue, name) for s in ([status] if status else JobStatus)]
+            runs = [[(score, job_id) for job_id, score in run] for run in got]
+            if status is None:
+                runs.append(self._leased(None, None, after, ascending)[:count])
+            return _merged(runs, count, ascending)
+        statuses = [status] if status else [s for s in JobStatus if s is not JobStatus.InProgress]
+        sources = [lex_source(keys, s, queue, name) for s in statuses]
         replies = pipe(lambda p: [_lex_range(p, i, pre, after, count, ascending) for i, pre in sources])
         runs = [[_lex_entry(pre, m) for m in got] for (_, pre), got in zip(sources, replies, strict=True)]
-        if len(runs) == 1:
-            return runs[0]
-        merged = heapq.merge(*runs, reverse=not ascending)
-        seen: set[str] = set()  # a job moved between two reads of the pipeline shows once
-        return list(islice((e for e in merged if not (e[1] in seen or seen.add(e[1]))), count))
+        if status is None:
+            runs.append(self._leased(queue, name, after, ascending)[:count])
+        return _merged(runs, count, ascending)
+
+    def _leased(
+        self, queue: str | None, name: str | None, after: Entry | None, ascending: bool
+    ) -> list[Entry]:
+        """Every InProgress job of ``queue`` and/or named ``name`` (None: any)
+        after ``after``, in the page order: the leases zset's members, each
+        one's queue, name and last_updated_at read (two round trips; jobs
+        that left InProgress between the reads are dropped). ``at`` is
+        rounded to the microsecond, as the lex indexes hold it."""
+        [ids] = self._pipe(lambda p: p.zrange(self.keys.leases, 0, -1))
+        fields = ("status", "queue", "name", "last_updated_at")
+        rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), fields) for job_id in ids])
+        entries = []
+        for job_id, (code, q, n, at) in zip(ids, rows, strict=True):
+            if code != str(int(JobStatus.InProgress)) or at is None:
+                continue
+            if (queue is None or q == queue) and (name is None or n == name):
+                entry = (int(stamp(float(at))) / 1_000_000, job_id)
+                if _after(entry, after, ascending):
+                    entries.append(entry)
+        entries.sort(reverse=not ascending)
+        return entries
 
     def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
-        """ZLEXCOUNT of the name's (or queue and name's) members in the listing zset of ``status``."""
+        """ZLEXCOUNT of the name's (or queue and name's) members in the listing
+        zset of ``status``; for InProgress, the count of ``_leased``."""
+        if status is JobStatus.InProgress:
+            return len(self._leased(queue, name, None, True))
         index, prefix = lex_source(self.keys, status, queue, name)
         [n] = self._pipe(lambda p: p.zlexcount(index, f"[{prefix}", f"({prefix}:"))
         return int(n)

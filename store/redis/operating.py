@@ -13,6 +13,7 @@ TRIM_BATCH fields of the widest backlog.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from store import lifecycle
 from store.counters import HISTORY_WIDTHS
@@ -38,25 +39,14 @@ class OperatingMixin(RedisPlumbing):
         the lifecycle, remove the job in one script guarded by that status
         (lua/delete.lua); re-read when it changed meanwhile."""
         check_actor(actor)
-        k, code = self.keys, None
+        code = None
         for _ in range(GUARD_ATTEMPTS):
-            code, queue = self._fields(job_id, "status", "queue")
+            [code] = self._fields(job_id, "status")
             if code is None:
                 raise JobNotFound(job_id)
             lifecycle.check_operation(job_id, Operation.DELETE, S(int(code)))
-            keys = [
-                *k.common(),
-                *k.removal(),
-                k.job(job_id),
-                k.events(job_id),
-                k.ready(queue),
-                k.scheduled(queue),
-                k.attempts(job_id),
-                *k.listing(),
-            ]
-            reply = self._eval(
-                self._lua.delete, keys, self._args(*op_args(Operation.DELETE), job_id, code, actor)
-            )
+            args = self._args(*op_args(Operation.DELETE), job_id, code, actor)
+            reply = self._eval(self._lua.delete, self._route, args)
             if reply[0] == 1:
                 return
             if reply[0] == -1:
@@ -68,29 +58,26 @@ class OperatingMixin(RedisPlumbing):
         """Engine half of purge: a read of candidates (lua/purge_candidates.lua,
         by status then oldest first), then guarded deletes (lua/purge.lua,
         SCRIPT_BATCH jobs a script call)."""
-        k, age = self.keys, repr(float(older_than_s))
-        indexes = [k.updated(S(code)) for code in statuses]
-        ids = self._eval(self._lua.purge_candidates, indexes, [self._offset(), age, limit])
+        age = repr(float(older_than_s))
+        args = [self._offset(), age, codes(statuses), limit]
+        ids = self._eval(self._lua.purge_candidates, self._route, args)
         deleted = 0
         for chunk in chunks(ids):
-            per_job = (key for i in chunk for key in (k.job(i), k.events(i), k.attempts(i)))
-            keys = [*k.common(), *k.removal(), *per_job, *k.listing()]
-            deleted += int(self._eval(self._lua.purge, keys, self._args(age, codes(statuses), *chunk)))
+            deleted += int(self._eval(self._lua.purge, self._route, self._args(age, codes(statuses), *chunk)))
         return deleted
 
     def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
         """ZCOUNT of the updated:<status> zsets below now - age (lua/purge_count.lua)."""
-        indexes = [self.keys.updated(S(code)) for code in statuses]
-        return int(self._eval(self._lua.purge_count, indexes, [self._offset(), repr(float(older_than_s))]))
+        args = [self._offset(), repr(float(older_than_s)), codes(statuses)]
+        return int(self._eval(self._lua.purge_count, self._route, args))
 
     # -------------------------------------------------------------- queues
     def _set_paused(self, queue: str, paused: bool, actor: str) -> QueueState:
         """Pause or resume in one script (lua/queue_state.lua): the paused set
         the claim scripts read, the state, the audit entry and its count."""
         kind = EventKind.QUEUE_PAUSED if paused else EventKind.QUEUE_RESUMED
-        keys = [*self.keys.common(), self.keys.queues, self.keys.paused]
         args = self._args(queue, 1 if paused else 0, actor, kind.value, f"queue {queue}")
-        return codec.queue_state_from_json(queue, self._eval(self._lua.queue_state, keys, args))
+        return codec.queue_state_from_json(queue, self._eval(self._lua.queue_state, self._route, args))
 
     def queue_states(self) -> list[QueueState]:
         [states] = self._pipe(lambda p: p.hgetall(self.keys.queues))
@@ -121,10 +108,10 @@ class OperatingMixin(RedisPlumbing):
     def trim_history(self) -> int:
         """lua/trim_history.lua, TRIM_BATCH fields per width a call, until no
         width had more."""
-        keys, args = self.keys.histories(), [self._offset(), TRIM_BATCH, *HISTORY_WIDTHS.values()]
+        args = [self._offset(), TRIM_BATCH, *(x for width in HISTORY_WIDTHS.items() for x in width)]
         removed = 0
         while True:
-            counts = self._eval(self._lua.trim_history, keys, args)
+            counts = self._eval(self._lua.trim_history, self._route, args)
             removed += sum(counts)
             if max(counts, default=0) < TRIM_BATCH:
                 return removed
@@ -139,16 +126,16 @@ class OperatingMixin(RedisPlumbing):
         [ids] = self._pipe(lambda p: p.zrangebyscore(self.keys.workers, "-inf", f"({before!r}"))
         pruned: list[str] = []
         for chunk in chunks(ids):
-            keys = [self.keys.workers, *(self.keys.worker(w) for w in chunk)]
-            pruned += self._eval(self._lua.prune_workers, keys, [self._offset(), repr(age), *chunk])
+            pruned += self._eval(self._lua.prune_workers, self._route, [self._offset(), repr(age), *chunk])
         return pruned
 
     # ---------------------------------------------------- maintenance runs
     def record_maintenance_run(self, run: MaintenanceRun) -> None:
         """Append a run to its task's history (lua/record_run.lua), which keeps
         the newest settings.recovery_runs_kept."""
-        args = [run.started_at.timestamp(), codec.dumps(run.to_record()), self.settings.recovery_runs_kept]
-        self._eval(self._lua.record_run, [self.keys.maintenance_runs(run.task)], args)
+        record = codec.dumps(run.to_record())
+        args = [run.started_at.timestamp(), record, self.settings.recovery_runs_kept, run.task]
+        self._eval(self._lua.record_run, self._route, args)
 
     def maintenance_runs(self, task: str, limit: int = 20) -> list[MaintenanceRun]:
         if limit <= 0:
@@ -161,9 +148,8 @@ class OperatingMixin(RedisPlumbing):
     def save_schedules(self, schedules: Sequence[Schedule]) -> None:
         """Upsert the definitions, SCRIPT_BATCH a script call (lua/schedule_save.lua)."""
         for chunk in chunks(schedules):
-            keys, args = [self.keys.schedules], []
+            args: list[Any] = []
             for s in chunk:
-                keys.append(self.keys.schedule(s.name))
                 args += [
                     s.name,
                     s.handler,
@@ -173,7 +159,7 @@ class OperatingMixin(RedisPlumbing):
                     codec.dumps(s.payload),
                     int(s.catch_up),
                 ]
-            self._eval(self._lua.schedule_save, keys, args)
+            self._eval(self._lua.schedule_save, self._route, args)
 
     def schedules(self) -> list[Schedule]:
         [names] = self._pipe(lambda p: p.zrange(self.keys.schedules, 0, -1))
@@ -181,10 +167,10 @@ class OperatingMixin(RedisPlumbing):
         return [codec.schedule_from_hash(h) for h in hashes if h]
 
     def set_schedule_enabled(self, name: str, enabled: bool) -> Schedule:
-        flat = self._eval(self._lua.schedule_enable, [self.keys.schedule(name)], [1 if enabled else 0])
+        flat = self._eval(self._lua.schedule_enable, self._route, [1 if enabled else 0, name])
         if not flat:
             raise ScheduleNotFound(name)
         return codec.schedule_from_hash(codec.flat_to_dict(flat))
 
     def record_tick(self, name: str, tick_at: float, job_id: str) -> None:
-        self._eval(self._lua.schedule_tick, [self.keys.schedule(name)], [repr(float(tick_at)), job_id])
+        self._eval(self._lua.schedule_tick, self._route, [repr(float(tick_at)), job_id, name])

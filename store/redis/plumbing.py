@@ -1,6 +1,6 @@
 """What every part of the Redis store shares: the client, the registered
-scripts, the ARGV conventions (``op_args``: an operation's row of
-``lifecycle.OPERATIONS`` as the scripts take it), refusal recording and the
+library functions, the ARGV conventions (``op_args``: the operation whose
+row of ``lifecycle.OPERATIONS`` a function applies), refusal recording and the
 guarded write of retry decisions (used by ``fail`` and by recovery).
 
 Every call goes through ``_eval`` (a script) or ``_pipe`` (read commands on a
@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from store import lifecycle
 from store.base import StoreSettings
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
 from store.errors import LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
 from store.models import failure_event, refusal_message, trimmed_error
@@ -30,9 +29,6 @@ T = TypeVar("T")
 #: bounds how long a batch blocks every other client (heartbeats included): a
 #: batch of MAX_BATCH jobs is several script calls of at most SCRIPT_BATCH each.
 SCRIPT_BATCH = 100
-#: ARGV of the history block: bucket widths (in Keys.histories order) and the
-#: event kinds they count.
-HISTORY_ARGS = (" ".join(str(w) for w in HISTORY_WIDTHS), " ".join(sorted(HISTORY_KINDS)))
 #: Read-then-guarded-write attempts (fail, operator actions, delete) when the
 #: job changed between the read and the script.
 GUARD_ATTEMPTS = 4
@@ -49,16 +45,11 @@ def codes(statuses: Iterable[int]) -> str:
     return " ".join(str(int(s)) for s in statuses)
 
 
-def op_args(op: Operation) -> list[str | int]:
-    """ARGV[4..8] of the script of ``op`` (read by ``operation`` in
-    lua/lib/job.lua): its row of lifecycle.OPERATIONS as source statuses
-    (``"100 200"``), target status, event kind, the fields stamped with the
-    store's clock and the fields cleared (space-separated). Target and event
-    kind are '' for FAIL: the retry decision's, passed per job."""
-    row = lifecycle.rule(op)
-    to = int(lifecycle.target(op)) if len(row.targets) == 1 else ""
-    event = "" if row.event is None else row.event.value
-    return [codes(lifecycle.source_codes(op)), to, event, " ".join(row.stamps), " ".join(row.clears)]
+def op_args(op: Operation) -> list[str]:
+    """ARGV[4] of the function of ``op``: the operation's name. Its row of
+    lifecycle.OPERATIONS is compiled into the library (scripts.py
+    ``operations_table``, read by lib/job.lua ``operation``)."""
+    return [op.value]
 
 
 def refusal(op: Operation) -> EventKind:
@@ -97,6 +88,8 @@ class RedisPlumbing:
         self.clock_offset_s = 0.0
         self._client, name = open_client(url, prefix, ClientOptions(**client))
         self.keys = Keys(name)
+        #: KEYS of every function call: the prefix (lua/lib/keys.lua).
+        self._route = [self.keys.route]
         self._lua = Scripts.load(self._client)
 
     def _offset(self) -> str:
@@ -107,11 +100,6 @@ class RedisPlumbing:
         """ARGV of a job script: clock offset, events kept per job, 0 (unused:
         lua/lib/job.lua), then ``rest``."""
         return [self._offset(), self.settings.events_per_job, 0, *rest]
-
-    def _history(self) -> tuple[list[str], tuple[str, str]]:
-        """KEYS and ARGV of the history block (lua/lib/job.lua ``history_at``)
-        of the scripts that append events of HISTORY_KINDS."""
-        return self.keys.histories(), HISTORY_ARGS
 
     def _eval(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         with unavailable():
@@ -138,17 +126,16 @@ class RedisPlumbing:
         all, in order."""
         lost = []
         for chunk in chunks(refused):
-            keys, args = self.keys.common(), self._args()
+            args = self._args()
             for job_id, token, current, code in chunk:
                 status = S(int(code))
                 lost.append(LeaseLost(job_id, token, int(current), status.name))
                 if not lifecycle.refusal_recorded(kind, token, int(current), status):
                     continue
                 message = refusal_message(kind, actor, token, current, status)
-                keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, kind.value, actor or "", token, message]
-            if len(keys) > len(self.keys.common()):
-                self._eval(self._lua.record_events, keys, args)
+            if len(args) > len(self._args()):
+                self._eval(self._lua.record_events, self._route, args)
         return lost
 
     def _apply_failures(self, items: Sequence[Failure], *, want_jobs: bool) -> list[Any]:
@@ -157,16 +144,13 @@ class RedisPlumbing:
         failed attempt (error traceback cut by trimmed_error). Per item: 0 when
         its guard missed (nothing written), else 1, or the job as a flat hash
         with ``want_jobs``."""
-        k, replies = self.keys, []
+        replies = []
         for chunk in chunks(items):
-            history_keys, history_args = self._history()
-            keys = [*k.common(), *history_keys]
-            args = self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0, *history_args)
+            args = self._args(*op_args(Operation.FAIL), 1 if want_jobs else 0)
             for f in chunk:
                 error = trimmed_error(f.error)
                 kind, message = failure_event(f.decision, error, f.expired)
                 delay = "" if f.decision.delay_s is None else repr(float(f.decision.delay_s))
-                keys += [k.job(f.job_id), k.events(f.job_id), k.scheduled(f.queue), k.attempts(f.job_id)]
                 args += [f.job_id, f.token, f.retry_count, int(f.decision.status), f.decision.retry_count]
                 args += [
                     delay,
@@ -176,12 +160,12 @@ class RedisPlumbing:
                     message,
                     f.actor or "",
                 ]
-            replies += self._eval(self._lua.apply_failures, [*keys, *k.listing()], args)
+            replies += self._eval(self._lua.apply_failures, self._route, args)
         return replies
 
     def now(self) -> float:
         """Redis TIME (of the node holding the deployment's slot) + clock_offset_s."""
-        return float(self._eval(self._lua.now, [self.keys.counters], [self._offset()]))
+        return float(self._eval(self._lua.now, self._route, [self._offset()]))
 
     def close(self) -> None:
         """Close the client's connections."""

@@ -27,7 +27,7 @@ class RecoveryMixin(RedisPlumbing):
         """Up to ``limit`` expired leases, oldest first, each with its retry
         decision and the retry_count it was made from; and whether the batch
         was full. Reads only."""
-        _, *ids = self._eval(self._lua.expired_leases, [self.keys.leases], [self._offset(), limit])
+        _, *ids = self._eval(self._lua.expired_leases, self._route, [self._offset(), limit])
         names = ("status", "name", "queue", "worker_id", "lease_token", "retry_count", "max_retries")
         rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), names) for job_id in ids])
         plan = []

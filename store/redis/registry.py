@@ -21,16 +21,16 @@ class RegistryMixin(RedisPlumbing):
     def acquire_lock(self, name: str, owner: str, ttl_s: float) -> bool:
         """Take or extend the lock for ``ttl_s`` seconds of the store's clock
         (set-if-free in one script; see lua/lock_acquire.lua)."""
-        args = [self._offset(), owner, repr(float(ttl_s))]
-        return self._eval(self._lua.lock_acquire, [self.keys.lock(name)], args) == 1
+        args = [self._offset(), owner, repr(float(ttl_s)), name]
+        return self._eval(self._lua.lock_acquire, self._route, args) == 1
 
     def release_lock(self, name: str, owner: str) -> bool:
         """Compare-and-delete: True when ``owner`` held the lock."""
-        return self._eval(self._lua.lock_release, [self.keys.lock(name)], [owner]) == 1
+        return self._eval(self._lua.lock_release, self._route, [owner, name]) == 1
 
     def lock_info(self, name: str) -> LockInfo:
         """The unexpired holder of the lock, or a LockInfo with None fields."""
-        held = self._eval(self._lua.lock_info, [self.keys.lock(name)], [self._offset()])
+        held = self._eval(self._lua.lock_info, self._route, [self._offset(), name])
         return LockInfo(name, held[0], ts(float(held[1]))) if held else LockInfo(name, None, None)
 
     # --------------------------------------------------------------- workers
@@ -45,7 +45,7 @@ class RegistryMixin(RedisPlumbing):
         started = info.started_at.timestamp() if info.started_at else time.time()
         args = [self._offset(), info.id, info.host, info.pid, codec.dumps(list(info.queues))]
         args += [info.concurrency, codec.dumps(list(info.jobs_in_hand)), repr(started)]
-        command = self._eval(self._lua.worker_heartbeat, [self.keys.worker(info.id), self.keys.workers], args)
+        command = self._eval(self._lua.worker_heartbeat, self._route, args)
         if info.handlers:  # a field of the worker's own hash, beside those the script writes
             text = codec.dumps(list(info.handlers))
             self._pipe(lambda p: p.hset(self.keys.worker(info.id), "handlers", text))
@@ -55,15 +55,14 @@ class RegistryMixin(RedisPlumbing):
         """Set the worker hash's command and command_by (for UNQUIET: clear
         them when the command is quiet), if it is registered
         (lua/command_worker.lua). Raises WorkerNotFound."""
-        flat = self._eval(self._lua.command_worker, [self.keys.worker(worker_id)], [command, actor])
+        flat = self._eval(self._lua.command_worker, self._route, [command, actor, worker_id])
         if not flat:
             raise WorkerNotFound(worker_id)
         return codec.worker_from_hash(codec.flat_to_dict(flat))
 
     def remove_worker(self, worker_id: str) -> None:
         """Drop a worker from the registry."""
-        keys = [self.keys.worker(worker_id), self.keys.workers]
-        self._eval(self._lua.worker_remove, keys, [worker_id])
+        self._eval(self._lua.worker_remove, self._route, [worker_id])
 
     def workers(self) -> list[WorkerInfo]:
         """Registered workers, most recently seen first (two round trips)."""
@@ -76,8 +75,8 @@ class RegistryMixin(RedisPlumbing):
     # ------------------------------------------------------- recovery runs
     def record_recovery_run(self, run: RecoveryRun) -> None:
         """Append a run; the history keeps the newest settings.recovery_runs_kept."""
-        args = [run.started_at.timestamp(), codec.run_to_json(run), self.settings.recovery_runs_kept]
-        self._eval(self._lua.record_run, [self.keys.recovery_runs], args)
+        args = [run.started_at.timestamp(), codec.run_to_json(run), self.settings.recovery_runs_kept, ""]
+        self._eval(self._lua.record_run, self._route, args)
 
     def recovery_runs(self, limit: int = 50) -> list[RecoveryRun]:
         """Recovery history, newest first."""

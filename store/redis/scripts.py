@@ -1,74 +1,241 @@
-"""The Lua scripts of the Redis store, one file per operation in ``lua/``.
+"""The Redis store's Lua as one Redis Functions library (Redis >= 7.0, Valkey).
 
-Each file's header names its KEYS, ARGV and return value. A line
-``-- @include lib/NAME.lua`` is replaced by that helper file when the source is
-read (once per process); ``Scripts.load`` registers every script once per
-client (``register_script``: EVALSHA, reloaded transparently on NOSCRIPT).
+``lua/<name>.lua`` is the body of function ``<name>``; ``lua/lib/*.lua`` are
+sections of the library's top level, defined once, at FUNCTION LOAD (helpers,
+per-call state). ``library()`` concatenates them: the shebang
+``#!lua name=leasehold_<v>``, the lifecycle table compiled from
+``store.lifecycle`` (``OPERATIONS``: each operation's source statuses, target,
+event kind, stamped and cleared fields; a call passes the operation's name,
+never its row), the sections, then each body as a function registered as
+``leasehold_<v>_<name>``. ``<v>`` is a hash of the whole text: a library
+whose content differs has another name, so two Leasehold versions side by side
+(a rolling deploy) each call their own functions and never replace each
+other's.
+
+A line ``-- @include lib/NAME.lua`` in a body says the function starts that
+section's per-call state before its body runs: ``lib/clock.lua`` reads Redis
+TIME (+ ARGV[1], the clock offset) into ``now``, ``lib/job.lua`` resets the
+counter, history and listing state and reads ARGV[2..3].
+
+``Scripts.load`` makes one callable per function for a client: an FCALL, and
+on the first "function not found" (a new server, a FUNCTION FLUSH, a new
+version) one FUNCTION LOAD and the call again. A server without FCALL (Redis
+older than 7.0) raises StoreUnavailable with one line saying so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from redis.commands.core import Script
+from redis import exceptions as rx
+
+from store import lifecycle
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
+from store.errors import StoreUnavailable
+from store.lifecycle import Operation
 
 LUA_DIR = Path(__file__).with_name("lua")
-_INCLUDE = re.compile(r"^-- @include (lib/[\w.]+\.lua)$", re.MULTILINE)
+#: The library's sections, in the order they are pasted (job uses keys and clock).
+SECTIONS = ("keys", "clock", "job")
+_INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _lua_text(value: str) -> str:
+    """A Lua string literal of an identifier-like value (checked)."""
+    if not _IDENT.fullmatch(value):
+        raise ValueError(f"{value!r} is not an identifier")
+    return f"'{value}'"
+
+
+def operations_table() -> str:
+    """``local OPERATIONS = {...}``: the rows of ``lifecycle.OPERATIONS`` as
+    lib/job.lua ``operation(name)`` reads them (``sources`` a set of status
+    codes, ``target`` a code or nil for FAIL, whose target is the retry
+    decision's, ``event`` a kind or nil, ``stamps`` and ``clears`` lists)."""
+    rows = []
+    for op in Operation:
+        row = lifecycle.rule(op)
+        sources = ", ".join(f"[{code}] = true" for code in lifecycle.source_codes(op))
+        target = str(int(lifecycle.target(op))) if len(row.targets) == 1 else "nil"
+        event = "nil" if row.event is None else _lua_text(row.event.value)
+        stamps = ", ".join(_lua_text(f) for f in row.stamps)
+        clears = ", ".join(_lua_text(f) for f in row.clears)
+        rows.append(
+            f"  [{_lua_text(op.value)}] = {{sources = {{{sources}}}, target = {target}, "
+            f"event = {event}, stamps = {{{stamps}}}, clears = {{{clears}}}}},"
+        )
+    return "local OPERATIONS = {\n" + "\n".join(rows) + "\n}"
+
+
+def history_table() -> str:
+    """``HISTORY_WIDTHS`` (bucket widths, seconds, store.counters order) and
+    ``HISTORY_KINDS`` (the set of kinds counted) as Lua locals."""
+    widths = ", ".join(str(int(w)) for w in HISTORY_WIDTHS)
+    kinds = ", ".join(f"[{_lua_text(k.value)}] = true" for k in sorted(HISTORY_KINDS))
+    return f"local HISTORY_WIDTHS = {{{widths}}}\nlocal HISTORY_KINDS = {{{kinds}}}"
+
+
+def function_names() -> list[str]:
+    """The functions of the library: the stems of ``lua/*.lua``, sorted."""
+    return sorted(p.stem for p in LUA_DIR.glob("*.lua"))
+
+
+def includes(name: str) -> list[str]:
+    """The sections whose per-call state function ``name`` starts besides
+    lib/keys.lua's, which every function starts."""
+    found = _INCLUDE.findall((LUA_DIR / f"{name}.lua").read_text())
+    unknown = set(found) - set(SECTIONS) | ({"keys"} & set(found))
+    if unknown:
+        raise ValueError(f"{name}.lua includes unknown sections {sorted(unknown)}")
+    return [s for s in SECTIONS if s in found]
+
+
+def prelude() -> str:
+    """The library's top level before the functions: the lifecycle table and
+    the sections (also run by tests with EVAL, where KEYS and ARGV are the
+    script's own)."""
+    sections = [(LUA_DIR / "lib" / f"{s}.lua").read_text() for s in SECTIONS]
+    return "\n".join([operations_table(), history_table(), *sections])
+
+
+def _body(name: str) -> str:
+    starts = "".join(f"  start_{section}()\n" for section in ["keys", *includes(name)])
+    text = (LUA_DIR / f"{name}.lua").read_text()
+    head = "if not tonumber then\n  start_globals()\nend\nKEYS, ARGV = keys, args\n"
+    return f"F[{_lua_text(name)}] = function(keys, args)\n{head}{starts}{text}\nend\n"
+
+
+#: The globals the functions use, as locals of the library, read once at the
+#: first call (the load-time environment has none of them): a function then
+#: reads them as upvalues, not through the protected globals table.
+GLOBALS = """local register_function = redis.register_function
+local function runtime_globals()
+  return redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error
+end
+local redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error
+local function start_globals()
+  redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error = runtime_globals()
+end"""
+
+
+def version(code: str) -> str:
+    """The library version of ``code`` (its text before the registrations):
+    12 hex digits of its SHA-256."""
+    return hashlib.sha256(code.encode()).hexdigest()[:12]
 
 
 @cache
-def source(name: str) -> str:
-    """The text of ``lua/<name>.lua`` with its includes pasted in."""
-    text = (LUA_DIR / f"{name}.lua").read_text()
-    return _INCLUDE.sub(lambda m: (LUA_DIR / m[1]).read_text(), text)
+def library() -> tuple[str, str]:
+    """``(library name, library code)``; the name ends in ``version`` of the
+    code before the registrations."""
+    parts = [GLOBALS, "local KEYS, ARGV = {}, {}", prelude(), "local F = {}", *map(_body, function_names())]
+    code = "\n".join(parts)
+    name = f"leasehold_{version(code)}"
+    # One line a function: the library's load-time environment has no pairs().
+    register = "".join(f"register_function('{name}_{fn}', F['{fn}'])\n" for fn in function_names())
+    return name, f"#!lua name={name}\n{code}\n{register}"
+
+
+class Library:
+    """The library on one client: loaded on demand, once per server."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.name, self.code = library()
+
+    def load(self) -> None:
+        """FUNCTION LOAD, unless a library of this name (so this content) is
+        there already. Raises StoreUnavailable on a server without Functions."""
+        try:
+            self.client.function_load(self.code)
+        except rx.ResponseError as exc:
+            if "already exists" in str(exc):
+                return
+            if "unknown command" in str(exc).lower():
+                raise StoreUnavailable(self._too_old()) from None
+            raise
+
+    def _too_old(self) -> str:
+        try:
+            version = self.client.info("server").get("redis_version", "?")
+        except rx.RedisError:
+            version = "?"
+        return (
+            f"Redis server {version} has no Redis Functions: Leasehold's Redis store needs "
+            "Redis >= 7.0 or Valkey"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """One function of the library, called as ``fn(keys=[...], args=[...])``."""
+
+    library: Library
+    name: str
+
+    def __call__(self, keys: list[str], args: list[Any]) -> Any:
+        client = self.library.client
+        try:
+            return client.fcall(self.name, len(keys), *keys, *args)
+        except rx.ResponseError as exc:
+            text = str(exc)
+            if "unknown command" in text.lower():
+                raise StoreUnavailable(self.library._too_old()) from None
+            if "function not found" not in text.lower():
+                raise
+        self.library.load()
+        return client.fcall(self.name, len(keys), *keys, *args)
 
 
 @dataclass(frozen=True, slots=True)
 class Scripts:
-    """Every script, registered on one client; field name = file name."""
+    """Every function of the library on one client; field name = file name."""
 
-    now: Script
-    enqueue: Script
-    claim_candidates: Script
-    claim: Script
-    heartbeat: Script
-    progress: Script
-    complete: Script
-    apply_failures: Script
-    release: Script
-    cancel: Script
-    requeue: Script
-    record_events: Script
-    expired_leases: Script
-    purge_candidates: Script
-    purge: Script
-    purge_count: Script
-    trim_history: Script
-    delete: Script
-    queue_state: Script
-    lock_acquire: Script
-    lock_release: Script
-    lock_info: Script
-    failure_record: Script
-    audit: Script
-    audit_migrate: Script
-    operation_save: Script
-    failure_count: Script
-    worker_heartbeat: Script
-    command_worker: Script
-    worker_remove: Script
-    prune_workers: Script
-    record_run: Script
-    schedule_save: Script
-    schedule_enable: Script
-    schedule_tick: Script
-    reindex: Script
+    now: Function
+    enqueue: Function
+    claim: Function
+    heartbeat: Function
+    progress: Function
+    complete: Function
+    apply_failures: Function
+    release: Function
+    cancel: Function
+    requeue: Function
+    record_events: Function
+    expired_leases: Function
+    purge_candidates: Function
+    purge: Function
+    purge_count: Function
+    trim_history: Function
+    delete: Function
+    queue_state: Function
+    lock_acquire: Function
+    lock_release: Function
+    lock_info: Function
+    failure_record: Function
+    audit: Function
+    audit_migrate: Function
+    operation_save: Function
+    failure_count: Function
+    worker_heartbeat: Function
+    command_worker: Function
+    worker_remove: Function
+    prune_workers: Function
+    record_run: Function
+    schedule_save: Function
+    schedule_enable: Function
+    schedule_tick: Function
+    reindex: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:
-        """Register every script on ``client`` (Redis or RedisCluster)."""
-        return cls(**{f.name: client.register_script(source(f.name)) for f in fields(cls)})
+        """The functions on ``client`` (Redis or RedisCluster); the library is
+        loaded by the first call that finds it missing."""
+        library = Library(client)
+        return cls(**{f.name: Function(library, f"{library.name}_{f.name}") for f in fields(cls)})

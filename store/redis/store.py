@@ -1,21 +1,19 @@
-"""The Redis JobStore: a hash per job, sorted sets as indexes, one Lua script
-per state change (``lua/``), every key in KEYS, one hash tag per deployment
-(so it runs unchanged on Redis Cluster; ``keys.py`` has the key schema).
+"""The Redis JobStore: a hash per job, sorted sets as indexes, one Redis
+Functions library (``lua/``, loaded by ``scripts.py``) with a function per
+state change; every key of a deployment is its prefix (which carries the one
+hash tag) + a literal + data, built inside the functions (so it runs
+unchanged on Redis Cluster; ``keys.py`` has the key schema).
 
-Lifecycle decisions stay in Python (``store.lifecycle``): the legal source
-statuses are passed to the scripts, and the retry decision is made here and
-applied by a script as a compare-and-set on (status, lease token,
+Lifecycle decisions stay in Python (``store.lifecycle``): the rows of its
+table are compiled into the library, and the retry decision is made here and
+applied by a function as a compare-and-set on (status, lease token,
 retry_count[, lease still expired]). Lease times come from Redis ``TIME``
-inside the scripts, plus ``clock_offset_s``.
+inside the functions, plus ``clock_offset_s``.
 
-Claim is two steps: ``claim_candidates.lua`` moves due scheduled jobs to the
-ready zsets and returns the head of each; ``claim.lua`` leases those still
-there (``ZREM`` returning 1 makes a candidate ours), so two callers never hold
-the same (job, token). Candidates lost to other workers are replaced in at
-most CLAIM_ROUNDS rounds. An idle worker woken by a notice that names one job
-(``claim_notified``) skips the first step: the notice carries the member.
-Both scripts read the paused set (``pause_queue``), so a queue paused between
-the two steps is not claimed from either.
+A claim is one call (``claim.lua``): due scheduled jobs are moved to the
+ready zsets, paused queues skipped, the heads taken in claim order and
+leased, and the jobs returned. An idle worker woken by a notice that names
+one job (``claim_notified``) leases that member alone.
 
 Unique jobs are decided inside ``enqueue.lua``: the key's holder is looked up
 and the new job written in one script, so concurrent enqueues of one unique
@@ -24,22 +22,20 @@ job make one job.
 The front halves every store shares (validation, chunking, the JSON check of
 results, recovery limits and timing, counters as totals) are SharedStore's;
 this class supplies the engine halves. Each operation's target, event kind and
-the fields it stamps or clears come from ``lifecycle.OPERATIONS`` through
-``plumbing.op_args``; the scripts name none of them.
+the fields it stamps or clears come from ``lifecycle.OPERATIONS``, compiled
+into the library; the functions name none of them.
 
 A script call works on at most SCRIPT_BATCH jobs (plumbing.py), which bounds
 how long Redis is blocked. Round trips: enqueue_many 1 per SCRIPT_BATCH jobs
-(each chunk all or nothing); claim 2 per SCRIPT_BATCH jobs (more only under
-contention); heartbeat, complete_many and report_progress_many 1 per
-SCRIPT_BATCH (+1 when some are refused); fail, release and operator actions 2;
-recovery 2 + 1 per SCRIPT_BATCH.
+(each chunk all or nothing); claim 1 per SCRIPT_BATCH jobs; heartbeat,
+complete_many and report_progress_many 1 per SCRIPT_BATCH (+1 when some are
+refused); release 1; fail and operator actions 2; recovery 2 + 1 per
+SCRIPT_BATCH.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
-from functools import cached_property
 from typing import Any
 
 import uuid6
@@ -53,11 +49,9 @@ from store.redis import codec
 from store.redis.audit import AuditMixin
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
-from store.redis.keys import rank_job_id
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import (
     GUARD_ATTEMPTS,
-    HISTORY_ARGS,
     SCRIPT_BATCH,
     Failure,
     chunks,
@@ -73,8 +67,6 @@ from store.shared import CheckedProgress, EncodedAck, SharedStore
 from store.spec import check_actor, clean_error
 
 S = JobStatus
-#: Most claim rounds per call when candidates were taken by other workers.
-CLAIM_ROUNDS = 8
 #: Statuses in which a job holds its unique key whatever its age (lua/enqueue.lua ARGV[6]).
 HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 
@@ -106,15 +98,12 @@ class RedisStore(
         ``([], id)`` when an idempotency key or a unique key is taken by job
         ``id`` (``''`` when the key is repeated inside the chunk). The unique
         check and the insert are one script (lua/enqueue.lua)."""
-        k = self.keys
-        keys, rows = list(self._enqueue_keys), []
-        args = self._args(WAKEUP_KEPT, EventKind.ENQUEUED.value, HOLDING_UNIQUE, *HISTORY_ARGS)
+        rows = []
+        args = self._args(WAKEUP_KEPT, EventKind.ENQUEUED.value, HOLDING_UNIQUE)
         for spec in specs:
             job_id = str(uuid6.uuid7())
             status = S.Scheduled if spec.delay_s > 0 else S.Queued
-            index = k.scheduled(spec.queue) if status is S.Scheduled else k.ready(spec.queue)
             fields = codec.spec_fields(spec, job_id, self.settings)
-            keys += [k.job(job_id), k.events(job_id), index, k.wakeup(spec.queue)]
             args += [
                 int(status),
                 repr(float(spec.delay_s)),
@@ -122,7 +111,7 @@ class RedisStore(
                 *(fields.get(f, "") for f in codec.ENQUEUE_FIELDS),
             ]
             rows.append((fields, status, float(spec.delay_s)))
-        reply = self._eval(self._lua.enqueue, [*keys, *k.listing(S.Queued, S.Scheduled)], args)
+        reply = self._eval(self._lua.enqueue, self._route, args)
         if reply[0] in ("duplicate", "unique"):
             return [], reply[2]
         now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
@@ -134,12 +123,6 @@ class RedisStore(
                 fields["retry_delay_until"] = due
             jobs.append(codec.job_from_hash(fields))
         return jobs, None
-
-    @cached_property
-    def _enqueue_keys(self) -> tuple[str, ...]:
-        """KEYS of lua/enqueue.lua before the jobs' own: the common block, the
-        idempotency and unique hashes, the history block."""
-        return (*self.keys.common(), *self.keys.removal(), *self.keys.histories())
 
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
         """One job, or the job holding its idempotency or unique key; tried
@@ -172,70 +155,62 @@ class RedisStore(
         return counters.items()
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
+        """The job's event list with its happy path's events, which the
+        functions do not append (lua/lib/job.lua ``happen``), added from the
+        job hash: enqueued first, the current run's claimed (and completed)
+        last (codec.derived_events)."""
         if limit <= 0:
             return []
-        [texts] = self._pipe(lambda p: p.lrange(self.keys.events(job_id), -limit, -1))
-        return [codec.event_from_json(text, job_id) for text in texts]
+        texts, fields = self._pipe(
+            lambda p: (
+                p.lrange(self.keys.events(job_id), -limit, -1),
+                p.hmget(self.keys.job(job_id), codec.DERIVED_FIELDS),
+            )
+        )
+        first, last = codec.derived_events(job_id, dict(zip(codec.DERIVED_FIELDS, fields, strict=True)))
+        stored = [codec.event_from_json(text, job_id) for text in texts]
+        return [*first, *stored, *last][-limit:]
 
     def expired_lease_count(self) -> int:
-        return int(self._eval(self._lua.expired_leases, [self.keys.leases], [self._offset(), 0])[0])
+        return int(self._eval(self._lua.expired_leases, self._route, [self._offset(), 0])[0])
 
     # -------------------------------------------------------------- worker
     def claim(
         self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
     ) -> list[Job]:
+        """One function call (lua/claim.lua) per SCRIPT_BATCH jobs: due
+        scheduled jobs promoted, paused queues skipped, the ready heads taken
+        in claim order across ``queues`` and leased, the jobs returned."""
         if not queues:
             raise ValidationError("queues", "name at least one queue")
         if limit < 1:
             return []
-        limit, k = min(limit, MAX_BATCH), self.keys
+        limit = min(limit, MAX_BATCH)
         ttl = lease_ttl_s or self.settings.lease_ttl_s
         names = list(dict.fromkeys(queues))
-        heads = [k.paused, *(key for q in names for key in (k.ready(q), k.scheduled(q)))]
         claimed: list[Job] = []
-        contended = 0
         while len(claimed) < limit:
             want = min(limit - len(claimed), SCRIPT_BATCH)
-            window = 2 * want + 16  # spare candidates replace those other workers take first
-            lists = self._eval(
-                self._lua.claim_candidates, heads, [self._offset(), window, SCRIPT_BATCH, *names]
-            )
-            pairs = ((member, q) for q, members in zip(names, lists, strict=True) for member in members)
-            candidates = heapq.nsmallest(window, pairs)  # byte order of rank = claim order
-            if not candidates:
-                break
-            lost, jobs = self._lease(worker_id, candidates, want, ttl)
+            jobs = self._lease(worker_id, want, ttl, "", names)
             claimed += jobs
             if len(jobs) < want:
-                contended += 1
-                if not lost or contended >= CLAIM_ROUNDS:
-                    break  # no more due jobs, or others keep taking them first
+                break  # no more due jobs
         return claimed
 
     def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
         """See JobStore.claim_notified: ``notice.job`` is the job's ready-zset
-        member (lua/enqueue.lua pushes it on the wake-up list), leased by
-        claim.lua alone (one round trip; claim_candidates.lua is skipped)."""
+        member (lua/enqueue.lua pushes it on the wake-up list), leased alone by
+        lua/claim.lua (one round trip)."""
         if not notice.job:
             return []
         ttl = lease_ttl_s or self.settings.lease_ttl_s
-        return self._lease(worker_id, [(notice.job, notice.queue)], 1, ttl)[1]
+        return self._lease(worker_id, 1, ttl, notice.job, [notice.queue])
 
-    def _lease(
-        self, worker_id: str, candidates: Sequence[tuple[str, str]], want: int, ttl: float
-    ) -> tuple[int, list[Job]]:
-        """Claim step 2 (lua/claim.lua): lease up to ``want`` of ``candidates``
-        (``(ready member, queue)`` in claim order). Returns ``(candidates
-        other workers took first, jobs leased)``."""
-        k = self.keys
-        keys = [*k.common(), k.paused]
-        args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want)
-        for member, queue in candidates:
-            job_id = rank_job_id(member)
-            keys += [k.job(job_id), k.events(job_id), k.ready(queue)]
-            args += [job_id, member]
-        lost, *jobs = self._eval(self._lua.claim, [*keys, *k.listing(S.Queued, S.InProgress)], args)
-        return lost, [codec.job_from_flat(flat) for flat in jobs]
+    def _lease(self, worker_id: str, want: int, ttl: float, member: str, queues: Sequence[str]) -> list[Job]:
+        """lua/claim.lua: lease up to ``want`` due jobs of ``queues``, or only
+        the ready ``member`` (of ``queues[0]``) when one is named."""
+        args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want, SCRIPT_BATCH, member, *queues)
+        return [codec.job_from_flat(flat) for flat in self._eval(self._lua.claim, self._route, args)]
 
     def heartbeat(
         self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
@@ -243,11 +218,10 @@ class RedisStore(
         ttl = lease_ttl_s or self.settings.lease_ttl_s
         renewed, refused, stale = [], [], []
         for chunk in chunks(leases):
-            keys = [self.keys.leases, *(self.keys.job(lease.job_id) for lease in chunk)]
             args = [self._offset(), ttl, int(S.InProgress)]
             for lease in chunk:
                 args += [lease.job_id, lease.token]
-            for lease, reply in zip(chunk, self._eval(self._lua.heartbeat, keys, args), strict=True):
+            for lease, reply in zip(chunk, self._eval(self._lua.heartbeat, self._route, args), strict=True):
                 if reply[0] == 1:
                     renewed.append(Lease(lease.job_id, lease.token, ts(float(reply[1]))))
                     continue
@@ -264,16 +238,11 @@ class RedisStore(
         when there are any. A None result is stored as JSON ``null``."""
         out: list[Job | LeaseLost | None] = []
         want = 1 if return_jobs else 0
-        history_keys, history_args = self._history()
         for chunk in chunks(acks):
-            keys = [*self.keys.common(), *history_keys]
-            args = self._args(*op_args(Operation.COMPLETE), worker_id or "", want, *history_args)
+            args = self._args(*op_args(Operation.COMPLETE), worker_id or "", want)
             for job_id, token, text in chunk:
-                keys += [self.keys.job(job_id), self.keys.events(job_id)]
                 args += [job_id, token, codec.NULL if text is None else text]
-            replies = self._eval(
-                self._lua.complete, [*keys, *self.keys.listing(S.InProgress, S.Completed)], args
-            )
+            replies = self._eval(self._lua.complete, self._route, args)
             stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
             lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):
@@ -291,11 +260,10 @@ class RedisStore(
         are any (like stale heartbeats)."""
         out: list[LeaseLost | None] = []
         for chunk in chunks(reports):
-            keys = [self.keys.job(job_id) for job_id, _, _ in chunk]
             args: list[Any] = [self._offset(), int(S.InProgress)]
-            for _, token, value in chunk:
-                args += [token, codec.dumps(value)]
-            replies = self._eval(self._lua.progress, keys, args)
+            for job_id, token, value in chunk:
+                args += [job_id, token, codec.dumps(value)]
+            replies = self._eval(self._lua.progress, self._route, args)
             stale = [(r[0], r[1], x[1], x[2]) for r, x in zip(chunk, replies, strict=True) if x[0] == 0]
             lost = iter(self._refusals(EventKind.PROGRESS_REFUSED, worker_id, stale))
             for (job_id, token, _), reply in zip(chunk, replies, strict=True):
@@ -346,13 +314,8 @@ class RedisStore(
         raise LeaseLost(job_id, token, None, None)  # the job changed under every attempt
 
     def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
-        [queue] = self._fields(job_id, "queue")
-        if queue is None:
-            raise JobNotFound(job_id)
-        k = self.keys
-        keys = [*k.common(), k.job(job_id), k.events(job_id), k.scheduled(queue), *k.listing()]
         args = self._args(*op_args(Operation.RELEASE), job_id, token, worker_id or "")
-        reply = self._eval(self._lua.release, keys, args)
+        reply = self._eval(self._lua.release, self._route, args)
         if reply[0] == 1:
             return codec.job_from_flat(reply[1])
         if reply[0] == -1:
@@ -370,15 +333,13 @@ class RedisStore(
         JobNotFound, InvalidTransition (also when the job kept changing),
         ValidationError (actor)."""
         check_actor(actor)
-        k, code = self.keys, None
+        code = None
         for _ in range(GUARD_ATTEMPTS):
-            code, queue = self._fields(job_id, "status", "queue")
+            [code] = self._fields(job_id, "status")
             if code is None:
                 raise JobNotFound(job_id)
             lifecycle.check_operation(job_id, op, S(int(code)))
-            keys = [*k.common(), k.job(job_id), k.events(job_id), k.ready(queue), k.scheduled(queue)]
-            keys += k.listing()
-            reply = self._eval(script, keys, self._args(*op_args(op), job_id, code, actor, *extra))
+            reply = self._eval(script, self._route, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
                 return codec.job_from_flat(reply[1])
             if reply[0] == -1:

@@ -3,8 +3,9 @@
 A throwaway cluster is started on free loopback ports in a temporary folder
 (no persistence) and its servers are killed by pid afterwards. The core
 operations run against it with the same expectations as the contract suite;
-they only work because every key of a deployment shares one hash tag and
-every script gets all its keys in KEYS (a cross-slot call fails on a cluster).
+they only work because every key of a deployment shares one hash tag: the
+library's functions build each key from the prefix they are given as their
+one declared key, and Redis Cluster refuses a key of another slot.
 """
 
 from __future__ import annotations
@@ -159,6 +160,29 @@ def test_every_key_lives_in_one_slot_on_one_node(store: RedisStore, cluster_port
             if any(True for _ in node.redis_connection.scan_iter(match=f"*{{{k.prefix}}}*", count=1000))
         ]
         assert len(holders) == 1
+    finally:
+        client.close()
+
+
+def _getkeys_calls(client: RedisCluster) -> int:
+    total = 0
+    for node in client.get_primaries():
+        stats = node.redis_connection.info("commandstats")
+        total += int(stats.get("cmdstat_command|getkeys", {}).get("calls", 0))
+    return total
+
+
+def test_a_function_call_is_one_round_trip(store: RedisStore, cluster_ports: list[int]) -> None:
+    """FCALL is routed by its first key (the prefix), without asking a node
+    for its keys first (COMMAND GETKEYS)."""
+    client = RedisCluster(host="127.0.0.1", port=cluster_ports[0], decode_responses=True)
+    try:
+        store.now()  # the library is loaded
+        before = _getkeys_calls(client)
+        job = store.enqueue("t")
+        [c] = store.claim("w", ["default"], 1)
+        store.complete(job.id, c.lease_token, None)
+        assert _getkeys_calls(client) == before
     finally:
         client.close()
 

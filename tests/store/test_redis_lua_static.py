@@ -3,21 +3,28 @@ the scripts safe on Redis Cluster and bounded in cost.
 
 * each file starts with a header naming its KEYS, ARGV and what it returns;
 * no SCAN/KEYS/FLUSH* calls (in Lua or in the Python store);
-* every key argument of ``redis.call`` is a ``KEYS[...]`` reference: never a
-  name built inside the script (no ``..`` concatenation, no alias variable);
+* the hash-tag rule: every key argument of ``redis.call`` is built from the
+  prefix ``P`` (KEYS[1], the only declared key, read in lib/keys.lua alone) as
+  ``P .. '<literal>'`` + data, directly or through a local assigned only
+  such values; never a name without the prefix;
 * only commands whose key positions this test knows are used;
 * a script that counts (lib/job.lua ``move``, ``append_event``, ``count``)
   writes the counters with ``flush_counts()``;
-* the files and ``Scripts`` agree, includes resolve, and the ``rank`` format of
+* the files, the library's functions and ``Scripts`` agree, includes name
+  known sections, and the ``rank`` format of
   lua/lib/job.lua matches what keys.py parses;
-* the lifecycle table reaches the scripts only through ARGV: no script outside
+* the lifecycle table reaches the functions only as the table compiled into
+  the library (OPERATIONS, read by ``operation(name)``): no script outside
   lib/ names an event kind, builds a counter key, or names a field its
   operation's row stamps or clears (lib/job.lua ``change`` applies them), and
-  what ``plumbing.op_args`` passes is what lib/job.lua ``operation`` reads;
+  the row ``operation`` returns for the name ``plumbing.op_args`` passes is
+  lifecycle.OPERATIONS's;
 * lib/job.lua's counter keys are store/counters.py's, and its history fields
   what keys.py parses (run on the test Redis);
-* the scripts that append events of HISTORY_KINDS count them in the history
-  block (lib/job.lua ``history_at``, ``count_history``).
+* the functions whose events are of HISTORY_KINDS count them in the history
+  (lib/job.lua ``count_history``), and the library's compiled history table
+  is store/counters.py's;
+* the library: its name follows its content, two versions load side by side.
 """
 
 from __future__ import annotations
@@ -36,8 +43,17 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
 from store.redis.keys import Keys, parse_history_field
-from store.redis.plumbing import HISTORY_ARGS, op_args
-from store.redis.scripts import LUA_DIR, Scripts, source
+from store.redis.plumbing import op_args
+from store.redis.scripts import (
+    LUA_DIR,
+    Library,
+    Scripts,
+    function_names,
+    includes,
+    library,
+    prelude,
+    version,
+)
 from tests.backends import BACKENDS, REDIS_URL
 
 OPERATIONS = sorted(LUA_DIR.glob("*.lua"))
@@ -134,11 +150,64 @@ def test_header_names_keys_argv_and_returns(path: Path) -> None:
     assert re.search(r"\bReturns:", head), "header must say what the script returns"
 
 
+#: A key built from the prefix: ``P .. '<literal>'`` (then more ``..`` data).
+FROM_PREFIX = re.compile(r"""P\s*\.\.\s*'[a-z_:]+'(\s*\.\..*)?""", re.DOTALL)
+ASSIGNMENT = re.compile(r"^\s*(?:local\s+)?([\w\s,]+?)\s*=\s*(.+)$", re.MULTILINE)
+
+
+def top_level_split(expr: str, sep: str) -> list[str]:
+    """``expr`` split at ``sep`` outside brackets and string literals."""
+    parts, depth, quote, current, i = [], 0, None, [], 0
+    while i < len(expr):
+        ch = expr[i]
+        if quote:
+            quote = None if ch == quote and expr[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and expr.startswith(sep, i):
+            parts.append("".join(current).strip())
+            current, i = [], i + len(sep)
+            continue
+        current.append(ch)
+        i += 1
+    parts.append("".join(current).strip())
+    return parts
+
+
+def assignments(code: str) -> dict[str, list[str]]:
+    """Every value assigned to each name in ``code`` (one-line statements)."""
+    out: dict[str, list[str]] = {}
+    for m in ASSIGNMENT.finditer(code):
+        names = [n.strip() for n in m[1].split(",")]
+        values = top_level_split(m[2].strip(), ",")
+        for name, value in zip(names, values, strict=False):
+            out.setdefault(name, []).append(value)
+    return out
+
+
+def built_from_prefix(arg: str, assigned: dict[str, list[str]]) -> bool:
+    """``arg`` is ``P .. '<literal>' ..`` data, or starts with a local whose
+    every assigned value is."""
+    if FROM_PREFIX.fullmatch(arg):
+        return True
+    head = top_level_split(arg, "..")[0]
+    values = assigned.get(head) if re.fullmatch(r"[a-z_]\w*", head) else None
+    return bool(values) and all(FROM_PREFIX.fullmatch(v) for v in values)
+
+
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(LUA_DIR)))
-def test_every_key_comes_from_KEYS(path: Path) -> None:
+def test_every_key_is_built_from_the_prefix(path: Path) -> None:
+    """The hash-tag rule: every key argument of ``redis.call`` is the prefix
+    ``P`` (KEYS[1], lib/keys.lua) + a literal + data, directly or through a
+    local assigned only such values; no key name without the prefix, and
+    KEYS is read nowhere but lib/keys.lua (a call declares the prefix alone)."""
     code = strip_comments(path.read_text())
-    calls = redis_calls(code)
-    for command, args in calls:
+    assigned = assignments(code)
+    for command, args in redis_calls(code):
         assert command not in FORBIDDEN, f"{command} is not allowed in the store"
         assert command in KEY_POSITIONS, f"{command}: add its key positions to this test first"
         positions = KEY_POSITIONS[command]
@@ -146,9 +215,30 @@ def test_every_key_comes_from_KEYS(path: Path) -> None:
         if positions == "all":
             assert key_args, f"{command} without a key"
         for arg in key_args:
-            assert KEY_REF.fullmatch(arg), f"{command}: key argument {arg!r} is not a KEYS[...] reference"
-    # No key name is ever built: KEYS[...] never takes part in a concatenation.
-    assert not re.search(r"KEYS\[[^\[\]]+\]\s*\.\.|\.\.\s*KEYS\[", code)
+            assert built_from_prefix(arg, assigned), f"{command}: key {arg!r} is not P .. '<literal>' .. data"
+    if path.relative_to(LUA_DIR) == Path("lib/keys.lua"):
+        assert re.findall(r"KEYS\[[^\]]*\]", code) == ["KEYS[1]"] and "P = KEYS[1]" in code
+    else:
+        assert "KEYS" not in code, "keys are built from P; only lib/keys.lua reads KEYS[1]"
+
+
+def test_the_prefix_rule_catches_what_it_should() -> None:
+    assigned = assignments("local job = P .. 'job:' .. id\nlocal a, b = P .. 'x', other\nb = 'y'")
+    assert built_from_prefix("P .. 'leases'", assigned)
+    assert built_from_prefix("job", assigned) and built_from_prefix("a .. ':queue'", assigned)
+    for bad in ("'leases'", "KEYS[1]", "other .. 'x'", "b", "ARGV[1]", "P", "P .. ARGV[1]", "x .. P .. 'a'"):
+        assert not built_from_prefix(bad, assigned), bad
+
+
+def test_the_python_keys_match_the_prefix() -> None:
+    k = Keys("dep")
+    assert k.route == "{dep}:"
+    assert (
+        k.job("1") == k.route + "job:1"
+        and k.listed(JobStatus.Queued, "queue") == k.route + "updated:100:queue"
+    )
+    assert k.history(60) == (k.route + "history:60", k.route + "history_index:60")
+    assert k.lock("r") == k.route + "lock:r" and k.maintenance_runs("t") == k.route + "maintenance_runs:t"
 
 
 def test_forbidden_commands_in_the_python_store() -> None:
@@ -158,11 +248,15 @@ def test_forbidden_commands_in_the_python_store() -> None:
 
 
 def test_scripts_and_files_agree_and_includes_resolve() -> None:
-    assert {f.name for f in fields(Scripts)} == {p.stem for p in OPERATIONS}
+    assert {f.name for f in fields(Scripts)} == {p.stem for p in OPERATIONS} == set(function_names())
+    name, code = library()
+    assert code.startswith(f"#!lua name={name}\n")
     for path in OPERATIONS:
-        text = source(path.stem)
-        assert not re.search(r"^-- @include ", text, re.MULTILINE), f"{path.name}: unresolved include"
-        for command, _ in redis_calls(strip_comments(text)):
+        assert includes(path.stem) == [
+            s for s in ("clock", "job") if f"-- @include lib/{s}.lua" in path.read_text()
+        ]
+        assert f"\nregister_function('{name}_{path.stem}', F['{path.stem}'])" in code
+        for command, _ in redis_calls(strip_comments(path.read_text())):
             assert command in KEY_POSITIONS
 
 
@@ -193,7 +287,7 @@ def test_rank_format_matches_the_python_side() -> None:
 
 
 # --------------------------------------------------- the lifecycle table in Lua
-#: Scripts of the lifecycle operations, each reading its row at ARGV[4..8].
+#: Functions of the lifecycle operations, each naming its operation at ARGV[4].
 OPERATION_SCRIPTS: dict[str, tuple[Operation, ...]] = {
     "claim": (Operation.CLAIM,),
     "complete": (Operation.COMPLETE,),
@@ -215,7 +309,7 @@ def test_operation_scripts_are_named_in_this_test() -> None:
     covered = {op for ops in OPERATION_SCRIPTS.values() for op in ops}
     assert covered == set(Operation)
     for name in OPERATION_SCRIPTS:
-        assert "local op = operation(4)" in (LUA_DIR / f"{name}.lua").read_text()
+        assert "local op = operation(ARGV[4])" in (LUA_DIR / f"{name}.lua").read_text()
 
 
 @pytest.mark.parametrize("path", OPERATIONS, ids=lambda p: p.name)
@@ -240,12 +334,13 @@ def test_stamped_and_cleared_fields_come_from_the_table(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def lua() -> object:
-    """Run a snippet after lib/clock.lua and lib/job.lua on the test Redis
-    (EVAL with no keys: it reads and writes no data). ARGV[1..3] are the
-    common ones; the snippet's own start at ARGV[4]."""
+    """Run a snippet after the library's top level (scripts.py ``prelude``:
+    the compiled lifecycle table, lib/clock.lua, lib/job.lua, their per-call
+    state started) on the test Redis (EVAL with no keys: it reads and writes
+    no data). ARGV[1..3] are the common ones; the snippet's own start at ARGV[4]."""
     if "redis" not in BACKENDS:
         pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
-    lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
+    lib = f"{prelude()}\nstart_clock()\nstart_job()"
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
 
     def run(snippet: str, *argv: object) -> object:
@@ -267,7 +362,7 @@ def test_counter_keys_are_the_same_text_in_lua_and_python(lua) -> None:
 
 @pytest.mark.parametrize("op", list(Operation), ids=lambda op: op.value)
 def test_lua_reads_the_row_op_args_passes(lua, op: Operation) -> None:
-    snippet = """local op = operation(4)
+    snippet = """local op = operation(ARGV[4])
 local sources = {}
 for code in pairs(op.sources) do
   sources[#sources + 1] = code
@@ -290,39 +385,37 @@ HISTORY_SCRIPTS = ("enqueue", "complete", "apply_failures")
 @pytest.mark.parametrize("name", HISTORY_SCRIPTS)
 def test_scripts_that_append_history_kinds_count_them(name: str) -> None:
     code = strip_comments((LUA_DIR / f"{name}.lua").read_text())
-    assert re.search(r"^local h = history_at\(\d+, \d+\)$", code, re.MULTILINE)
     assert "count_history(" in code and re.search(r"^flush_counts\(\)$", code, re.MULTILINE)
 
 
-def test_history_args_are_the_counters_module() -> None:
-    widths, kinds = HISTORY_ARGS
-    assert [int(w) for w in widths.split()] == list(HISTORY_WIDTHS)
-    assert set(kinds.split()) == {k.value for k in HISTORY_KINDS}
+def test_the_compiled_history_table_is_the_counters_module(lua) -> None:
+    widths, kinds = lua("""local kinds = {}
+for kind in pairs(HISTORY_KINDS) do
+  kinds[#kinds + 1] = kind
+end
+table.sort(kinds)
+return {HISTORY_WIDTHS, kinds}""")
+    assert widths == list(HISTORY_WIDTHS)
+    assert kinds == sorted(k.value for k in HISTORY_KINDS)
     assert len(Keys("p").histories()) == 2 * len(HISTORY_WIDTHS)
 
 
 def test_history_fields_are_what_keys_py_parses() -> None:
     """lib/job.lua's flush_counts writes fields that parse_history_field reads
-    back, in the bucket of each width (run on the test Redis, two
-    throwaway keys per width, deleted afterwards)."""
+    back, in the bucket of each width, under the prefix KEYS[1] (run on the
+    test Redis, throwaway keys deleted afterwards)."""
     if "redis" not in BACKENDS:
         pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
-    lib = "\n".join((LUA_DIR / "lib" / name).read_text() for name in ("clock.lua", "job.lua"))
-    snippet = """local h = history_at(2, 4)
-count_history(ARGV[6], ARGV[7])
-count_history(ARGV[6], ARGV[7])
-count_history(ARGV[6], 'not counted')
+    lib = f"{prelude()}\nstart_keys()\nstart_clock()\nstart_job()"
+    snippet = """count_history(ARGV[4], ARGV[5])
+count_history(ARGV[4], ARGV[5])
+count_history(ARGV[4], 'not counted')
 flush_counts()
 return fmt(now)"""
     k = Keys(f"lh-static-{uuid.uuid4().hex[:10]}")
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     try:
-        keys = [k.counters, *k.histories()]
-        now = float(
-            client.eval(
-                f"{lib}\n{snippet}", len(keys), *keys, 0, 200, 10_000, *HISTORY_ARGS, "a|b", "completed"
-            )
-        )
+        now = float(client.eval(f"{lib}\n{snippet}", 1, k.route, 0, 200, 10_000, "a|b", "completed"))
         for width in HISTORY_WIDTHS:
             hash_key, index = k.history(width)
             [(field, n)] = client.hgetall(hash_key).items()
@@ -333,3 +426,51 @@ return fmt(now)"""
     finally:
         client.delete(k.counters, *k.histories())
         client.close()
+
+
+# ------------------------------------------------------------ the library
+def _libraries(client: redis.Redis) -> set[str]:
+    """Names of the libraries loaded (FUNCTION LIST: flat pairs in RESP2)."""
+    return {dict(zip(e[::2], e[1::2], strict=True))["library_name"] for e in client.function_list()}
+
+
+def test_the_library_name_follows_its_content() -> None:
+    name, code = library()
+    head, rest = code.split("\n", 1)
+    assert head == f"#!lua name={name}"
+    body, registrations = rest.split("\nregister_function(", 1)
+    assert name == f"leasehold_{version(body)}"
+    assert version(body + " ") != version(body)
+    assert registrations.count("\nregister_function(") == len(function_names()) - 1
+    assert "local OPERATIONS = {" in body
+
+
+def test_two_versions_side_by_side_and_loading_twice(redis_client_for_library) -> None:
+    """A second library (another Leasehold version: other content, so other
+    name) loads beside this one; each version's functions answer; loading
+    this one again is a no-op. Only the libraries this test made are removed."""
+    client = redis_client_for_library
+    lib = Library(client)
+    lib.load()
+    lib.load()  # already there: no error, nothing replaced
+    other = Library(client)
+    other.code = lib.code.replace(lib.name, lib.name[:-4] + "beef").replace("-- lib/clock.lua", "-- v2 clock")
+    other.name = lib.name[:-4] + "beef"
+    made = other.name not in _libraries(client)
+    try:
+        other.load()
+        assert {lib.name, other.name} <= _libraries(client)
+        for name in (lib.name, other.name):
+            assert float(client.fcall(f"{name}_now", 1, "{lh-static}:x", 0)) > 1e9
+    finally:
+        if made:
+            client.function_delete(other.name)
+
+
+@pytest.fixture
+def redis_client_for_library() -> object:
+    if "redis" not in BACKENDS:
+        pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    yield client
+    client.close()

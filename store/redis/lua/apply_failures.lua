@@ -3,20 +3,15 @@
 -- lease token and retry_count the decision was made from (and, for recovery,
 -- its lease is still expired). Used by fail (one job) and recovery (a batch).
 --
--- KEYS[1..10]  common block (lib/job.lua)
--- KEYS[11..10 + h] history block (lib/job.lua `history_at`): a hash and a zset
---              per bucket width, h keys in all
--- for job i = 1..n, KEYS[10 + h + 4i - 3] .. KEYS[10 + h + 4i]:
---              job hash, event list, scheduled zset of the job's queue,
---              attempts list of the job
--- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, events:<id>,
+--              attempts:<id>, scheduled:<queue>, leases, counters, history, updated
+--              and listing zsets
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   FAIL's row (lib/job.lua `operation`): sources ("300"), '' target
---              and '' event kind (both per job, below), stamped fields ('' none),
---              cleared fields
--- ARGV[9]      1: return each changed job as a flat HGETALL array; 0: return 1
--- ARGV[10..11] history block (lib/job.lua): bucket widths, kinds counted
--- then 11 values per job, ARGV[12 + 11(i-1)] ...:
+-- ARGV[4]      operation name, 'fail': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+--              (its target and event kind are the retry decision's, per job, below)
+-- ARGV[5]      1: return each changed job as a flat HGETALL array; 0: return 1
+-- then 11 values per job, ARGV[6 + 11(i-1)] ...
 --              id, token, expected retry_count, new status, new retry_count,
 --              delay s ('' when the job ends Failed),
 --              error JSON (traceback already cut to MAX_TRACEBACK_CHARS),
@@ -36,17 +31,16 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
-local want_jobs = ARGV[9] == '1'
-local h = history_at(11, 10)
-local l = listing_last()
+local op = operation(ARGV[4])
+local want_jobs = ARGV[5] == '1'
 local out = {}
-for i = 1, (#KEYS - 10 - h - l) / 4 do
-  local k, a = 10 + h + 4 * (i - 1), 12 + 11 * (i - 1)
+for i = 1, (#ARGV - 5) / 11 do
+  local a = 6 + 11 * (i - 1)
   local id, token, expected = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local target, retries, delay = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local expired = tonumber(ARGV[a + 7])
-  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'lease_token', 'retry_count', 'lease_expires_at',
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'status', 'lease_token', 'retry_count', 'lease_expires_at',
     'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at')
   local old = tonumber(f[1])
   local ok = old and op.sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
@@ -56,26 +50,27 @@ for i = 1, (#KEYS - 10 - h - l) / 4 do
   if not ok then
     out[i] = 0
   else
-    move(k + 1, id, f[5], old, target)
+    settle(id)
+    move(id, f[5], old, target)
     local written = {'retry_count', retries, 'error', ARGV[a + 6], 'lease_expirations', tonumber(f[7]) + expired}
     if delay then
       local due = now + delay
       local member = rank(f[6], due, id)
-      change(k + 1, op, target, {'retry_delay_until', due, 'due_at', due, 'rank', member, unpack(written)},
+      change(id, op, target, {'retry_delay_until', due, 'due_at', due, 'rank', member, unpack(written)},
         {'completed_at'})
-      redis.call('ZADD', KEYS[k + 3], due, member)
+      redis.call('ZADD', P .. 'scheduled:' .. f[5], due, member)
     else
-      change(k + 1, op, target, {'due_at', now, 'completed_at', now, unpack(written)}, {'retry_delay_until'})
+      change(id, op, target, {'due_at', now, 'completed_at', now, unpack(written)}, {'retry_delay_until'})
     end
-    redis.call('RPUSH', KEYS[k + 4], cjson.encode({
+    redis.call('RPUSH', P .. 'attempts:' .. id, cjson.encode({
       attempt = tonumber(f[3]) + 1, token = token, worker_id = f[8] or nil, error = ARGV[a + 6],
       started_at = f[9] or nil, finished_at = fmt(now),
     }))
-    redis.call('ZREM', KEYS[9], id)
-    append_event(k + 2, id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
+    redis.call('ZREM', P .. 'leases', id)
+    append_event(id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
     count_history(f[5], ARGV[a + 8])
     if want_jobs then
-      out[i] = redis.call('HGETALL', KEYS[k + 1])
+      out[i] = redis.call('HGETALL', job)
     else
       out[i] = 1
     end

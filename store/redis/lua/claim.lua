@@ -1,61 +1,80 @@
--- claim: lease candidate jobs in the order given (claim step 2).
+-- claim: lease due jobs in one call: promote due scheduled jobs to ready,
+-- skip paused queues, take the heads of the ready zsets in claim order
+-- (priority descending, then oldest due, then id: the byte order of the
+-- ready members, lib/job.lua `rank`, merged across queues), lease each.
 --
--- KEYS[1..10]  common block (lib/job.lua)
--- KEYS[11]     paused set: names of the paused queues
--- for candidate i = 1..n, KEYS[11 + 3i - 2], KEYS[11 + 3i - 1], KEYS[11 + 3i]:
---              job hash, event list, ready zset holding the candidate's member
--- KEYS[#KEYS - 8 .. #KEYS] listing block of Queued .. InProgress (lib/job.lua
---              `listing_last(100, 300)`)
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: paused,
+--              ready:<queue>, scheduled:<queue>, job:<id>, events:<id>, leases,
+--              counters, updated zsets, listing zsets
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   CLAIM's row (lib/job.lua `operation`): sources ("100 200"), target
---              (InProgress), event kind, stamped fields, cleared fields
--- ARGV[9]      worker id
--- ARGV[10]     lease TTL, seconds (for jobs without their own lease_ttl_seconds)
--- ARGV[11]     most jobs to claim
--- ARGV[10 + 2i], ARGV[11 + 2i]: candidate i's job id and ready member
--- A candidate is ours only when ZREM of its member returns 1, so two callers
--- never both lease it; lease_token goes up by one at every claim, and the
--- lease (worker_id, lease_token, lease_expires_at) is written here. A
--- candidate whose queue is paused (now, in this script) is left where it is.
--- Returns:     {lost, job_1, job_2, ...}: lost = candidates already taken by
---              others, then each leased job as a flat HGETALL array
+-- ARGV[4]      operation name, 'claim': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]      worker id
+-- ARGV[6]      lease TTL, seconds (for jobs without their own lease_ttl_seconds)
+-- ARGV[7]      most jobs to claim
+-- ARGV[8]      most due scheduled jobs moved to ready per queue (bounds the call)
+-- ARGV[9]      a ready member to claim alone (a wake-up notice names it; the
+--              queue is ARGV[10]), or '' to claim by claim order
+-- ARGV[10..]   queue names
+-- A promoted job stays Scheduled until claimed. A member is leased only when
+-- ZREM of it returns 1 (a notice may name a job another worker took);
+-- lease_token goes up by one at every claim, and the lease (worker_id,
+-- lease_token, lease_expires_at) is written here, with `run` and
+-- `claimed_from`, which stand for the claimed event (lib/job.lua `happen`).
+-- Returns:     {job_1, job_2, ...}: each leased job as a flat HGETALL array
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
-local l = listing_last(100, 300)
-local worker, ttl, want = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
-local out, paused = {0}, {}
-
--- Whether `queue` is paused (read once per queue and call).
-local function is_paused(queue)
-  if paused[queue] == nil then
-    paused[queue] = redis.call('SISMEMBER', KEYS[11], queue) == 1
+local op = operation(ARGV[4])
+local worker, ttl, want, promote = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local notified = none(ARGV[9])
+local paused = P .. 'paused'
+local candidates = {}  -- {ready member, queue}, in claim order
+if notified then
+  if redis.call('SISMEMBER', paused, ARGV[10]) == 0 then
+    candidates[1] = {notified, ARGV[10]}
   end
-  return paused[queue]
+else
+  for i = 10, #ARGV do
+    local queue = ARGV[i]
+    if redis.call('SISMEMBER', paused, queue) == 0 then
+      local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
+      for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', 0, promote)) do
+        redis.call('ZADD', ready, 0, member)
+        redis.call('ZREM', scheduled, member)
+      end
+      for _, member in ipairs(redis.call('ZRANGE', ready, 0, want - 1)) do
+        candidates[#candidates + 1] = {member, queue}
+      end
+    end
+  end
+  if #ARGV > 10 then
+    table.sort(candidates, function(a, b) return a[1] < b[1] end)
+  end
 end
 
-for i = 1, (#KEYS - 11 - l) / 3 do
-  if #out > want then
+local out = {}
+for _, c in ipairs(candidates) do
+  if #out >= want then
     break
   end
-  local k, id = 11 + 3 * (i - 1), ARGV[10 + 2 * i]
-  local f = redis.call('HMGET', KEYS[k + 1], 'status', 'queue', 'lease_ttl_seconds', 'lease_token')
-  if f[2] and is_paused(f[2]) then
-    -- left in its ready zset: claimed once the queue is resumed
-  elseif redis.call('ZREM', KEYS[k + 3], ARGV[11 + 2 * i]) == 0 then
-    out[1] = out[1] + 1
-  else
+  local member, queue = c[1], c[2]
+  if redis.call('ZREM', P .. 'ready:' .. queue, member) == 1 then
+    -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
+    local id = string.sub(member, 26)
+    local job = P .. 'job:' .. id
+    local f = redis.call('HMGET', job, 'status', 'lease_ttl_seconds', 'lease_token', 'name', 'last_updated_at')
     local old = tonumber(f[1])
     if old and op.sources[old] then
-      local token = tonumber(f[4]) + 1
-      local expires = fmt(now + (tonumber(f[3]) or ttl))
-      move(k + 1, id, f[2], old, op.target)
-      change(k + 1, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires}, {'rank'})
-      redis.call('ZADD', KEYS[9], expires, id)
-      append_event(k + 2, id, op.event, old, op.target, worker, token, nil)
-      out[#out + 1] = redis.call('HGETALL', KEYS[k + 1])
+      local token = tonumber(f[3]) + 1
+      local expires = fmt(now + (tonumber(f[2]) or ttl))
+      move(id, queue, old, op.target, f[4], f[5])
+      change(id, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', expires,
+        'run', RUN_CLAIMED, 'claimed_from', old}, {'rank'})
+      redis.call('ZADD', P .. 'leases', expires, id)
+      happen(id, op.event, old, op.target, worker, token)
+      out[#out + 1] = redis.call('HGETALL', job)
     end
   end
 end

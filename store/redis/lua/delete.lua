@@ -4,22 +4,15 @@
 -- the idempotency and unique keys it holds go; the deletion is counted and,
 -- for an operator actor, kept in the audit list.
 --
--- KEYS[1..10]  common block (lib/job.lua)
--- KEYS[11]     idempotency hash
--- KEYS[12]     unique hash
--- KEYS[13]     unique-until hash
--- KEYS[14]     job hash
--- KEYS[15]     event list of the job
--- KEYS[16]     ready zset of the job's queue
--- KEYS[17]     scheduled zset of the job's queue
--- KEYS[18]     attempts list of the job
--- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, events:<id>,
+--              attempts:<id>, ready:<queue>, scheduled:<queue>, idempotency, unique,
+--              unique_until, leases, counters, audit, updated and listing zsets
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   DELETE's row (lib/job.lua `operation`): sources, target (''),
---              event kind, stamped fields, cleared fields (none)
--- ARGV[9]      job id
--- ARGV[10]     status the job must still have (one of the sources)
--- ARGV[11]     actor ('' for none)
+-- ARGV[4]      operation name, 'delete': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]       job id
+-- ARGV[6]      status the job must still have (one of the sources)
+-- ARGV[7]      actor ('' for none)
 -- Returns:     {1} deleted,
 --              {0, status} the status changed meanwhile (nothing written),
 --              {-1} no such job
@@ -27,16 +20,15 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
-listing_last()
-local id, expected, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
-local f, refused = operator_guard(14, op, expected, 'queue', 'rank', 'lease_token', 'idempotency_key', 'unique_key')
+local op = operation(ARGV[4])
+local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
+local f, refused = operator_guard(id, op, expected, 'queue', 'rank', 'lease_token', 'idempotency_key', 'unique_key')
 if not f then
   return refused
 end
 local old = tonumber(f[1])
-unqueue(f[3], 16, 17)
-remove_job(14, 15, 18, id, old, f[2], f[5], f[6])
+unqueue(f[3], f[2])
+remove_job(id, old, f[2], f[5], f[6])
 audit_event(id, op.event, old, nil, actor, tonumber(f[4]), nil)
 flush_counts()
 return {1}

@@ -1,6 +1,7 @@
 -- expired_leases: the expired leases, oldest first (recovery step 1; read only).
 --
--- KEYS[1]      leases zset: InProgress jobs, score lease_expires_at, member id
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: leases (zset: InProgress
+--              jobs, score lease_expires_at, member id)
 -- ARGV[1]      clock offset, seconds
 -- ARGV[2]      most ids returned (0: only count)
 -- Returns:     {count of leases with lease_expires_at < now, id_1, id_2, ...}
@@ -8,10 +9,11 @@
 -- @include lib/clock.lua
 
 local below = '(' .. fmt(now)
-local out = {redis.call('ZCOUNT', KEYS[1], '-inf', below)}
+local leases = P .. 'leases'
+local out = {redis.call('ZCOUNT', leases, '-inf', below)}
 local limit = tonumber(ARGV[2])
 if limit > 0 then
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', below, 'LIMIT', 0, limit)) do
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', below, 'LIMIT', 0, limit)) do
     out[#out + 1] = id
   end
 end

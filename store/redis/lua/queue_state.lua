@@ -2,9 +2,9 @@
 -- the paused set; the state (who, when) is kept for the console. The change
 -- is counted and, for an operator actor, kept in the audit list (no job id).
 --
--- KEYS[1..10]  common block (lib/job.lua)
--- KEYS[11]     queues hash: queue name -> state JSON {paused, changed_by, changed_at}
--- KEYS[12]     paused set: names of the paused queues
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: queues (hash: queue name ->
+--              state JSON {paused, changed_by, changed_at}), paused (set of the
+--              paused queues' names), counters, audit
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      queue name
 -- ARGV[5]      1 pause, 0 resume
@@ -18,12 +18,12 @@
 
 local queue, paused, actor = ARGV[4], ARGV[5] == '1', ARGV[6]
 if paused then
-  redis.call('SADD', KEYS[12], queue)
+  redis.call('SADD', P .. 'paused', queue)
 else
-  redis.call('SREM', KEYS[12], queue)
+  redis.call('SREM', P .. 'paused', queue)
 end
 local state = cjson.encode({paused = paused, changed_by = actor, changed_at = fmt(now)})
-redis.call('HSET', KEYS[11], queue, state)
+redis.call('HSET', P .. 'queues', queue, state)
 audit_event('', ARGV[7], nil, nil, actor, nil, ARGV[8])
 flush_counts()
 return state

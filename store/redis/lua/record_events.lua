@@ -1,8 +1,8 @@
 -- record_events: append events that change no job (refused acks, nacks,
 -- releases and heartbeats) and count their kinds.
 --
--- KEYS[1..10]  common block (lib/job.lua; KEYS[1] and KEYS[10] may be written)
--- for event i = 1..n, KEYS[10 + 2i - 1], KEYS[10 + 2i]: job hash, event list
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, events:<id>,
+--              counters, audit
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- then 5 values per event, ARGV[4 + 5(i-1)] ...: job id, kind, actor ('' none),
 --              token, message
@@ -13,10 +13,11 @@
 -- @include lib/job.lua
 
 local out = {}
-for i = 1, (#KEYS - 10) / 2 do
-  local k, a = 10 + 2 * (i - 1), 4 + 5 * (i - 1)
-  if redis.call('EXISTS', KEYS[k + 1]) == 1 then
-    append_event(k + 2, ARGV[a], ARGV[a + 1], nil, nil, none(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4])
+for i = 1, (#ARGV - 3) / 5 do
+  local a = 4 + 5 * (i - 1)
+  if redis.call('EXISTS', P .. 'job:' .. ARGV[a]) == 1 then
+    settle(ARGV[a])
+    append_event(ARGV[a], ARGV[a + 1], nil, nil, none(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4])
     out[i] = 1
   else
     out[i] = 0

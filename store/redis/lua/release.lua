@@ -1,17 +1,14 @@
 -- release: give a lease back (graceful shutdown), guarded by status and token.
 -- The job becomes Scheduled and due at once; retries are unchanged.
 --
--- KEYS[1..10]  common block (lib/job.lua)
--- KEYS[11]     job hash
--- KEYS[12]     event list of the job
--- KEYS[13]     scheduled zset of the job's queue
--- KEYS[#KEYS - 17 .. #KEYS] listing block (lib/job.lua `listing_last`)
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, events:<id>,
+--              scheduled:<queue>, leases, counters, updated and listing zsets
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4..8]   RELEASE's row (lib/job.lua `operation`): sources ("300"), target
---              (Scheduled), event kind, stamped fields, cleared fields
--- ARGV[9]      job id
--- ARGV[10]     lease token the caller holds
--- ARGV[11]     actor (worker id, '' for none)
+-- ARGV[4]      operation name, 'release': its row of the lifecycle table compiled into
+--              the library (lib/job.lua `operation`)
+-- ARGV[5]       job id
+-- ARGV[6]      lease token the caller holds
+-- ARGV[7]      actor (worker id, '' for none)
 -- Returns:     {1, job as a flat HGETALL array} released,
 --              {0, current token, status} refused (nothing written),
 --              {-1} no such job
@@ -19,10 +16,9 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local op = operation(4)
-listing_last()
-local id, token, actor = ARGV[9], tonumber(ARGV[10]), none(ARGV[11])
-local f = redis.call('HMGET', KEYS[11], 'status', 'lease_token', 'queue', 'priority')
+local op = operation(ARGV[4])
+local id, token, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
+local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'lease_token', 'queue', 'priority')
 if not f[1] then
   return {-1}
 end
@@ -31,10 +27,11 @@ if not op.sources[old] or tonumber(f[2]) ~= token then
   return {0, f[2], f[1]}
 end
 local member = rank(f[4], now, id)
-move(11, id, f[3], old, op.target)
-change(11, op, op.target, {'rank', member})
-redis.call('ZREM', KEYS[9], id)
-redis.call('ZADD', KEYS[13], now, member)
-append_event(12, id, op.event, old, op.target, actor, token, nil)
+settle(id)
+move(id, f[3], old, op.target)
+change(id, op, op.target, {'rank', member})
+redis.call('ZREM', P .. 'leases', id)
+redis.call('ZADD', P .. 'scheduled:' .. f[3], now, member)
+append_event(id, op.event, old, op.target, actor, token, nil)
 flush_counts()
-return {1, redis.call('HGETALL', KEYS[11])}
+return {1, redis.call('HGETALL', P .. 'job:' .. id)}

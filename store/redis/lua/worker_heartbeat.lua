@@ -1,7 +1,7 @@
 -- worker_heartbeat: register or refresh a worker process.
 --
--- KEYS[1]      worker hash
--- KEYS[2]      workers zset: worker ids by last_seen_at
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: worker:<id> (hash), workers
+--              (zset: worker ids by last_seen_at)
 -- ARGV[1]      clock offset, seconds
 -- ARGV[2]      worker id
 -- ARGV[3]      host
@@ -18,7 +18,8 @@
 --
 -- @include lib/clock.lua
 
-redis.call('HSET', KEYS[1], 'id', ARGV[2], 'host', ARGV[3], 'pid', ARGV[4], 'started_at', ARGV[8],
+local worker = P .. 'worker:' .. ARGV[2]
+redis.call('HSET', worker, 'id', ARGV[2], 'host', ARGV[3], 'pid', ARGV[4], 'started_at', ARGV[8],
   'queues', ARGV[5], 'concurrency', ARGV[6], 'jobs_in_hand', ARGV[7], 'last_seen_at', now)
-redis.call('ZADD', KEYS[2], now, ARGV[2])
-return redis.call('HGET', KEYS[1], 'command')
+redis.call('ZADD', P .. 'workers', now, ARGV[2])
+return redis.call('HGET', worker, 'command')

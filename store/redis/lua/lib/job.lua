@@ -1,54 +1,36 @@
--- lib/job.lua: helpers of the scripts that change jobs; include after
--- lib/clock.lua. Every including script passes this common block first
--- (store/redis/keys.py, Keys.common; store/redis/plumbing.py, _args):
+-- lib/job.lua: helpers of the functions that change jobs, a section of the
+-- library's top level after lib/keys.lua and lib/clock.lua
+-- (store/redis/scripts.py); a function whose file has
+-- `-- @include lib/job.lua` runs start_job() before its body. Every key is
+-- built from the prefix P (lib/keys.lua), by the helpers from the job id,
+-- queue, status or width they are given.
 --
--- KEYS[1]      counters hash: "s:<status>:<queue>" job counts, "e:<kind>" event totals,
---              "q:<kind>:<queue>" event totals per queue (history kinds only)
--- KEYS[2]      updated zset: every job, score last_updated_at, member id
--- KEYS[3..8]   updated:<status> zsets for statuses 100..600: KEYS[2 + status / 100]
--- KEYS[9]      leases zset: InProgress jobs, score lease_expires_at, member id
--- KEYS[10]     audit log zset: events whose actor starts with "operator:" as JSON
---              (with the job id), score their time (trimmed by age, store/redis/audit.py)
+-- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV[1]      clock offset, seconds (lib/clock.lua)
 -- ARGV[2]      events kept per job (each job's event list is trimmed to this many)
--- ARGV[3]      unused (the audit log is trimmed by age, not by count)
--- A script of an operation also passes its row of store/lifecycle.py OPERATIONS
--- as five ARGV values (store/redis/plumbing.py, op_args), read by `operation`:
--- ARGV[i]      source statuses, e.g. "100 200"
--- ARGV[i + 1]  target status ('' for FAIL: the retry decision's, per job)
--- ARGV[i + 2]  event kind ('' for FAIL: the retry decision's, per job)
--- ARGV[i + 3]  fields stamped with now, space-separated (e.g. "completed_at")
--- ARGV[i + 4]  fields cleared (HDEL), space-separated
--- Scripts that remove jobs (purge, delete) also pass, for `remove_job`:
--- KEYS[11]     idempotency hash: idempotency key -> job id
--- KEYS[12]     unique hash: unique key -> id of the job holding it
--- KEYS[13]     unique-until hash: unique key -> epoch seconds it is held to
--- Scripts that append events of store/counters.py HISTORY_KINDS (enqueue,
--- complete, apply_failures) also pass a history block, found by
--- `history_at(k, a)` (which returns how many keys it takes):
--- KEYS[k + 2w - 2], KEYS[k + 2w - 1] for width w = 1..n: the history hash
---              ("<bucket start>|<queue>|<kind>" -> events) and history zset
---              (member the same field, score its bucket start) of width w
--- ARGV[a]      bucket widths, seconds, space-separated ("60 3600"), in KEYS order
--- ARGV[a + 1]  event kinds counted (HISTORY_KINDS), space-separated
--- Scripts that change a job's status or remove jobs (`move`, `remove_job`)
--- pass the listing block as their last keys (`listing_last(low, high)`, which
--- returns how many: 3 per status of low..high, default 100..600, the statuses
--- the script may touch): for status s = low..high and
--- j = #KEYS - (that count) + 1 + 3(s - low)/100,
--- KEYS[j], KEYS[j + 1], KEYS[j + 2]: the jobs of status s by queue, by name,
---              and by queue and name: zsets, every score 0, members
---              "<queue>\0<at>:<id>", "<name>\0<at>:<id>", "<queue>\0<name>\0<at>:<id>"
---              with <at> = %017d of last_updated_at in microseconds, so byte
---              order within one queue/name is (last_updated_at, id), the
---              order of listings (store/redis/listing.py reads them BYLEX)
--- Returns: nothing. Defines status_set, none, words, operation, rank,
--- status_counter, event_counter, queue_event_counter, count, history_at, count_history,
--- flush_counts, listing_last, move, change, operator_guard, unqueue, append_event,
--- audit_event, remove_job. A script that counts calls flush_counts() once,
--- before it returns.
+-- ARGV[3]      unused (the audit log is trimmed by age, store/redis/audit.py)
+-- A function of an operation passes the operation's name (an Operation value,
+-- store/redis/plumbing.py op_args); `operation(name)` returns its row of the
+-- lifecycle table compiled into the library (OPERATIONS: sources, target,
+-- event, stamps, clears). HISTORY_WIDTHS and HISTORY_KINDS (store/counters.py)
+-- are compiled in too.
+-- Keys written (keys.py): counters, updated:<status>, the listing
+-- zsets updated:<status>:queue|name|queue_name, leases, audit_log, history:<width>,
+-- history_index:<width>, and per job job:<id>, events:<id>, attempts:<id>,
+-- ready:<queue>, scheduled:<queue>; idempotency, unique, unique_until when a
+-- job is removed.
+-- Listing zsets: every score 0, members "<queue>\0<at>:<id>", "<name>\0<at>:<id>",
+-- "<queue>\0<name>\0<at>:<id>" with <at> = %017d of last_updated_at in
+-- microseconds, so byte order within one queue/name is (last_updated_at, id),
+-- the order of listings (store/redis/listing.py reads them BYLEX).
+-- Returns: nothing. Defines start_job, status_set, none, words, operation,
+-- rank, status_counter, event_counter, queue_event_counter, count,
+-- count_history, flush_counts, list_job, move, change, operator_guard,
+-- unqueue, append_event, audit_event, LEASED, RUN_CLAIMED, RUN_COMPLETED, happen,
+-- settle, remove_job. A function that counts
+-- calls flush_counts() once, before it returns.
 
-local EVENTS_KEPT = tonumber(ARGV[2])
+local EVENTS_KEPT
 
 -- "100 200" -> {[100] = true, [200] = true}: the statuses a guard accepts.
 local function status_set(text)
@@ -76,12 +58,14 @@ local function words(text)
   return list
 end
 
--- The operation's row passed at ARGV[i .. i + 4] (see the header).
-local function operation(i)
-  return {
-    sources = status_set(ARGV[i]), target = tonumber(ARGV[i + 1]), event = none(ARGV[i + 2]),
-    stamps = words(ARGV[i + 3]), clears = words(ARGV[i + 4]),
-  }
+-- The row of operation `name` (an Operation value, e.g. 'claim') of the
+-- lifecycle table compiled into the library (OPERATIONS, store/redis/scripts.py).
+local function operation(name)
+  local op = OPERATIONS[name]
+  if not op then
+    error('unknown operation ' .. tostring(name))
+  end
+  return op
 end
 
 -- Member of a ready/scheduled zset: priority descending (1000000 is
@@ -110,24 +94,12 @@ local function count(field, n)
   deltas[field] = (deltas[field] or 0) + n
 end
 
--- History: events of a counted kind per queue in this call, written once by
--- flush_counts into the current bucket of every width (one HINCRBY per width,
--- queue and kind, not per job, and a ZADD when that made a new field).
--- Inactive until history_at.
-local history = {first = nil, widths = {}, kinds = {}}
+-- History: events of a kind of HISTORY_KINDS per queue in this call, written
+-- once by flush_counts into the current bucket of every width (one HINCRBY
+-- per width, queue and kind, not per job, and a ZADD when that made a new field).
 local history_deltas = {}
-local function history_at(k, a)
-  history.first = k
-  for _, width in ipairs(words(ARGV[a])) do
-    history.widths[#history.widths + 1] = tonumber(width)
-  end
-  for _, kind in ipairs(words(ARGV[a + 1])) do
-    history.kinds[kind] = true
-  end
-  return 2 * #history.widths
-end
 local function count_history(queue, kind)
-  if history.kinds[kind] then
+  if HISTORY_KINDS[kind] then
     local field = queue .. '|' .. kind
     history_deltas[field] = (history_deltas[field] or 0) + 1
     count(queue_event_counter(kind, queue), 1)
@@ -137,36 +109,36 @@ end
 local function flush_counts()
   for field, n in pairs(deltas) do
     if n ~= 0 then
-      redis.call('HINCRBY', KEYS[1], field, n)
+      redis.call('HINCRBY', P .. 'counters', field, n)
     end
   end
   deltas = {}
-  for w, width in ipairs(history.widths) do
+  for _, width in ipairs(HISTORY_WIDTHS) do
     local bucket = fmt(math.floor(now / width) * width)
     for field, n in pairs(history_deltas) do
       local member = bucket .. '|' .. field
       -- The zset (for trimming) learns a field once: when this call made it.
-      if redis.call('HINCRBY', KEYS[history.first + 2 * w - 2], member, n) == n then
-        redis.call('ZADD', KEYS[history.first + 2 * w - 1], bucket, member)
+      if redis.call('HINCRBY', P .. 'history:' .. width, member, n) == n then
+        redis.call('ZADD', P .. 'history_index:' .. width, bucket, member)
       end
     end
   end
   history_deltas = {}
 end
 
--- The listing block (see the header): inactive until listing_last.
-local listing = {first = nil, low = 100, high = 600}
-local function listing_last(low, high)
-  listing.low, listing.high = low or 100, high or 600
-  local n = 3 * ((listing.high - listing.low) / 100 + 1)
-  listing.first = #KEYS - n + 1
-  return n
-end
+-- InProgress jobs are indexed by the leases zset alone (score
+-- lease_expires_at, member id): no updated:300 and no listing zsets, which
+-- stay small (jobs in flight) and so cost the most to write; listings of
+-- InProgress read the leases zset (store/redis/listing.py).
+local LEASED = OPERATIONS['claim'].target
 
 -- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
--- `at`, in the listing block's zsets of that status.
+-- `at`, in the listing zsets of that status (none for LEASED).
 local now_us  -- %017d of now in microseconds, made by the first list_job at now
 local function list_job(command, status, queue, name, at, id)
+  if status == LEASED then
+    return
+  end
   local us
   if at == now_text then
     now_us = now_us or string.format('%017d', math.floor(now * 1000000 + 0.5))
@@ -175,46 +147,51 @@ local function list_job(command, status, queue, name, at, id)
     us = string.format('%017d', math.floor(tonumber(at) * 1000000 + 0.5))
   end
   local tail = us .. ':' .. id
-  if status < listing.low or status > listing.high then
-    error('status ' .. status .. ' is outside the listing block passed')
-  end
-  local j = listing.first + 3 * ((status - listing.low) / 100)
-  local members = {queue .. '\0' .. tail, name .. '\0' .. tail, queue .. '\0' .. name .. '\0' .. tail}
+  local by = P .. 'updated:' .. status
   if command == 'ZADD' then
-    redis.call('ZADD', KEYS[j], 0, members[1])
-    redis.call('ZADD', KEYS[j + 1], 0, members[2])
-    redis.call('ZADD', KEYS[j + 2], 0, members[3])
+    redis.call('ZADD', by .. ':queue', 0, queue .. '\0' .. tail)
+    redis.call('ZADD', by .. ':name', 0, name .. '\0' .. tail)
+    redis.call('ZADD', by .. ':queue_name', 0, queue .. '\0' .. name .. '\0' .. tail)
   else
-    redis.call('ZREM', KEYS[j], members[1])
-    redis.call('ZREM', KEYS[j + 1], members[2])
-    redis.call('ZREM', KEYS[j + 2], members[3])
+    redis.call('ZREM', by .. ':queue', queue .. '\0' .. tail)
+    redis.call('ZREM', by .. ':name', name .. '\0' .. tail)
+    redis.call('ZREM', by .. ':queue_name', queue .. '\0' .. name .. '\0' .. tail)
   end
 end
 
--- Index and count job `id` (hash KEYS[hash]) of `queue` under status `new`,
--- last updated now: out of the `old` status's zsets (`old` nil for a new job,
--- whose `name` is then given). Call it before `change`: it reads the job's
--- name and previous last_updated_at from the hash.
-local function move(hash, id, queue, old, new, name)
+-- Index and count job `id` of `queue` under status `new`, last updated now:
+-- out of the `old` status's zsets (`old` nil for a new job). `name` and `at`
+-- are the job's name and previous last_updated_at when the caller read them
+-- (a new job's name is given); else they are read here. Call it before
+-- `change`. A job leaving LEASED has no listing entries to remove. The
+-- caller writes the leases zset.
+local function move(id, queue, old, new, name, at)
+  if old and old ~= LEASED then
+    if not at then
+      local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
+      name, at = f[1], f[2]
+    end
+    redis.call('ZREM', P .. 'updated:' .. old, id)
+    list_job('ZREM', old, queue, name, at, id)
+  elseif old and not name then
+    name = redis.call('HGET', P .. 'job:' .. id, 'name')
+  end
   if old then
-    local f = redis.call('HMGET', KEYS[hash], 'name', 'last_updated_at')
-    name = f[1]
-    redis.call('ZREM', KEYS[2 + old / 100], id)
-    list_job('ZREM', old, queue, name, f[2], id)
     count(status_counter(old, queue), -1)
   end
-  redis.call('ZADD', KEYS[2 + new / 100], now_text, id)
-  redis.call('ZADD', KEYS[2], now_text, id)
+  if new ~= LEASED then
+    redis.call('ZADD', P .. 'updated:' .. new, now_text, id)
+  end
   list_job('ZADD', new, queue, name, now_text, id)
   count(status_counter(new, queue), 1)
 end
 
--- The job-hash change of operation `op` on the hash KEYS[hash]: status =
--- `target`, last_updated_at and every field of op.stamps = now, every field of
+-- The job-hash change of operation `op` on job `id`: status = `target`,
+-- last_updated_at and every field of op.stamps = now, every field of
 -- op.clears deleted. `set` (field, value, ...) and `drop` (fields) are the
--- script's own writes: the operation's written fields and Redis bookkeeping
--- (`rank`).
-local function change(hash, op, target, set, drop)
+-- function's own writes: the operation's written fields and Redis
+-- bookkeeping (`rank`).
+local function change(id, op, target, set, drop)
   local fields = {'status', target, 'last_updated_at', now_text}
   for _, field in ipairs(op.stamps) do
     fields[#fields + 1] = field
@@ -223,22 +200,22 @@ local function change(hash, op, target, set, drop)
   for _, value in ipairs(set or {}) do
     fields[#fields + 1] = value
   end
-  redis.call('HSET', KEYS[hash], unpack(fields))
+  redis.call('HSET', P .. 'job:' .. id, unpack(fields))
   local gone = {unpack(op.clears)}
   for _, field in ipairs(drop or {}) do
     gone[#gone + 1] = field
   end
   if #gone > 0 then
-    redis.call('HDEL', KEYS[hash], unpack(gone))
+    redis.call('HDEL', P .. 'job:' .. id, unpack(gone))
   end
 end
 
--- The guarded read of an operator action: the fields 'status', ... of job hash
--- KEYS[hash], or nil and the script's reply when there is no such job ({-1})
+-- The guarded read of an operator action: the fields 'status', ... of job
+-- `id`, or nil and the function's reply when there is no such job ({-1})
 -- or its status is no longer `expected`, the one the caller read and checked
 -- against op.sources ({0, status}: the caller reads again).
-local function operator_guard(hash, op, expected, ...)
-  local f = redis.call('HMGET', KEYS[hash], 'status', ...)
+local function operator_guard(id, op, expected, ...)
+  local f = redis.call('HMGET', P .. 'job:' .. id, 'status', ...)
   if not f[1] then
     return nil, {-1}
   end
@@ -249,12 +226,12 @@ local function operator_guard(hash, op, expected, ...)
   return f
 end
 
--- Take a job's `member` (its rank; nil when it has none) out of its queue's
--- ready and scheduled zsets, KEYS[ready] and KEYS[scheduled].
-local function unqueue(member, ready, scheduled)
+-- Take a job's `member` (its rank; nil when it has none) out of the ready and
+-- scheduled zsets of `queue`.
+local function unqueue(member, queue)
   if member then
-    redis.call('ZREM', KEYS[ready], member)
-    redis.call('ZREM', KEYS[scheduled], member)
+    redis.call('ZREM', P .. 'ready:' .. queue, member)
+    redis.call('ZREM', P .. 'scheduled:' .. queue, member)
   end
 end
 
@@ -288,22 +265,22 @@ local function encode_event(event)
 end
 
 -- Count `event`'s kind and, when its actor is an operator, copy it with job
--- id `id` ('' when no job: a queue paused) to the audit log KEYS[10], scored
--- by its time (never trimmed here: maintenance prunes it by age).
+-- id `id` ('' when no job: a queue paused) to the audit log zset, scored by
+-- its time (never trimmed here: maintenance prunes it by age).
 local function record(event, id)
   count(event_counter(event.kind), 1)
   if event.actor and string.sub(event.actor, 1, 9) == 'operator:' then
     event.job = id
-    redis.call('ZADD', KEYS[10], now_text, encode_event(event))
+    redis.call('ZADD', P .. 'audit_log', now_text, encode_event(event))
   end
 end
 
--- Append an event of job `id` to its list KEYS[list] (kept to EVENTS_KEPT),
+-- Append an event of job `id` to its event list (kept to EVENTS_KEPT),
 -- count its kind, and copy an operator's event to the audit list.
-local function append_event(list, id, kind, from, to, actor, token, message)
+local function append_event(id, kind, from, to, actor, token, message)
   local event = new_event(kind, from, to, actor, token, message)
-  if redis.call('RPUSH', KEYS[list], encode_event(event)) > EVENTS_KEPT then
-    redis.call('LTRIM', KEYS[list], -EVENTS_KEPT, -1)
+  if redis.call('RPUSH', P .. 'events:' .. id, encode_event(event)) > EVENTS_KEPT then
+    redis.call('LTRIM', P .. 'events:' .. id, -EVENTS_KEPT, -1)
   end
   record(event, id)
 end
@@ -314,24 +291,72 @@ local function audit_event(id, kind, from, to, actor, token, message)
   record(new_event(kind, from, to, actor, token, message), id)
 end
 
--- Remove job `id` (`status`, `queue`): its hash KEYS[hash], its event list
--- KEYS[list] and attempts list KEYS[attempts], its entries in the updated,
--- updated:<status>, listing block and leases zsets, its idempotency key `idem` and unique key `unique` when they still name it
--- (KEYS[11..13], see the header), and its status count. The caller takes its
--- rank out of the ready/scheduled zsets (`unqueue`); audit entries stay.
-local function remove_job(hash, list, attempts, id, status, queue, idem, unique)
-  local f = redis.call('HMGET', KEYS[hash], 'name', 'last_updated_at')
+-- The happy path's events are not appended: the job hash already says them.
+-- `enqueued_as` (the status a job was enqueued in) stands for its enqueued
+-- event (created_at); `run` = RUN_CLAIMED stands for the claimed event of the
+-- current run (started_at, claimed_from -> InProgress, worker_id,
+-- lease_token), RUN_COMPLETED for that and its completed event
+-- (completed_at, InProgress -> Completed, completed_by, lease_token).
+-- store/redis/store.py `events` adds them to the list it reads. `happen`
+-- counts such an event (and copies an operator's to the audit list, as
+-- `record` does); `settle` appends a run's events to the list and drops
+-- `run` before anything else changes the job or adds an event to it, so the
+-- list stays in time order.
+local RUN_CLAIMED, RUN_COMPLETED = '1', '2'
+local function happen(id, kind, from, to, actor, token)
+  if actor and string.sub(actor, 1, 9) == 'operator:' then
+    record(new_event(kind, from, to, actor, token, nil), id)
+  else
+    count(event_counter(kind), 1)
+  end
+end
+
+local function settle(id)
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'run', 'claimed_from', 'started_at', 'worker_id', 'lease_token',
+    'completed_at', 'completed_by')
+  if not f[1] then
+    return
+  end
+  local claim, complete = OPERATIONS['claim'], OPERATIONS['complete']
+  local events, token = P .. 'events:' .. id, tonumber(f[5])
+  local claimed = new_event(claim.event, tonumber(f[2]), claim.target, f[4], token, nil)
+  claimed.at = f[3]
+  local n = redis.call('RPUSH', events, encode_event(claimed))
+  if f[1] == RUN_COMPLETED then
+    local done = new_event(complete.event, claim.target, complete.target, none(f[7] or ''), token, nil)
+    done.at = f[6]
+    n = redis.call('RPUSH', events, encode_event(done))
+  end
+  if n > EVENTS_KEPT then
+    redis.call('LTRIM', events, -EVENTS_KEPT, -1)
+  end
+  redis.call('HDEL', job, 'run')
+end
+
+-- Remove job `id` (`status`, `queue`): its hash, event list and attempts
+-- list, its entries in the updated:<status>, listing and leases zsets, its
+-- idempotency key `idem` and unique key `unique` when they still name it,
+-- and its status count. The caller takes its rank out of the
+-- ready/scheduled zsets (`unqueue`); audit entries stay.
+local function remove_job(id, status, queue, idem, unique)
+  local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
   list_job('ZREM', status, queue, f[1], f[2], id)
-  redis.call('DEL', KEYS[hash], KEYS[list], KEYS[attempts])
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[2 + status / 100], id)
-  redis.call('ZREM', KEYS[9], id)
+  redis.call('DEL', P .. 'job:' .. id, P .. 'events:' .. id, P .. 'attempts:' .. id)
+  redis.call('ZREM', P .. 'updated:' .. status, id)
+  redis.call('ZREM', P .. 'leases', id)
   count(status_counter(status, queue), -1)
-  if idem and redis.call('HGET', KEYS[11], idem) == id then
-    redis.call('HDEL', KEYS[11], idem)
+  if idem and redis.call('HGET', P .. 'idempotency', idem) == id then
+    redis.call('HDEL', P .. 'idempotency', idem)
   end
-  if unique and redis.call('HGET', KEYS[12], unique) == id then
-    redis.call('HDEL', KEYS[12], unique)
-    redis.call('HDEL', KEYS[13], unique)
+  if unique and redis.call('HGET', P .. 'unique', unique) == id then
+    redis.call('HDEL', P .. 'unique', unique)
+    redis.call('HDEL', P .. 'unique_until', unique)
   end
+end
+
+-- The per-call state of this section: ARGV[2..3], no counts yet.
+local function start_job()
+  EVENTS_KEPT = tonumber(ARGV[2])
+  deltas, history_deltas, now_us = {}, {}, nil
 end
