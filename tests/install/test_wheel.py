@@ -276,15 +276,15 @@ def test_leasehold_demo_runs_from_an_empty_folder_and_stops_on_ctrl_c(installed:
         stderr=subprocess.STDOUT,
         text=True,
     )
+    status = None
     try:
-        deadline, status = time.monotonic() + 90, None
+        deadline = time.monotonic() + 120  # four processes start on a loaded machine
         while status is None and time.monotonic() < deadline and proc.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5) as answer:
                     status = answer.status
             except OSError:
                 time.sleep(0.3)
-        assert status == 200, proc.poll()
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -292,6 +292,7 @@ def test_leasehold_demo_runs_from_an_empty_folder_and_stops_on_ctrl_c(installed:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate(timeout=10)
+    assert status == 200, out[-3000:]
     assert proc.returncode == 0, out[-3000:]
     assert "Leasehold demo: http://127.0.0.1:" in out and "Stopping" in out
     deadline = time.monotonic() + 10
