@@ -28,6 +28,9 @@ if os.environ.get("FLASK_RUN_FROM_CLI") != "true":
         check_schema(app.extensions["leasehold"], app.extensions["leasehold.settings"].store_url)
     except SchemaMismatch as exc:
         app.extensions["leasehold"].close()
-        sys.exit(f"Error: {exc}")
+        print(f"Error: {exc}", file=sys.stderr)
+        # Under gunicorn, exit as a worker that failed to boot (3): the master
+        # stops instead of starting the worker again and again.
+        sys.exit(3 if "gunicorn.arbiter" in sys.modules else 1)
     except StoreUnavailable:
         pass

@@ -17,7 +17,7 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
     ``sqlite:///path.db`` (default ``sqlite:///instance/leasehold.db``),
     ``postgresql+psycopg://user@host/db``, ``redis://host:port/db`` or
     ``redis+cluster://host:port``. ``options`` go to the store's constructor.
-    The SQL schema must exist (``flask --app wsgi db upgrade`` or
+    The SQL schema must exist (``leasehold db upgrade`` or
     ``store.sql.migrate(url)``). Raises ValidationError for an unknown scheme.
     """
     url = url or DEFAULT_STORE_URL

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cron_descriptor import ExpressionDescriptor, Options
+from cron_descriptor import ExpressionDescriptor
 from cronsim import CronSim, CronSimError
 
 from store.base import JobStore
@@ -27,13 +27,14 @@ from store.errors import JobNotFound, ScheduleNotFound
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec, Schedule, iso
 from workers.catalogue import run_now_spec as catalogue_spec
+from workers.periodic import description_options
 
 
 def describe(cron: str) -> str:
-    """``"0 3 * * *"`` -> ``"At 03:00, every day"``; a note for a bad expression."""
-    options = Options(verbose=True, use_24hour_time_format=True, locale_code="en_US")
+    """``"0 3 * * *"`` -> ``"At 03:00, every day"``, ``"* * * * *"`` -> ``"Every
+    minute"`` (``workers.periodic.description_options``); a note for a bad expression."""
     try:
-        return str(ExpressionDescriptor(cron, options).get_description())
+        return str(ExpressionDescriptor(cron, description_options(cron)).get_description())
     except Exception as exc:  # cron-descriptor raises several unrelated types
         return f"invalid expression ({exc})"
 

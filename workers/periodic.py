@@ -153,18 +153,31 @@ def _epoch(dt: datetime | None) -> float | None:
     return None if dt is None else dt.timestamp()
 
 
-def describe(cron: str) -> str:
-    """The expression in words ("At 03:00, every day"); the expression itself
-    when cron-descriptor cannot read it. cron-descriptor is imported here, on
-    first use (the console, ``leasehold periodic list``): a worker never
-    describes a schedule and saves its ~5 MB."""
-    from cron_descriptor import ExpressionDescriptor, Options
+def description_options(cron: str) -> Any:
+    """cron-descriptor's Options for ``cron`` (English, 24-hour clock), shared
+    by every place that puts a schedule into words. Verbose names the day of
+    a daily time ("At 03:00, every day"), but for an expression that fires
+    every hour or more often it adds only noise ("Every minute, every hour,
+    every day"): terse then."""
+    from cron_descriptor import Options
 
     options = Options()
     options.use_24hour_time_format = True
-    options.verbose = True
+    options.locale_code = "en_US"
+    fields = cron.split()
+    options.verbose = not (len(fields) in (5, 6) and fields[-4] == "*")  # the hour field
+    return options
+
+
+def describe(cron: str) -> str:
+    """The expression in words ("At 03:00, every day", "Every minute"); the
+    expression itself when cron-descriptor cannot read it. cron-descriptor is
+    imported here, on first use (the console, ``leasehold periodic list``): a
+    worker never describes a schedule and saves its ~5 MB."""
+    from cron_descriptor import ExpressionDescriptor
+
     try:
-        return str(ExpressionDescriptor(cron, options).get_description())
+        return str(ExpressionDescriptor(cron, description_options(cron)).get_description())
     except Exception:  # a description is a nicety; never fail a listing for it
         return cron
 

@@ -85,6 +85,10 @@ def test_descriptions_in_words() -> None:
     assert describe("0 3 * * *") == "At 03:00, every day"
     assert describe("30 2 * * 1-5") == "At 02:30, Monday through Friday"
     assert describe("not cron") == "not cron"
+    # No redundant "every hour, every day" for what fires hourly or more often.
+    assert describe("* * * * *") == "Every minute"
+    assert describe("*/5 * * * *") == "Every 5 minutes"
+    assert describe("0 * * * *") == "Every hour"
 
 
 @pytest.fixture

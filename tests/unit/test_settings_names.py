@@ -106,3 +106,11 @@ def test_a_sqlite_path_in_a_missing_folder_is_refused_not_created(tmp_path: Path
     with pytest.raises(ValidationError, match="does not exist"):
         open_store(f"sqlite:///{missing}/x.db")
     assert not (tmp_path / "nonexistent").exists()
+
+
+def test_every_variable_the_gunicorn_config_reads_is_known() -> None:
+    import re
+
+    text = (REPO / "webapp" / "gunicorn_conf.py").read_text()
+    read = set(re.findall(r"\"(LEASEHOLD_[A-Z_]+)\"", text))
+    assert read and read <= settings_module.known_names()

@@ -131,3 +131,23 @@ def test_a_fresh_redis_deployment_needs_no_upgrade(redis_prefix: tuple[str, str]
     with open_store(url) as store:
         check_schema(store)
         check_schema(store)
+
+
+def test_gunicorn_stops_instead_of_restarting_workers(tmp_path: Path) -> None:
+    """Served by gunicorn directly, a worker that finds no schema exits as a
+    worker that failed to boot, so the master stops (no restart loop)."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEASEHOLD_")}
+    env.update(PYTHONPATH=str(REPO), LEASEHOLD_STORE_URL=url, LEASEHOLD_SECRET_KEY="s" * 32)
+    command = [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "-w", "2"]
+    done = subprocess.run(
+        [*command, "--bind", "127.0.0.1:0", "leasehold.wsgi:app"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert f"Error: {url} has no Leasehold schema: {HINT}" in done.stderr.splitlines()
+    assert "Worker failed to boot" in done.stderr

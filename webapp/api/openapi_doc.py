@@ -7,6 +7,7 @@ module adds, once, after generation (``ApiState.openapi``):
   the ``Location`` header of its 200 and 202 answers;
 - ``Location`` on every 202 (every 202 of this API names what it started);
 - ``WWW-Authenticate`` on 401 and ``Retry-After`` on 503;
+- request bodies that may be omitted (spectree marks every body required);
 - the answers spectree leaves without a body: ``GET /api/jobs/<id>`` is the
   job JSON by default (an application may reshape it, so it is not checked
   against JobOut), ``/metrics`` is Prometheus text, ``/openapi.json`` this
@@ -55,6 +56,10 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
+#: Operations whose JSON body may be left out (every field has a default).
+OPTIONAL_BODIES = frozenset({"requeue_job", "run_purge"})
+
+
 def operations(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
     """Every operation object of ``doc``."""
     for item in doc.get("paths", {}).values():
@@ -67,6 +72,8 @@ def finish(doc: dict[str, Any], enqueue_operations: Iterable[str]) -> dict[str, 
     for op in operations(doc):
         op_id = op.get("operationId", "")
         responses = op["responses"]
+        if op_id in OPTIONAL_BODIES and "requestBody" in op:
+            op["requestBody"]["required"] = False
         if op_id in enqueuing:
             params = op.setdefault("parameters", [])
             if not any(p.get("name") == IDEMPOTENCY_HEADER for p in params):

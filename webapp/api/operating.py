@@ -114,7 +114,7 @@ def run_purge() -> Response:
     settings = current_app.extensions["leasehold.settings"]
     plan = purge_plan(dict(settings.retention_s), older_than, statuses)
     store = job_store()
-    if q.dry_run:
+    if body.dry_run if body.dry_run is not None else q.dry_run:
         return json_response({"would_prune": sum(store.count_purgeable(age, [s]) for s, age in plan)})
     actor = current_token().actor
     try:

@@ -59,6 +59,17 @@ STATUS_NAMES = ", ".join(s.name for s in JobStatus)
 StatusName = enum.Enum("StatusName", {s.name: s.name for s in JobStatus}, type=str)  # type: ignore[misc]
 #: A job status code (DESIGN.md section 3).
 StatusCode = Annotated[int, WithJsonSchema({"type": "integer", "enum": [int(s) for s in JobStatus]})]
+#: A status filter in a query: a name or its code; empty means no filter.
+StatusQuery = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": ["", *(s.name for s in JobStatus), *(str(int(s)) for s in JobStatus)],
+            "description": f"one of {STATUS_NAMES}, or its code; empty: every status",
+        }
+    ),
+]
 #: A time in a response: ISO 8601 UTC (``2025-01-31T12:00:00.123456Z``).
 DateTime = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 
@@ -122,13 +133,18 @@ class RequeueRequest(_Body):
 class ListJobsQuery(_Query):
     """Filters and keyset paging of GET /api/jobs (newest update first)."""
 
-    status: str | None = Field(None, description=f"one of {STATUS_NAMES}, or its code")
+    status: StatusQuery | None = None
     queue: QueueName | None = None
     name: JobName | None = None
     limit: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
-    cursor: str | None = Field(None, max_length=512, pattern=_CURSOR, description=CURSOR_FORMAT)
+    cursor: str | None = Field(
+        None, max_length=512, pattern=_CURSOR, description=f"{CURSOR_FORMAT}. Not with before."
+    )
     before: str | None = Field(
-        None, max_length=512, pattern=_CURSOR, description="prev_cursor of a page: the page before it"
+        None,
+        max_length=512,
+        pattern=_CURSOR,
+        description="prev_cursor of a page: the page before it. Not with cursor.",
     )
     id: str | None = Field(
         None,
@@ -158,7 +174,7 @@ class ListJobsQuery(_Query):
     @field_validator("status")
     @classmethod
     def _known_status(cls, value: str | None) -> str | None:
-        return None if value is None else JobStatus.parse(value).name
+        return None if value is None or value == "" else JobStatus.parse(value).name
 
 
 class EventsQuery(_Query):
@@ -194,6 +210,15 @@ class ProgressOut(BaseModel):
     at: DateTime
 
 
+class AttemptOut(BaseModel):
+    attempt: int = Field(description="1 for the first run")
+    token: int
+    worker_id: str | None
+    error: JobError | None
+    started_at: DateTime | None
+    finished_at: DateTime | None
+
+
 class JobOut(BaseModel):
     """A job (DESIGN.md section 2). Times are ISO 8601 UTC strings."""
 
@@ -224,6 +249,9 @@ class JobOut(BaseModel):
     completed_at: DateTime | None = None
     last_updated_at: DateTime | None = None
     progress: ProgressOut | None = Field(None, description="the last progress the handler reported")
+    attempts: list[AttemptOut] | None = Field(
+        None, description="failed attempts, oldest first (GET /api/jobs/<id>; absent elsewhere)"
+    )
 
 
 class JobPage(BaseModel):

@@ -4,24 +4,25 @@ commands. The base types and the job schemas are in ``schemas.py``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
     Field,
+    WithJsonSchema,
     field_validator,
 )
 
 from store.lifecycle import TERMINAL, JobStatus
+from store.records import BULK_ACTIONS
 
 #: Printable text with at least one non-space character, no control characters.
 from webapp.api.schemas import (
-    STATUS_NAMES,
     DateTime,
-    JobError,
     JobName,
     QueueName,
     StatusName,
+    StatusQuery,
     WorkerOut,
     _Body,
     _Query,
@@ -29,6 +30,18 @@ from webapp.api.schemas import (
 
 #: Statuses retention may prune.
 FINISHED_NAMES = ", ".join(s.name for s in sorted(TERMINAL))
+#: A finished status: a name or its code.
+FinishedStatus = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": [*(s.name for s in sorted(TERMINAL)), *(str(int(s)) for s in sorted(TERMINAL))],
+        }
+    ),
+]
+#: A bulk operation's action (checked by the view, which names the field).
+BulkAction = Annotated[str, WithJsonSchema({"type": "string", "enum": list(BULK_ACTIONS)})]
 
 
 #: Largest ``older_than`` accepted, seconds (a century).
@@ -52,7 +65,7 @@ class PurgeQuery(_Query):
 
     dry_run: bool = Field(False, description="count only: change nothing")
     older_than: float | None = Field(None, ge=0.0, le=MAX_AGE_S, allow_inf_nan=False)
-    status: list[str] | None = Field(None, description=f"repeat for several: {FINISHED_NAMES}")
+    status: list[FinishedStatus] | None = Field(None, description=f"repeat for several: {FINISHED_NAMES}")
 
     @field_validator("status")
     @classmethod
@@ -62,12 +75,14 @@ class PurgeQuery(_Query):
 
 class PurgeRequest(_Body):
     """Without ``older_than``, each status is purged after its own retention
-    (LEASEHOLD_RETENTION_COMPLETED, _FAILED, _CANCELED; 0 keeps forever)."""
+    (LEASEHOLD_RETENTION_COMPLETED, _FAILED, _CANCELED; 0 keeps forever).
+    The body may be omitted; its fields win over the query's."""
 
+    dry_run: bool | None = Field(None, description="count only: change nothing (as ?dry_run=1)")
     older_than: float | None = Field(
         None, ge=0.0, le=MAX_AGE_S, allow_inf_nan=False, description="seconds since last update"
     )
-    status: list[str] | None = Field(None, description=FINISHED_NAMES)
+    status: list[FinishedStatus] | None = Field(None, description=FINISHED_NAMES)
 
     @field_validator("status")
     @classmethod
@@ -119,7 +134,7 @@ class ScheduleList(BaseModel):
 class OperationFilter(_Body):
     """Which jobs a bulk operation acts on (every key optional: none is every job)."""
 
-    status: str | None = Field(None, description=f"one of {STATUS_NAMES}")
+    status: StatusQuery | None = None
     queue: QueueName | None = None
     name: JobName | None = None
 
@@ -127,15 +142,21 @@ class OperationFilter(_Body):
 class OperationRequest(_Body):
     """A bulk action on every job matching ``filter``, run in the background."""
 
-    action: str = Field(description="cancel, requeue, retry or delete")
+    action: BulkAction = Field(description="cancel, requeue, retry or delete")
     filter: OperationFilter = Field(default_factory=OperationFilter)
     expected: int | None = Field(
         None,
         ge=0,
+        le=2**53,
         description="the count the caller previewed; the server counts again and records its "
         "own count, and refuses (409) a cancel or delete over 1,000 jobs whose count differs",
     )
 
+
+#: A bulk operation's state.
+OperationState = Annotated[
+    str, WithJsonSchema({"type": "string", "enum": ["queued", "running", "done", "failed"]})
+]
 
 #: How far back GET /api/operations pages (operations, newest first).
 MAX_OPERATIONS_LISTED = 1000
@@ -152,16 +173,16 @@ class ListOperationsQuery(_Query):
 
 class OperationOut(BaseModel):
     id: str
-    action: str
+    action: BulkAction
     filter: dict[str, str]
     actor: str
     expected: int = Field(
         description="the jobs the action applied to when it was started (counted by the server)"
     )
-    state: str = Field(description="queued, running, done or failed")
+    state: OperationState = Field(description="queued, running, done or failed")
     changed: int
     skipped: int = Field(description="jobs whose status no longer allowed the action")
-    progress: float = Field(description="0.0 to 1.0")
+    progress: float = Field(ge=0.0, le=1.0, description="0.0 to 1.0; 1.0 once done")
     error: str | None
     created_at: DateTime | None
     updated_at: DateTime | None
@@ -170,15 +191,6 @@ class OperationOut(BaseModel):
 class OperationPage(BaseModel):
     items: list[OperationOut]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
-
-
-class AttemptOut(BaseModel):
-    attempt: int = Field(description="1 for the first run")
-    token: int
-    worker_id: str | None
-    error: JobError | None
-    started_at: DateTime | None
-    finished_at: DateTime | None
 
 
 class WorkerCommandOut(WorkerOut):
