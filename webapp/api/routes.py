@@ -22,6 +22,7 @@ from spectree import Response as SpecResponse
 from spectree import SpecTree
 
 from store import recovery
+from store.catalogue import catalogue
 from store.errors import StoreUnavailable
 from store.lifecycle import JobStatus
 from store.models import JobSpec
@@ -50,6 +51,7 @@ from webapp.api.schemas import (
     WorkerList,
 )
 from webapp.api.schemas_operating import (
+    HandlerList,
     OperationOut,
     OperationRequest,
     PurgeOut,
@@ -191,6 +193,12 @@ def stats() -> dict[str, Any]:
     return {**store.counts().to_json(), "expired_leases": store.expired_lease_count()}
 
 
+def list_handlers() -> dict[str, Any]:
+    """The handler catalogue: each handler the live workers serve, with its
+    queue and defaults, its schedule and the workers serving it, by name."""
+    return {"items": [entry.to_json() for entry in catalogue(job_store()).values()]}
+
+
 def list_workers() -> dict[str, Any]:
     """Registered worker processes, most recently seen first, each with an
     operator's command waiting for it (quiet, stop) and who sent it."""
@@ -298,6 +306,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         f"{QUEUE}/resume", ops.resume_queue, ("POST",), responses={"HTTP_200": QueueOut, **_ACT}, tags=_QUEUES
     ),
+    Route("/api/handlers", list_handlers, responses={"HTTP_200": HandlerList, **_READ}, tags=_OPS),
     Route("/api/periodic", ops.list_periodic, responses={"HTTP_200": ScheduleList, **_READ}, tags=_PERIODIC),
     Route(
         f"{PERIODIC}/enable",

@@ -115,6 +115,21 @@ class ScheduleList(BaseModel):
     items: list[ScheduleOut]
 
 
+class HandlerOut(BaseModel):
+    name: str
+    queue: str
+    max_retries: int | None = Field(description="null: the store's default (LEASEHOLD_MAX_RETRIES)")
+    timeout_s: float | None = Field(description="null: the store's default (LEASEHOLD_JOB_TIMEOUT)")
+    lease_ttl_s: float | None = Field(description="the serving workers' lease TTL")
+    schedule: str | None = Field(description="its cron line, if periodic")
+    max_snoozes: int | None
+    workers: list[str] = Field(description="ids of the live workers serving it")
+
+
+class HandlerList(BaseModel):
+    items: list[HandlerOut]
+
+
 # ------------------------------------- bulk operations, attempts, workers
 class OperationFilter(_Body):
     """Which jobs a bulk operation acts on (every key optional: none is every job)."""

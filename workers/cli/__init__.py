@@ -15,6 +15,7 @@ import click
 
 from workers.cli.admin import db_group, demo_command, hash_password_command, web_command
 from workers.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
+from workers.cli.handlers import handlers_group
 from workers.cli.jobs import (
     enqueue_command,
     purge_command,
@@ -35,6 +36,7 @@ COMMANDS: tuple[click.Command, ...] = (
     purge_command,
     periodic_group,
     queue_group,
+    handlers_group,
     db_group,
     hash_password_command,
     web_command,
