@@ -81,6 +81,7 @@ class QueueOut(BaseModel):
     changed_by: str | None = Field(description="who last paused or resumed it (operator:<name>)")
     changed_at: DateTime | None
     counts: dict[str, int] = Field(description="jobs by status (all six)")
+    latency_s: float = Field(0.0, description="seconds its oldest Queued job has waited (0: none waiting)")
 
 
 class QueueList(BaseModel):

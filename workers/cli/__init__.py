@@ -24,6 +24,7 @@ from workers.cli.jobs import (
     worker_command,
 )
 from workers.cli.operate import periodic_group, queue_group
+from workers.cli.queues import queue_list  # noqa: F401 - adds `queue list` to queue_group
 from workers.logs import configure_logging, log_format_from_env
 from workers.settings import ConfigError
 
