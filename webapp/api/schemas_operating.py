@@ -116,6 +116,15 @@ class ScheduleList(BaseModel):
     items: list[ScheduleOut]
 
 
+class HandlerFiguresOut(BaseModel):
+    waiting: int = Field(description="Queued jobs")
+    completed_last_hour: int
+    failed_last_hour: int = Field(description="jobs that ended Failed in the last hour")
+    run_p50_s: float | None = Field(description="run time of the jobs completed in the last hour")
+    run_p95_s: float | None
+    capped: bool = Field(description="a count reached the 500 jobs read: a lower bound")
+
+
 class HandlerOut(BaseModel):
     name: str
     queue: str
@@ -125,6 +134,7 @@ class HandlerOut(BaseModel):
     schedule: str | None = Field(description="its cron line, if periodic")
     max_snoozes: int | None
     workers: list[str] = Field(description="ids of the live workers serving it")
+    figures: HandlerFiguresOut
 
 
 class HandlerList(BaseModel):
