@@ -93,6 +93,11 @@ def healthz() -> tuple[dict[str, Any], int]:
 def enqueue_job() -> Response:
     """Enqueue a job: 202 with the job and `Location`.
 
+    Options the body leaves out take the handler's defaults (queue,
+    max_retries, timeout_s) from the catalogue the live workers publish
+    (`GET /api/handlers`); an unknown `name` is 422 while that catalogue
+    knows any handler. A `traceparent` header is kept in the job's headers.
+
     `Idempotency-Key`: a replay of the same request answers 202 with the first
     job and its `Location` (nothing written); the key reused for a different
     request (name, queue, payload, priority, max_retries, timeout_s or
