@@ -18,6 +18,15 @@ from tests.backends import (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the handler-testing plugin (workers.testing) unless its pytest11
+    entry point already did (a checkout with the package's metadata on the path)."""
+    import workers.testing
+
+    if not config.pluginmanager.is_registered(workers.testing):
+        config.pluginmanager.register(workers.testing, "leasehold")
+
+
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[PgTemplate]:
     template = PgTemplate()

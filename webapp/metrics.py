@@ -15,6 +15,8 @@ Series (``_total`` added by the exposition format for counters):
   lease TTLs (the console's "alive"); ``leasehold_workers_registered``: every
   registry entry, silent ones included (maintenance forgets those after
   LEASEHOLD_WORKER_FORGET_AFTER).
+* ``leasehold_queue_latency_seconds{queue}``: seconds the queue's oldest
+  Queued job has waited (``store.latency``).
 * ``leasehold_queue_paused{queue}``: 1 while the queue is paused, 0 once
   resumed (queues never paused have no series).
 * ``leasehold_jobs_pruned_total``: jobs removed by retention, the sum of the
@@ -65,6 +67,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from store.base import MAX_PAGE_SIZE, JobStore
+from store.latency import queue_latency
 from store.lifecycle import REFUSALS, JobStatus
 from store.lifecycle import EventKind as E
 from webapp.console.diagnosis import ALIVE_TTLS, is_alive
@@ -171,6 +174,15 @@ class StoreCollector(Collector):
         for state in self.store.queue_states():
             paused.add_metric([state.name], 1 if state.paused else 0)
         yield paused
+        latency = GaugeMetricFamily(
+            "leasehold_queue_latency",
+            "Seconds the oldest Queued job of the queue has waited (0: none waiting).",
+            labels=["queue"],
+            unit="seconds",
+        )
+        for queue, seconds in queue_latency(self.store, counts).items():
+            latency.add_metric([queue], seconds)
+        yield latency
 
     def _workers(self) -> Iterator[Metric]:
         store = self.store

@@ -7,14 +7,17 @@ Fixtures:
   file in the test's temporary folder (migrated once per session, copied
   per test), made the process's default store (``workers.use_store``) for
   the test, so ``my_handler.enqueue(...)`` lands in it.
-* ``leasehold_drain``: ``drain(advance=True, max_rounds=100) -> list[Job]``
+* ``leasehold_drain``: ``drain(advance=True, periodic=False, max_rounds=100) -> list[Job]``
   runs the due jobs in this process through the real lifecycle (an
   in-process worker in burst mode: claim with a lease, the handler in a
   slot, timeouts, ack/nack with the token, retry decisions, unique keys)
   until none is due. With ``advance`` the store's clock is moved to the next
   Scheduled job (a retry's backoff, a delay, a snooze) and draining goes on,
   so retries run without sleeping. Returns every job it touched, as they
-  ended. Hooks (signals, middleware) run as in a worker.
+  ended. Hooks (signals, middleware) run as in a worker. With ``periodic``
+  the ticks of the declared periodic jobs due at the store's clock are
+  enqueued first, exactly once each, as a worker's scheduler does (move
+  the clock to reach one: ``leasehold_store.clock_offset_s += 86400``).
 * ``leasehold_eager``: eager mode: ``my_handler.enqueue(...)`` runs the job
   (and whatever else is due, retries included) before it returns, and
   returns the finished job (Celery's ``task_always_eager``, RQ's
@@ -66,6 +69,32 @@ def leasehold_store(_leasehold_template: Path, tmp_path: Path) -> Iterator[JobSt
     finally:
         enqueueing.use_store(None)
         store.close()
+
+
+class Drain:
+    """``drain(...)`` on one store, keeping its periodic scheduler between
+    calls (a schedule seen for the first time starts with its next tick)."""
+
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+        self._scheduler: Any = None
+
+    def __call__(self, *, advance: bool = True, periodic: bool = False, max_rounds: int = 100) -> list[Job]:
+        """See ``drain``. ``periodic``: first enqueue the ticks of the declared
+        periodic jobs due at the store's clock (move it to reach a tick:
+        ``store.clock_offset_s += 86400``)."""
+        if periodic:
+            self._tick()
+        return drain(self.store, advance=advance, max_rounds=max_rounds)
+
+    def _tick(self) -> None:
+        from workers.periodic import check_declared
+        from workers.scheduler import Scheduler
+
+        if self._scheduler is None:
+            self._scheduler = Scheduler(self.store, "leasehold-drain", check_declared())
+            self._scheduler.start_up()
+        self._scheduler.tick(exact=True)
 
 
 def drain(store: JobStore, *, advance: bool = True, max_rounds: int = 100) -> list[Job]:
@@ -120,12 +149,8 @@ def _url(store: JobStore) -> str:
 
 @pytest.fixture
 def leasehold_drain(leasehold_store: JobStore) -> Callable[..., list[Job]]:
-    """``drain(advance=True, max_rounds=100)`` on the test's store."""
-
-    def run(**options: Any) -> list[Job]:
-        return drain(leasehold_store, **options)
-
-    return run
+    """``drain(advance=True, periodic=False, max_rounds=100)`` on the test's store."""
+    return Drain(leasehold_store)
 
 
 @pytest.fixture

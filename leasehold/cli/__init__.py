@@ -16,6 +16,7 @@ import click
 
 from leasehold.cli.admin import db_group, demo_command, hash_password_command, web_command
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
+from leasehold.cli.handlers import handlers_group
 from leasehold.cli.job import job_group
 from leasehold.cli.jobs import (
     enqueue_command,
@@ -38,6 +39,7 @@ COMMANDS: tuple[click.Command, ...] = (
     periodic_group,
     queue_group,
     job_group,
+    handlers_group,
     db_group,
     hash_password_command,
     web_command,

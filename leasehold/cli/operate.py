@@ -144,22 +144,25 @@ queue_group = OneLineGroup("queue", help="List queues; pause or resume one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the queues as JSON.")
 @friendly_errors
 def queue_list(as_json: bool) -> None:
-    """Every queue with jobs or a pause state: paused or not, counts by status."""
+    """Every queue with jobs or a pause state: paused or active, latency (the
+    seconds its oldest Queued job has waited), counts by status."""
+    from store.latency import queue_latency
     from store.lifecycle import JobStatus
 
     store = runtime().store()
-    by_queue = store.counts().by_queue
+    counts = store.counts()
+    latency = queue_latency(store, counts)
     states = {q.name: q for q in store.queue_states()}
     rows = []
-    for name in sorted(set(by_queue) | set(states)):
+    for name in sorted(set(counts.by_queue) | set(states)):
         state = states.get(name)
-        counts = {s.name: by_queue.get(name, {}).get(s.name, 0) for s in JobStatus}
         rows.append(
             {
                 "name": name,
                 "paused": bool(state and state.paused),
                 "changed_by": state.changed_by if state else None,
-                "counts": counts,
+                "latency_s": round(latency.get(name, 0.0), 3),
+                "counts": {s.name: counts.by_queue.get(name, {}).get(s.name, 0) for s in JobStatus},
             }
         )
     if as_json:
@@ -170,11 +173,11 @@ def queue_list(as_json: bool) -> None:
         return
     width = max(5, *(len(r["name"]) for r in rows))
     names = [s.name for s in JobStatus]
-    click.echo(f"{'queue':<{width}}  {'state':<7}  " + "  ".join(f"{n:>10}" for n in names))
+    click.echo(f"{'queue':<{width}}  {'state':<7}  {'latency':>9}  " + "  ".join(f"{n:>10}" for n in names))
     for r in rows:
         state = "paused" if r["paused"] else "active"
         counts = "  ".join(f"{r['counts'][n]:>10}" for n in names)
-        click.echo(f"{r['name']:<{width}}  {state:<7}  {counts}")
+        click.echo(f"{r['name']:<{width}}  {state:<7}  {r['latency_s']:>8g}s  {counts}")
 
 
 @queue_group.command("pause")

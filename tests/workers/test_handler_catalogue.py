@@ -6,6 +6,7 @@ out, so a rolling deploy loses no job."""
 
 from __future__ import annotations
 
+import json
 import signal
 
 import pytest
@@ -36,6 +37,10 @@ def test_a_worker_publishes_its_handlers_and_the_cli_uses_them(handle: StoreHand
     assert (own.queue, own.max_retries, own.timeout_seconds) == ("q2", 1, 42.0)  # explicit options win
     line = one_line(run("enqueue", "no-such-handler", **env))
     assert "name: no handler named 'no-such-handler'" in line
+    listed = {h["name"]: h for h in json.loads(run("handlers", "list", "--json", **env).stdout)}
+    assert listed["defaults"]["queue"] == "special" and listed["defaults"]["workers"] == ["w-pub"]
+    text = run("handlers", "list", **env).stdout
+    assert "defaults  queue special; max retries 7; timeout 42s" in text
 
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0

@@ -17,7 +17,8 @@ from store.base import JobStore
 from tests import readme_quickstart as quick
 from tests.workers.procs import REPO
 
-pytest_plugins = ["workers.testing"]  # installed from the wheel, the pytest11 entry point loads it
+#: What ``pip install`` writes for the plugin: a distribution whose pytest11 entry point names it.
+ENTRY_POINTS = "[pytest11]\nleasehold = workers.testing\n"
 
 
 def test_the_plugin_is_a_pytest11_entry_point() -> None:
@@ -29,10 +30,14 @@ def test_the_readme_tests_of_its_handler_pass(tmp_path: Path) -> None:
     quick.write_app(tmp_path)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_jobs.py").write_text(quick.handler_tests())
+    dist = tmp_path / "site" / "leasehold-0.0.0.dist-info"  # as if installed: pytest finds the plugin itself
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: leasehold\nVersion: 0.0.0\n")
+    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEASEHOLD_")}
-    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{REPO}"
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(tmp_path / "site"), str(REPO)])
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "workers.testing", "-p", "no:cacheprovider", "tests"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -90,3 +95,24 @@ def test_the_store_is_the_default_of_enqueue_only_during_the_test(fixture: str, 
 
     store = request.getfixturevalue(fixture)
     assert default_store() is store
+
+
+def test_drain_enqueues_periodic_ticks_on_the_moved_clock(leasehold_store: JobStore, leasehold_drain) -> None:
+    from workers import handler, periodic
+    from workers.handlers import unregister
+    from workers.periodic import forget
+
+    @handler("plugin-nightly")
+    def nightly(ctx):
+        return {"tick": ctx.headers}
+
+    periodic("plugin-nightly", "plugin-nightly", "0 3 * * *")
+    try:
+        assert leasehold_drain(periodic=True) == []  # first seen: starts with its next tick
+        leasehold_store.clock_offset_s += 86400
+        [job] = [j for j in leasehold_drain(periodic=True) if j.name == "plugin-nightly"]
+        assert job.status.name == "Completed" and job.result["tick"]["Leasehold-Periodic"] == "plugin-nightly"
+        assert [j for j in leasehold_drain(periodic=True) if j.name == "plugin-nightly"] == []  # once a tick
+    finally:
+        forget("plugin-nightly")
+        unregister("plugin-nightly")

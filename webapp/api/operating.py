@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Response, current_app
 
+from store.latency import queue_latency
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.maintenance import RETENTION_LOCK, MaintenanceBusy, RunLock
 from store.models import MaintenanceRun, QueueState, ts
@@ -48,18 +49,28 @@ def delete_job(job_id: uuid.UUID) -> Response:
 
 
 # ------------------------------------------------------------------ queues
-def queue_json(state: QueueState, counts: dict[str, int]) -> dict[str, Any]:
-    """A queue: its pause state and its jobs by status (all six)."""
-    return {**state.to_json(), "counts": {s.name: counts.get(s.name, 0) for s in JobStatus}}
+def queue_json(state: QueueState, counts: dict[str, int], latency_s: float = 0.0) -> dict[str, Any]:
+    """A queue: its pause state, its jobs by status (all six) and its latency
+    (seconds its oldest Queued job has waited)."""
+    return {
+        **state.to_json(),
+        "counts": {s.name: counts.get(s.name, 0) for s in JobStatus},
+        "latency_s": round(latency_s, 3),
+    }
 
 
 def queue_rows() -> list[dict[str, Any]]:
     """Every queue that has jobs or was ever paused, by name."""
     store = job_store()
-    by_queue = store.counts().by_queue
+    counts = store.counts()
+    by_queue = counts.by_queue
+    latency = queue_latency(store, counts)
     states = {q.name: q for q in store.queue_states()}
     names = sorted(set(by_queue) | set(states))
-    return [queue_json(states.get(n) or QueueState(n, False), by_queue.get(n, {})) for n in names]
+    return [
+        queue_json(states.get(n) or QueueState(n, False), by_queue.get(n, {}), latency.get(n, 0.0))
+        for n in names
+    ]
 
 
 def list_queues() -> dict[str, Any]:
@@ -71,7 +82,8 @@ def _set_paused(queue: str, paused: bool) -> dict[str, Any]:
     store = job_store()
     act = store.pause_queue if paused else store.resume_queue
     state = act(queue, actor=current_token().actor)
-    return queue_json(state, store.counts().by_queue.get(queue, {}))
+    counts = store.counts()
+    return queue_json(state, counts.by_queue.get(queue, {}), queue_latency(store, counts).get(queue, 0.0))
 
 
 def pause_queue(queue: str) -> dict[str, Any]:

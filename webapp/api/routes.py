@@ -22,7 +22,9 @@ from spectree import Response as SpecResponse
 from spectree import SpecTree
 
 from store import recovery
+from store.catalogue import catalogue
 from store.errors import StoreUnavailable
+from store.handler_figures import figures
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from webapp import metrics
@@ -50,6 +52,7 @@ from webapp.api.schemas import (
     WorkerList,
 )
 from webapp.api.schemas_operating import (
+    HandlerList,
     ListOperationsQuery,
     OperationOut,
     OperationPage,
@@ -96,6 +99,11 @@ def healthz() -> tuple[dict[str, Any], int]:
 
 def enqueue_job() -> Response:
     """Enqueue a job: 202 with the job and `Location`.
+
+    Options the body leaves out take the handler's defaults (queue,
+    max_retries, timeout_s) from the catalogue the live workers publish
+    (`GET /api/handlers`); an unknown `name` is 422 while that catalogue
+    knows any handler. A `traceparent` header is kept in the job's headers.
 
     `Idempotency-Key`: a replay of the same request answers 202 with the first
     job and its `Location` (nothing written); the key reused for a different
@@ -204,6 +212,17 @@ def stats() -> dict[str, Any]:
     """Counts by status and by queue, and expired leases awaiting recovery."""
     store = job_store()
     return {**store.counts().to_json(), "expired_leases": store.expired_lease_count()}
+
+
+def list_handlers() -> dict[str, Any]:
+    """The handler catalogue: each handler the live workers serve, with its
+    queue and defaults, its schedule, the workers serving it and its figures
+    (jobs waiting; completed and failed in the last hour, run time p50/p95;
+    each read from at most 500 jobs, `capped` when a count reached that), by name."""
+    store = job_store()
+    now_s = store.now()
+    entries = catalogue(store).values()
+    return {"items": [{**e.to_json(), "figures": figures(store, e.name, now_s).to_json()} for e in entries]}
 
 
 def list_workers() -> dict[str, Any]:
@@ -315,6 +334,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         f"{QUEUE}/resume", ops.resume_queue, ("POST",), responses={"HTTP_200": QueueOut, **_ACT}, tags=_QUEUES
     ),
+    Route("/api/handlers", list_handlers, responses={"HTTP_200": HandlerList, **_READ}, tags=_OPS),
     Route("/api/periodic", ops.list_periodic, responses={"HTTP_200": ScheduleList, **_READ}, tags=_PERIODIC),
     Route(
         f"{PERIODIC}/enable",

@@ -96,6 +96,7 @@ class QueueOut(BaseModel):
     changed_by: str | None = Field(description="who last paused or resumed it (operator:<name>)")
     changed_at: DateTime | None
     counts: dict[str, int] = Field(description="jobs by status (all six)")
+    latency_s: float = Field(0.0, description="seconds its oldest Queued job has waited (0: none waiting)")
 
 
 class QueueList(BaseModel):
@@ -128,6 +129,31 @@ class ScheduleOut(BaseModel):
 
 class ScheduleList(BaseModel):
     items: list[ScheduleOut]
+
+
+class HandlerFiguresOut(BaseModel):
+    waiting: int = Field(description="Queued jobs")
+    completed_last_hour: int
+    failed_last_hour: int = Field(description="jobs that ended Failed in the last hour")
+    run_p50_s: float | None = Field(description="run time of the jobs completed in the last hour")
+    run_p95_s: float | None
+    capped: bool = Field(description="a count reached the 500 jobs read: a lower bound")
+
+
+class HandlerOut(BaseModel):
+    name: str
+    queue: str
+    max_retries: int | None = Field(description="null: the store's default (LEASEHOLD_MAX_RETRIES)")
+    timeout_s: float | None = Field(description="null: the store's default (LEASEHOLD_JOB_TIMEOUT)")
+    lease_ttl_s: float | None = Field(description="the serving workers' lease TTL")
+    schedule: str | None = Field(description="its cron line, if periodic")
+    max_snoozes: int | None
+    workers: list[str] = Field(description="ids of the live workers serving it")
+    figures: HandlerFiguresOut
+
+
+class HandlerList(BaseModel):
+    items: list[HandlerOut]
 
 
 # ------------------------------------- bulk operations, attempts, workers

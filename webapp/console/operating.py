@@ -18,6 +18,7 @@ from typing import Any
 from flask import Response, abort, current_app, flash, redirect, request, url_for
 
 from store.errors import ScheduleNotFound
+from store.latency import queue_latency
 from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
 from webapp import periodic
@@ -38,11 +39,13 @@ def queue_context(queue: str, message: str | None = None) -> dict[str, Any]:
     """What the queue page and its live fragment show."""
     st = store()
     state = queries.queue_state(st, queue) or QueueState(queue, False)
+    counts = st.counts()
     return {
         "queue": queue,
         "state": state,
         "changed_by": (state.changed_by or "").removeprefix("operator:"),
-        "counts": st.counts().by_queue.get(queue, {}),
+        "counts": counts.by_queue.get(queue, {}),
+        "latency_s": queue_latency(st, counts).get(queue, 0.0),
         "statuses": list(S),
         "message": message,
         "history": history.read(st, st.now(), request.args.get("range"), queue),

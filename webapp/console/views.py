@@ -16,6 +16,7 @@ from flask import Response, abort, make_response, redirect, request, url_for
 
 from store.base import RECOVERY_LOCK
 from store.errors import JobNotFound, ValidationError
+from store.latency import queue_latency
 from store.lifecycle import OPERATIONS, TERMINAL, EventKind, JobStatus, Operation
 from store.models import JobEvent, ts
 from webapp.console import auth, diagnosis, history, queries
@@ -85,6 +86,7 @@ def overview() -> Response:
         statuses=list(S),
         queues=sorted(set(counts.by_queue) | set(paused)),
         paused=paused,
+        latency=queue_latency(st, counts),
         expired=st.expired_lease_count(),
         workers_alive=sum(1 for w in workers if w.alive),
         workers_total=len(workers),
