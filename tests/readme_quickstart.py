@@ -45,12 +45,12 @@ def handler_tests() -> str:
 
 def commands() -> list[list[str]]:
     """The quick start's ``leasehold`` commands, in order, as argument lists
-    (comments dropped), ``web`` left out (it serves until stopped)."""
+    (comments dropped), ``web`` and ``demo`` left out (they serve until stopped)."""
     [block] = [b for b in _blocks("sh") if "leasehold worker --burst" in b]
     out = []
     for line in block.splitlines():
         words = shlex.split(line, comments=True)
-        if words and words[0] == "leasehold" and words[1] != "web":
+        if words and words[0] == "leasehold" and words[1] not in ("web", "demo"):
             out.append(words)
     return out
 

@@ -229,10 +229,10 @@ def _check_job(spec: PeriodicSpec) -> None:
     try:
         validate_spec(tick_job(spec, get_handler(spec.handler), tick))
     except ValidationError as exc:
-        if exc.field == "unique_key":  # periodic:<name>:<tick>
+        if exc.field == "unique_key" and "NUL" not in exc.message:  # periodic:<name>:<tick>
             longest = MAX_IDEMPOTENCY_KEY_LEN - len(tick_key("", tick))
             problem = f"the name must be at most {longest} characters (it is part of each tick's unique key)"
-        elif exc.field == "headers":  # the schedule's name and the tick
+        elif exc.field in ("unique_key", "headers"):  # the name is in both
             problem = f"the name {exc.message}"
         else:
             problem = f"the job it enqueues is refused: {exc}"

@@ -24,12 +24,12 @@ def _upgrade_sql(url: str) -> str:
     from store.sql.revision import current_revision, head_revision
 
     try:
-        write, read, _ = make_engines(url, pool_size=1)
+        engines = make_engines(url, pool_size=1)
         try:
-            before = current_revision(read)
+            before = current_revision(engines.read)
         finally:
-            write.dispose()
-            read.dispose()
+            for engine in {engines.write, engines.read, engines.single}:
+                engine.dispose()
         migrate(url)
     except SQLAlchemyError as exc:
         raise click.ClickException(

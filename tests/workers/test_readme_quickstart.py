@@ -29,7 +29,7 @@ def test_the_readme_quick_start_completes_its_job(tmp_path: Path) -> None:
     env = _env(tmp_path, url)
     outputs = {}
     commands = quick.commands()
-    assert [c[1] for c in commands] == ["db", "enqueue", "worker", "stats"]
+    assert [c[1] for c in commands] == ["--version", "db", "enqueue", "worker", "stats"]
     for words in commands:
         done = subprocess.run(
             [sys.executable, *quick.console_script(), *words[1:]],
