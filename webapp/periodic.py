@@ -23,16 +23,16 @@ from cron_descriptor import ExpressionDescriptor
 from cronsim import CronSim, CronSimError
 
 from store.base import JobStore
+from store.catalogue import run_now_spec as catalogue_spec
+from store.cron import description_options
 from store.errors import JobNotFound, ScheduleNotFound
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec, Schedule, iso
-from workers.catalogue import run_now_spec as catalogue_spec
-from workers.periodic import description_options
 
 
 def describe(cron: str) -> str:
     """``"0 3 * * *"`` -> ``"At 03:00, every day"``, ``"* * * * *"`` -> ``"Every
-    minute"`` (``workers.periodic.description_options``); a note for a bad expression."""
+    minute"`` (``store.cron.description_options``); a note for a bad expression."""
     try:
         return str(ExpressionDescriptor(cron, description_options(cron)).get_description())
     except Exception as exc:  # cron-descriptor raises several unrelated types

@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from leasehold import hooks
 from store.base import JobStore
 from store.lifecycle import TERMINAL
 from store.models import Job, JobSpec
-from workers import hooks
 from workers.claim import IdleBackoff
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from typing import Any
 
 import orjson
 
+from leasehold.hooks import around
 from store.errors import StoreUnavailable
 from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, RetryPolicy, RunAgain
 from store.models import Job
 from workers.aio import LOOP, HandlerCancelled
 from workers.handlers import HandlerSpec, JobContext, PermanentError, Retry, Snooze, get_handler
-from workers.hooks import around
 from workers.progress import child_reporter
 
 log = logging.getLogger(__name__)

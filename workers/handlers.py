@@ -1,4 +1,6 @@
-"""The handler API (DESIGN.md section 6): ``@handler``, ``JobContext``, ``PermanentError``.
+"""The handler API: ``JobContext``, the errors a handler raises (``PermanentError``,
+``Retry``, ``Snooze``), ``HandlerSpec`` and the process-wide registry that
+``@handler`` (workers/declare.py) fills.
 
 A handler is a function of one argument, the job's ``JobContext``, whose
 return value (JSON) becomes the job's result. Handlers are registered by
@@ -19,10 +21,8 @@ from typing import Any
 from store.lifecycle import DEFAULT_MAX_SNOOZES
 from store.models import Job, JobSpec, progress_value
 from store.spec import MAX_DELAY_S
-from workers.enqueueing import Handler
 
 __all__ = [
-    "Handler",
     "HandlerError",
     "HandlerSpec",
     "JobContext",
@@ -30,8 +30,8 @@ __all__ = [
     "Retry",
     "Snooze",
     "get_handler",
-    "handler",
     "load_handlers",
+    "register",
     "registry",
     "served_queues",
     "unserved_handlers",
@@ -228,57 +228,17 @@ def _same_function(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
     return all(getattr(a, k, None) == getattr(b, k, None) for k in key)
 
 
-def handler(
-    name: str,
-    queue: str = "default",
-    max_retries: int | None = None,
-    timeout: float | None = None,
-    *,
-    cron: str | None = None,
-    timezone: str = "UTC",
-    payload: Any = None,
-    catch_up: bool = True,
-    max_snoozes: int = DEFAULT_MAX_SNOOZES,
-) -> Callable[[Callable[[JobContext], Any]], Handler]:
-    """Register the decorated function as the handler of jobs named ``name``.
-
-    ``queue``, ``max_retries`` and ``timeout`` (seconds) are enqueue defaults
-    (see HandlerSpec). With ``cron`` the handler is also a periodic job of the
-    same name (``workers.periodic.periodic``: ``timezone``, ``payload``,
-    ``catch_up``). ``max_snoozes``: snoozes a job may take (see Snooze).
-    Returns a ``Handler``: it calls like the function and has
-    ``.enqueue(payload, **options)`` and ``.enqueue_many(items)`` (see
-    workers.enqueueing). Raises HandlerError
-    when another function already holds ``name`` (ScheduleError for a bad
-    schedule), ValueError for bad options.
-    """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("handler name must be a non-empty string")
-    if max_retries is not None and (isinstance(max_retries, bool) or max_retries < 0):
-        raise ValueError("max_retries must be >= 0")
-    if timeout is not None and not timeout > 0:
-        raise ValueError("timeout must be > 0 seconds")
-    if isinstance(max_snoozes, bool) or not isinstance(max_snoozes, int) or max_snoozes < 0:
-        raise ValueError("max_snoozes must be an integer >= 0")
-
-    def register(fn: Callable[[JobContext], Any]) -> Handler:
-        fn = fn.spec.fn if isinstance(fn, Handler) else fn
-        spec = HandlerSpec(
-            name, fn, queue, max_retries, None if timeout is None else float(timeout), max_snoozes
-        )
-        with _lock:
-            old = _registry.get(name)
-            if old is not None and not _same_function(old.fn, fn):
-                where = f"{old.fn.__module__}.{old.fn.__qualname__}"
-                raise HandlerError(f"handler {name!r} is already registered by {where}")
-            _registry[name] = spec
-        if cron is not None:
-            from workers.periodic import periodic  # periodic imports this module
-
-            periodic(name, name, cron, timezone=timezone, payload=payload, queue=queue, catch_up=catch_up)
-        return Handler(spec)
-
-    return register
+def register(spec: HandlerSpec) -> None:
+    """Add ``spec`` to the process-wide registry (``@handler`` in
+    workers/declare.py calls it). Registering the same function again (a
+    module imported twice) is a no-op. Raises HandlerError when another
+    function already holds the name."""
+    with _lock:
+        old = _registry.get(spec.name)
+        if old is not None and not _same_function(old.fn, spec.fn):
+            where = f"{old.fn.__module__}.{old.fn.__qualname__}"
+            raise HandlerError(f"handler {spec.name!r} is already registered by {where}")
+        _registry[spec.name] = spec
 
 
 def get_handler(name: str) -> HandlerSpec | None:

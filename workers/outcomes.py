@@ -24,12 +24,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from leasehold import hooks
 from leasehold.logs import job_fields
 from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, JobStatus
 from store.models import Job
-from workers import hooks
 from workers.acker import Acker
 from workers.execute import Outcome, timed_out
 from workers.inflight import InFlight, Running, State

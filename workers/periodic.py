@@ -36,6 +36,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 from cronsim import CronSim, CronSimError
 
+from store.cron import describe as describe
+from store.cron import description_options as description_options
+from store.cron import interval_at as interval_at
+from store.cron import latest_tick as latest_tick
+from store.cron import next_tick as next_tick
+from store.cron import tick_label as tick_label
 from store.errors import ValidationError
 from store.models import Schedule
 from store.spec import MAX_DELAY_S, MAX_IDEMPOTENCY_KEY_LEN, JobSpec, validate_spec
@@ -123,63 +129,6 @@ def tick_job(spec: PeriodicSpec, handler: HandlerSpec | None, tick: float) -> Jo
     if handler is None:
         return JobSpec(spec.handler, spec.payload, **options)
     return handler.job_spec(spec.payload, **options)
-
-
-# ------------------------------------------------------------------ tick arithmetic
-def _parse(cron: str, tz: ZoneInfo, at: datetime, reverse: bool = False) -> CronSim:
-    return CronSim(cron, at.astimezone(tz), reverse=reverse)
-
-
-def next_tick(cron: str, tz: ZoneInfo, after: float) -> float | None:
-    """The first tick strictly after ``after`` (epoch seconds); None if the
-    expression never fires again. Raises CronSimError for a bad expression."""
-    return _epoch(next(_parse(cron, tz, datetime.fromtimestamp(after, tz)), None))
-
-
-def latest_tick(cron: str, tz: ZoneInfo, at: float) -> float | None:
-    """The latest tick at or before ``at`` (epoch seconds); None if none."""
-    # Ticks fall on whole seconds; cronsim's reverse iteration is strictly before its start.
-    start = datetime.fromtimestamp(int(at) + 1, tz)
-    return _epoch(next(_parse(cron, tz, start, reverse=True), None))
-
-
-def interval_at(cron: str, tz: ZoneInfo, tick: float) -> float:
-    """Seconds from ``tick`` to the tick after it (0 when there is none)."""
-    after = next_tick(cron, tz, tick)
-    return 0.0 if after is None else after - tick
-
-
-def _epoch(dt: datetime | None) -> float | None:
-    return None if dt is None else dt.timestamp()
-
-
-def description_options(cron: str) -> Any:
-    """cron-descriptor's Options for ``cron`` (English, 24-hour clock), shared
-    by every place that puts a schedule into words. Verbose names the day of
-    a daily time ("At 03:00, every day"), but for an expression that fires
-    every hour or more often it adds only noise ("Every minute, every hour,
-    every day"): terse then."""
-    from cron_descriptor import Options
-
-    options = Options()
-    options.use_24hour_time_format = True
-    options.locale_code = "en_US"
-    fields = cron.split()
-    options.verbose = not (len(fields) in (5, 6) and fields[-4] == "*")  # the hour field
-    return options
-
-
-def describe(cron: str) -> str:
-    """The expression in words ("At 03:00, every day", "Every minute"); the
-    expression itself when cron-descriptor cannot read it. cron-descriptor is
-    imported here, on first use (the console, ``leasehold periodic list``): a
-    worker never describes a schedule and saves its ~5 MB."""
-    from cron_descriptor import ExpressionDescriptor
-
-    try:
-        return str(ExpressionDescriptor(cron, description_options(cron)).get_description())
-    except Exception:  # a description is a nicety; never fail a listing for it
-        return cron
 
 
 # ----------------------------------------------------------------- declarations
@@ -288,8 +237,3 @@ def forget(name: str) -> None:
     """Drop a declaration (tests)."""
     with _lock:
         _declared.pop(name, None)
-
-
-def tick_label(tick: float, tz: ZoneInfo) -> str:
-    """A tick as ISO 8601 in its time zone (job headers, logs)."""
-    return datetime.fromtimestamp(tick, tz).isoformat()

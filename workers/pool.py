@@ -31,7 +31,7 @@ from concurrent.futures import CancelledError, Future
 from functools import partial
 from typing import Protocol
 
-from workers import hooks
+from leasehold import hooks
 from workers.execute import Outcome, failure, run_handler, run_in_child, timed_out
 from workers.handlers import HandlerSpec
 from workers.inflight import Running

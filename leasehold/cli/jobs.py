@@ -10,14 +10,14 @@ from typing import Any
 import click
 import orjson
 
+from leasehold import hooks
 from leasehold.cli.base import OneLineCommand, friendly_errors, operator, runtime
 from leasehold.logs import configure_logging
+from store.catalogue import Catalogue
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
 from store.recovery import run_recovery
 from store.spec import MAX_DELAY_S
-from workers import hooks
-from workers.catalogue import Catalogue
 from workers.claim import parse_queues
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
 from workers.handlers import load_handlers, registry, served_queues

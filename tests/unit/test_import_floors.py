@@ -6,7 +6,8 @@ The floors (docs/architecture.md, "Floors"), lowest first:
 
 0. ``leasehold.urls``: store URLs; imports nothing of Leasehold.
 1. ``store``: the job model, the lifecycle table, the store contract and its engines.
-2. ``leasehold.settings``, ``leasehold.logs``: what every process reads.
+2. ``leasehold.settings``, ``leasehold.logs``, ``leasehold.hooks``: what every process reads
+   or sends (settings, logging, the lifecycle signals and middleware).
 3. ``workers`` and ``webapp``, side by side: neither imports the other.
 4. ``leasehold`` (the public API), ``leasehold.cli``, ``leasehold.wsgi``: the entry points.
 """
@@ -26,6 +27,7 @@ FLOORS = {
     "store": 1,
     "leasehold.settings": 2,
     "leasehold.logs": 2,
+    "leasehold.hooks": 2,
     "workers": 3,
     "webapp": 3,
     "leasehold": 4,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import tests.handlers as th
+from leasehold.hooks import remove_middleware
 from tests.backends import StoreHandle
 from tests.conftest import handle_fixture
 from tests.web.conftest import OPERATOR, api_app_for
@@ -24,7 +25,6 @@ from workers import (
     job_succeeded,
     use_middleware,
 )
-from workers.hooks import remove_middleware
 
 handle = handle_fixture(["sqlite"])  # hooks live in the worker; the stores have their contract tests
 SIGNALS = {

@@ -13,8 +13,8 @@ import pytest
 
 from store.base import JobStore
 from tests.backends import StoreHandle
+from workers.declare import handler as register
 from workers.handlers import HandlerSpec, unregister
-from workers.handlers import handler as register
 from workers.periodic import PeriodicSpec
 from workers.scheduler import FAILED_RETRY_S, MISSED_AFTER_S, SCHEDULE_HEADER, TICK_HEADER, Scheduler
 

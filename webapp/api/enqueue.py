@@ -10,21 +10,21 @@ import re
 
 from flask import Response, request, url_for
 
+from leasehold import hooks
+from leasehold.hooks import TRACE_HEADERS
 from store.base import StoreSettings
+from store.catalogue import Catalogue
 from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
 from webapp.api.encoding import IDEMPOTENCY_HEADER, json_response
 from webapp.api.errors import APIError
 from webapp.api.state import api_state, job_store
-from workers import hooks
-from workers.catalogue import Catalogue
-from workers.hooks import TRACE_HEADERS
 
 _KEY = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
 
 
 def handler_catalogue() -> Catalogue:
     """The app's view of the store's handler catalogue (made on first use;
-    it caches a read for ``workers.catalogue.CACHE_S``). The web app loads no
+    it caches a read for ``store.catalogue.CACHE_S``). The web app loads no
     handler module: defaults come from what the live workers publish."""
     state = api_state()
     if state.catalogue is None:
