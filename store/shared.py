@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
-from store.contract_flow import FlowContract, FlowUnsupported
+from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
 from store.errors import LeaseLost, ValidationError
@@ -78,7 +78,7 @@ def failure_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-class SharedStore(FlowContract, JobStore):
+class SharedStore(JobStore):
     """The shared concrete half of every JobStore."""
 
     #: Most jobs one ``_insert_chunk`` call takes (one atomic unit).

@@ -54,6 +54,7 @@ from workers.acker import Acker
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
 from workers.execute import unknown_handler
+from workers.flow import idle_wait, parent_results
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
@@ -269,7 +270,7 @@ class Worker:
             if self.config.burst and self.runner.busy() == 0:
                 log.info("worker %s: no job left (burst), stopping", self.id)
                 return
-            self._wakeup.wait(self.timeouts.until_deadline(self._idle.next()))
+            self._wakeup.wait(self.timeouts.until_deadline(idle_wait(self.store, self.id, self._idle.next())))
 
     def _ahead(self) -> int:
         """Jobs to claim ahead of the slots: what they run in CLAIM_AHEAD_S at
@@ -341,6 +342,8 @@ class Worker:
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id, self.progress))
+        if job.pending_parents is not None:  # only a job that waited pays for the read
+            run.ctx.parents = parent_results(self.store, job.id)
         if spec is None:
             self.outcomes.fail(run, unknown_handler(job.name, self.id))
             return

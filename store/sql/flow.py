@@ -176,8 +176,12 @@ class SqlFlowMixin:
             return [], admission.retry_after_s
         leased = conn.execute(self._f_lease, {**params, "ids": admission.leased}).mappings().all()
         if limits.rate or limits.per_key_rate:
+            # The window counts the starts the lease stamped (``started_at``,
+            # the store's clock when the UPDATE ran), not the decision's
+            # ``now``, which is earlier: both sides of the limit read one clock.
             conn.execute(
-                fs.insert_starts(), [{"queue": queue, "limit_key": r["limit_key"], "at": now} for r in leased]
+                fs.insert_starts(),
+                [{"queue": queue, "limit_key": r["limit_key"], "at": r["started_at"]} for r in leased],
             )
         deltas: Counter[str] = Counter()
         events = []
