@@ -24,9 +24,8 @@ from spectree import SpecTree
 from store import recovery
 from store.errors import StoreUnavailable
 from store.lifecycle import JobStatus
-from store.models import JobSpec
 from webapp import metrics
-from webapp.api import control
+from webapp.api import control, flow
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
@@ -96,8 +95,7 @@ def enqueue_job() -> Response:
     lease_ttl_s differ) is 422. A unique job whose key is held: 200 with the
     job holding it."""
     body = validated_body(EnqueueRequest)
-    fields = {name: getattr(body, name) for name in ENQUEUE_FIELDS}
-    return enqueue_response(JobSpec(idempotency_key=idempotency_key(), **fields))
+    return enqueue_response(flow.spec_of(body, idempotency_key()))
 
 
 def list_jobs() -> dict[str, Any]:
@@ -231,6 +229,7 @@ _QUEUES = ("queues",)
 _RETENTION = ("retention",)
 _PERIODIC = ("periodic",)
 _OPERATIONS = ("operations",)
+_FLOW = ("batches",)
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -346,6 +345,39 @@ ROUTES: tuple[Route, ...] = (
         control.get_operation,
         responses={"HTTP_200": OperationOut, "HTTP_404": E, **_READ},
         tags=_OPERATIONS,
+    ),
+    Route(
+        f"{QUEUE}/limits",
+        flow.set_limits,
+        ("PUT",),
+        responses={"HTTP_200": flow.LimitsOut, **_ACT, **_BODY},
+        tags=_QUEUES,
+    ),
+    Route(f"{QUEUE}/limits", flow.get_limits, responses={"HTTP_200": flow.LimitsOut, **_READ}, tags=_QUEUES),
+    Route(
+        "/api/batches",
+        flow.create_batch,
+        ("POST",),
+        responses={"HTTP_202": flow.BatchOut, **_ACT, **_BODY},
+        tags=_FLOW,
+    ),
+    Route(
+        "/api/batches/<batch_id>",
+        flow.get_batch,
+        responses={"HTTP_200": flow.BatchOut, "HTTP_404": E, **_READ},
+        tags=_FLOW,
+    ),
+    Route(
+        "/api/batches/<batch_id>/cancel",
+        flow.cancel_batch,
+        ("POST",),
+        responses={"HTTP_200": flow.BatchOut, **_ACT},
+        tags=_FLOW,
+    ),
+    Route(
+        f"{JOB}/dependencies",
+        flow.job_dependencies,
+        responses={"HTTP_200": flow.DependenciesOut, "HTTP_404": E, **_READ},
     ),
     Route("/metrics", prometheus_metrics, responses={"HTTP_200": None, **_READ}, tags=_OPS),
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),
