@@ -210,6 +210,18 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
     default=None,
     help="Key of a unique job [with --unique-for alone: the name and the payload].",
 )
+@click.option("--limit-key", default=None, help="Partition key of the queue's per-key limits.")
+@click.option(
+    "--depends-on",
+    multiple=True,
+    help="Id of a job this one waits for (repeat for more): Scheduled until the last finishes.",
+)
+@click.option(
+    "--on-parent-failure",
+    type=click.Choice(["cancel", "run"]),
+    default=None,
+    help="What a failed or canceled parent does [cancel].",
+)
 @friendly_errors
 def enqueue_command(
     name: str,
@@ -221,6 +233,9 @@ def enqueue_command(
     priority: int,
     unique_for: float | None,
     unique_key: str | None,
+    limit_key: str | None,
+    depends_on: tuple[str, ...],
+    on_parent_failure: str | None,
 ) -> None:
     """Enqueue a job; prints its id alone on stdout (a unique job's existing
     holder of the key when there is one)."""
@@ -234,6 +249,9 @@ def enqueue_command(
         "priority": priority,
         "unique_for": unique_for,
         "unique_key": unique_key,
+        "limit_key": limit_key,
+        "depends_on": depends_on or None,
+        "on_parent_failure": on_parent_failure,
     }
     if spec is not None:
         job_spec = spec.job_spec(payload, **options)

@@ -137,7 +137,7 @@ def periodic_run(name: str) -> None:
 
 
 # --------------------------------------------------------------------- queue
-queue_group = OneLineGroup("queue", help="Pause or resume a queue.")
+queue_group = OneLineGroup("queue", help="Pause or resume a queue; set its limits.")
 
 
 @queue_group.command("pause")
