@@ -7,6 +7,7 @@ from __future__ import annotations
 from flask.testing import FlaskClient
 
 from store.base import JobStore
+from store.flow import QueueLimits, Rate
 from store.lifecycle import EventKind, JobStatus
 from tests.conftest import handle_fixture
 from tests.web.conftest import OPERATOR, VIEWER
@@ -101,3 +102,29 @@ def test_batches_refuse_bad_bodies_naming_the_field(api_client: FlaskClient, sto
     assert bad.status_code == 422 and bad.json["error"]["field"].startswith("callback")
     assert store.counts().by_status.get("Queued", 0) == 0
     assert api_client.get("/api/batches/nope", headers=VIEWER).status_code == 404
+
+
+def test_metrics_show_each_limit_and_its_use(api_client: FlaskClient, store: JobStore) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape() -> dict[tuple[str, tuple], float]:
+        text = api_client.get("/metrics", headers=VIEWER).text
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name.startswith("leasehold_queue_limit")
+        }
+
+    assert scrape() == {}
+    store.set_queue_limits("mail", QueueLimits(concurrency=3, per_key_rate=Rate(5, 60.0)))
+    for key in ("a", "a", "b"):
+        store.enqueue("t", None, queue="mail", limit_key=key)
+    store.claim("w", ["mail"], 10)
+    series = scrape()
+    assert series == {
+        ("leasehold_queue_limit", (("kind", "concurrency"), ("queue", "mail"))): 3.0,
+        ("leasehold_queue_limit", (("kind", "per_key_rate"), ("queue", "mail"))): 5.0,
+        ("leasehold_queue_limit_in_use", (("kind", "concurrency"), ("queue", "mail"))): 3.0,
+        ("leasehold_queue_limit_in_use", (("kind", "per_key_rate"), ("queue", "mail"))): 2.0,
+    }
