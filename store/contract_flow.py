@@ -73,6 +73,12 @@ class FlowContract:
         """What ``queue`` uses of its limits now (running, starts in the window)."""
         raise FlowUnsupported("limits")
 
+    def limit_hold(self, job: Job) -> tuple[str, str] | None:
+        """The limit that holds a due job now, ``(kind, explanation)`` as
+        ``store.flow.hold`` says (e.g. ``("concurrency", "concurrency limit
+        3: 3 running")``), or None when none does."""
+        raise FlowUnsupported("limits")
+
     def claim_retry_after(self, worker_id: str) -> float | None:
         """Seconds until a rate limit that held jobs from ``worker_id``'s
         last claim allows a start again (None: no rate limit held any)."""
