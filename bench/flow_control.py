@@ -126,6 +126,24 @@ def batch_callback(url: str, jobs: int, workers: int) -> dict[str, float]:
     return {"ack_to_callback_ms": (callback.started_at.timestamp() - last_ack) * 1000, "create_s": created_s}
 
 
+def claim_cost(url: str, jobs: int) -> dict[str, float]:
+    """One process: claim 8 then ack them, until ``jobs`` are done, on a plain
+    queue and on one with a concurrency and a rate limit that never hold
+    (what the limited claim's bookkeeping costs); µs per job, and the ratio."""
+    store = open_store(url)
+    store.set_queue_limits("lim", QueueLimits(concurrency=100_000, rate=Rate(1_000_000, 1.0)))
+    out = {}
+    for queue in ("plain", "lim"):
+        store.enqueue_many([JobSpec("noop", None, queue=queue) for _ in range(jobs)])
+        t0 = time.perf_counter()
+        while batch := store.claim("bench", [queue], 8):
+            store.complete_many([(j.id, j.lease_token, None) for j in batch], "bench", return_jobs=False)
+        out[f"{queue}_us_per_job"] = (time.perf_counter() - t0) / jobs * 1e6
+    out["limited_over_plain"] = out["lim_us_per_job"] / out["plain_us_per_job"]
+    store.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stores", default="sqlite,postgresql")
@@ -135,6 +153,7 @@ def main() -> None:
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--batch-jobs", type=int, default=10_000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cost-jobs", type=int, default=4000)
     args = ap.parse_args()
     print(
         f"# flow control, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
@@ -147,6 +166,7 @@ def main() -> None:
             results: dict[str, list[float]] = {}
             for _ in range(args.runs):
                 for name, fn in (
+                    ("claim+ack cost", lambda u: claim_cost(u, args.cost_jobs)),
                     ("drain concurrency=8", lambda u: drain_limited(u, args.jobs, args.workers)),
                     (
                         f"drain rate={args.rate}/s",

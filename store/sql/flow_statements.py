@@ -12,6 +12,7 @@ from sqlalchemy import (
     Double,
     Insert,
     Select,
+    Text,
     Update,
     bindparam,
     delete,
@@ -271,3 +272,8 @@ def mark_batch_canceled(now: ColumnElement[float]) -> Update:
         .where(batches.c.id == bindparam("b_id"))
         .values(canceled_at=now, canceled_by=bindparam("actor"))
     )
+
+
+def notify() -> Select:
+    """Wake idle PostgreSQL workers of a queue whose job became due. Params: channel, queue."""
+    return select(func.pg_notify(bindparam("channel", type_=Text()), bindparam("queue", type_=Text())))
