@@ -150,13 +150,14 @@ def parse_rate_text(fld: str, text: str) -> Rate:
 @dataclass(slots=True)
 class Usage:
     """What a queue uses of its limits at the store's ``now``: InProgress jobs,
-    in all and by limit key, and the start times within each rate window
-    (queue-wide; by key), oldest first."""
+    in all and by limit key; starts in the rate window and the oldest of them
+    (queue-wide, and by limit key in the per-key window)."""
 
     running: int = 0
     running_by_key: dict[str, int] = field(default_factory=dict)
-    starts: list[float] = field(default_factory=list)
-    starts_by_key: dict[str, list[float]] = field(default_factory=dict)
+    starts: int = 0
+    first_start: float | None = None
+    starts_by_key: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def in_use(self, limits: QueueLimits) -> dict[str, int]:
         """Each set limit's use: running, running of the busiest key, starts
@@ -167,9 +168,9 @@ class Usage:
         if limits.per_key_concurrency is not None:
             out["per_key_concurrency"] = max(self.running_by_key.values(), default=0)
         if limits.rate is not None:
-            out["rate"] = len(self.starts)
+            out["rate"] = self.starts
         if limits.per_key_rate is not None:
-            out["per_key_rate"] = max((len(v) for v in self.starts_by_key.values()), default=0)
+            out["per_key_rate"] = max((n for n, _ in self.starts_by_key.values()), default=0)
         return out
 
 
@@ -193,15 +194,11 @@ def hold(key: str | None, limits: QueueLimits, usage: Usage, now: float) -> tupl
             return "per_key_concurrency", (
                 f"per-key concurrency limit {limits.per_key_concurrency}: {n} running with limit key {key!r}"
             )
-    if limits.rate is not None:
-        n = _in_window(usage.starts, limits.rate, now)
-        if n >= limits.rate.limit:
-            return (
-                "rate",
-                f"rate limit {limits.rate.limit}/{limits.rate.period_s:g}s: {n} started in the window",
-            )
+    if limits.rate is not None and usage.starts >= limits.rate.limit:
+        r = limits.rate
+        return "rate", f"rate limit {r.limit}/{r.period_s:g}s: {usage.starts} started in the window"
     if key is not None and limits.per_key_rate is not None:
-        n = _in_window(usage.starts_by_key.get(key, []), limits.per_key_rate, now)
+        n = usage.starts_by_key.get(key, (0, now))[0]
         if n >= limits.per_key_rate.limit:
             r = limits.per_key_rate
             return "per_key_rate", (
@@ -211,17 +208,11 @@ def hold(key: str | None, limits: QueueLimits, usage: Usage, now: float) -> tupl
     return None
 
 
-def _in_window(starts: Sequence[float], rate: Rate, now: float) -> int:
-    low = now - rate.period_s
-    return sum(1 for t in starts if t > low)
-
-
-def _reopens(starts: Sequence[float], rate: Rate, now: float) -> float:
-    """Seconds until the window holds fewer than ``rate.limit`` starts."""
-    inside = sorted(t for t in starts if t > now - rate.period_s)
-    if len(inside) < rate.limit:
-        return 0.0
-    return max(0.0, inside[len(inside) - rate.limit] + rate.period_s - now)
+def _reopens(first: float | None, rate: Rate, now: float) -> float:
+    """Seconds until a full window's oldest start leaves it. Exact while the
+    window holds at most ``rate.limit`` starts (admission keeps it so); after
+    an operator lowered the limit it is the earliest moment to look again."""
+    return 0.0 if first is None else max(0.0, first + rate.period_s - now)
 
 
 def admit(
@@ -242,19 +233,24 @@ def admit(
                 break  # nothing else of the queue can start either
             if kind in ("rate", "per_key_rate"):
                 rate = limits.rate if kind == "rate" else limits.per_key_rate
-                starts = usage.starts if kind == "rate" else usage.starts_by_key.get(key or "", [])
+                first = (
+                    usage.first_start if kind == "rate" else usage.starts_by_key.get(key or "", (0, now))[1]
+                )
                 assert rate is not None
-                wait = _reopens(starts, rate, now)
+                wait = _reopens(first, rate, now)
                 retry = wait if retry is None else min(retry, wait)
                 if kind == "rate":
                     break
             continue
         leased.append(job_id)
         usage.running += 1
-        usage.starts.append(now)
+        usage.starts += 1
+        if usage.first_start is None:
+            usage.first_start = now
         if key is not None:
             usage.running_by_key[key] = usage.running_by_key.get(key, 0) + 1
-            usage.starts_by_key.setdefault(key, []).append(now)
+            n, first = usage.starts_by_key.get(key, (0, now))
+            usage.starts_by_key[key] = (n + 1, first)
     return Admission(leased, retry)
 
 

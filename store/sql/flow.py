@@ -61,6 +61,8 @@ class SqlFlowMixin(SqlBatchesMixin):
         self._f_cancel = fs.cancel_child(now)
         self._f_complete = fs.complete_parent(now)
         self._f_prune = fs.prune_starts(now)
+        self._f_window = fs.window_starts(now)
+        self._f_window_by_key = fs.window_starts_by_key(now)
         self._f_candidates = {keys: fs.limited_candidates(now, self._pg, keys) for keys in (False, True)}
         from store.sql import statements as sql
 
@@ -103,12 +105,13 @@ class SqlFlowMixin(SqlBatchesMixin):
             usage.running += n
             if key is not None:
                 usage.running_by_key[key] = n
-        if limits.rate or limits.per_key_rate:
-            for key, at in conn.execute(fs.starts_of(), {"q0": queue}).all():
-                if limits.rate and at > now - limits.rate.period_s:
-                    usage.starts.append(at)
-                if key is not None and limits.per_key_rate and at > now - limits.per_key_rate.period_s:
-                    usage.starts_by_key.setdefault(key, []).append(at)
+        if limits.rate:
+            params = {"q0": queue, "period": limits.rate.period_s}
+            usage.starts, usage.first_start = conn.execute(self._f_window, params).one()
+        if limits.per_key_rate:
+            params = {"q0": queue, "period": limits.per_key_rate.period_s}
+            for key, n, first in conn.execute(self._f_window_by_key, params).all():
+                usage.starts_by_key[key] = (n, first)
         return usage
 
     def limit_usage(self, queue: str) -> Usage:

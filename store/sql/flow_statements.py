@@ -90,12 +90,24 @@ def prune_starts(now: ColumnElement[float]) -> Delete:
     )
 
 
-def starts_of() -> Select:
-    """A queue's starts in its windows, oldest first. Params: q0."""
+def window_starts(now: ColumnElement[float]) -> Select:
+    """A queue's starts in its window: how many, and the oldest. Params: q0, period."""
+    return select(func.count(), func.min(rate_starts.c.at)).where(
+        rate_starts.c.queue == bindparam("q0"), rate_starts.c.at > now - bindparam("period", type_=Double())
+    )
+
+
+def window_starts_by_key(now: ColumnElement[float]) -> Select:
+    """A queue's starts in the per-key window by limit key: key, how many, the
+    oldest. Params: q0, period."""
     return (
-        select(rate_starts.c.limit_key, rate_starts.c.at)
-        .where(rate_starts.c.queue == bindparam("q0"))
-        .order_by(rate_starts.c.at)
+        select(rate_starts.c.limit_key, func.count(), func.min(rate_starts.c.at))
+        .where(
+            rate_starts.c.queue == bindparam("q0"),
+            rate_starts.c.limit_key.is_not(None),
+            rate_starts.c.at > now - bindparam("period", type_=Double()),
+        )
+        .group_by(rate_starts.c.limit_key)
     )
 
 
