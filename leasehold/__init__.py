@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from store import JobStore, open_store
+    from store.flow import QueueLimits, Rate
     from store.lifecycle import JobStatus
     from store.models import Job
     from webapp import create_app
     from webapp.extension import Leasehold
     from workers import Handler, JobContext, PermanentError, handler, periodic, use_store, wait
+    from workers.workflows import batch, chain
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -39,6 +41,10 @@ _EXPORTS: dict[str, str] = {
     "JobStatus": "store.lifecycle",
     "Leasehold": "webapp.extension",
     "create_app": "webapp",
+    "batch": "workers.workflows",
+    "chain": "workers.workflows",
+    "QueueLimits": "store.flow",
+    "Rate": "store.flow",
 }
 
 __all__ = [
@@ -49,7 +55,11 @@ __all__ = [
     "JobStore",
     "Leasehold",
     "PermanentError",
+    "QueueLimits",
+    "Rate",
     "__version__",
+    "batch",
+    "chain",
     "create_app",
     "handler",
     "open_store",

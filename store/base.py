@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from store.contract_flow import FlowContract
 from store.contract_operating import OperatingContract
 from store.errors import (
     InvalidTransition,
@@ -111,11 +112,12 @@ def default_worker_host() -> str:
     return socket.gethostname()
 
 
-class JobStore(OperatingContract):
+class JobStore(FlowContract, OperatingContract):
     """A job store. Thread-safe; open one per process (``store.open_store``).
     What a store does to be operated for months (queues, retention,
     maintenance runs, bulk operations, failure counters, periodic jobs,
-    search) is declared in ``store.contract_operating``."""
+    search) is declared in ``store.contract_operating``; flow control (limits,
+    dependencies, batches) in ``store.contract_flow``."""
 
     settings: StoreSettings
     #: Seconds added to the store's clock (0 in production). Tests and drills

@@ -104,6 +104,9 @@ class EventKind(enum.StrEnum):
     HEARTBEAT_REFUSED = "heartbeat_refused"
     RELEASE_REFUSED = "release_refused"
     PROGRESS_REFUSED = "progress_refused"
+    DEPENDENCIES_MET = "dependencies_met"  # a waiting job's last parent finished: Queued
+    QUEUE_LIMITS_SET = "queue_limits_set"  # audit only: the message names the queue and its limits
+    BATCH_CANCELED = "batch_canceled"  # audit only: the message names the batch
 
 
 #: Refusal kinds: a stale write (wrong token, job no longer InProgress) that
@@ -142,6 +145,7 @@ class Operation(enum.Enum):
     REQUEUE = "requeue"  # operator: back to Queued (retries reset or kept)
     RETRY_NOW = "retry_now"  # operator: due now, retries kept
     DELETE = "delete"  # operator: the job, its events and keys removed (not while InProgress)
+    UNBLOCK = "unblock"  # the last parent of a waiting job finished (store/flow.py decides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +246,17 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         EventKind.RETRIED_NOW,
         stamps=("due_at",),
         clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
+    ),
+    # A job waiting for its parents (Scheduled, never due by time) becomes
+    # due at once when the last one finishes; store/flow.py decides when. A
+    # failed parent cancels it through CANCEL.
+    Operation.UNBLOCK: OperationRule(
+        frozenset({S.Scheduled}),
+        frozenset({S.Queued}),
+        EventKind.DEPENDENCIES_MET,
+        stamps=("due_at",),
+        clears=("retry_delay_until",),
+        writes=("pending_parents",),
     ),
     # No target: the job leaves the store. A running job is canceled first.
     Operation.DELETE: OperationRule(

@@ -131,6 +131,13 @@ class Job:
     idempotency_key: str | None = None
     #: ``{"fraction": 0..1, "message": str | None, "at": epoch seconds}``, or None.
     progress: dict[str, Any] | None = None
+    #: Flow control (store/flow.py): the per-key limits' partition key, the
+    #: batch or chain the job belongs to, how many of its parents have not
+    #: finished (None: it has none) and what a failed parent does to it.
+    limit_key: str | None = None
+    batch_id: str | None = None
+    pending_parents: int | None = None
+    on_parent_failure: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The API's job JSON: DESIGN field names, ``status`` as its name and
@@ -163,6 +170,10 @@ class Job:
             "completed_at": iso(self.completed_at),
             "last_updated_at": iso(self.last_updated_at),
             "progress": progress_json(self.progress),
+            "limit_key": self.limit_key,
+            "batch_id": self.batch_id,
+            "pending_parents": self.pending_parents,
+            "on_parent_failure": self.on_parent_failure,
         }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
+from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
 from store.errors import LeaseLost, ValidationError, WorkerStopping
@@ -91,11 +92,16 @@ class SharedStore(JobStore):
         return self.enqueue_idempotent(JobSpec(name, payload, **options))[0]
 
     def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
-        return self._enqueue_one(validate_spec(spec))
+        spec = validate_spec(spec)
+        if spec.uses_flow and not self.supports_flow:
+            raise FlowUnsupported("depends_on" if spec.depends_on else "limit_key")
+        return self._enqueue_one(spec)
 
     def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
         checked = [validate_spec(as_spec(item)) for item in specs]
-        if any(unique_key_of(spec) for spec in checked):
+        if any(spec.uses_flow for spec in checked) and not self.supports_flow:
+            raise FlowUnsupported("limit_key")
+        if any(unique_key_of(spec) or spec.uses_flow for spec in checked):
             return [self._enqueue_one(spec)[0] for spec in checked]
         out: list[Job] = []
         for i in range(0, len(checked), self.enqueue_chunk):

@@ -68,6 +68,19 @@ class JobSpec:
     #: payload when only ``unique_for`` is given (``unique_key_of``).
     unique_key: str | None = None
     unique_for: float | None = None
+    #: Flow control (store/flow.py): the partition key of per-key limits; the
+    #: ids of jobs this one waits for (Scheduled with no due time until the
+    #: last finishes); what a failed or canceled parent does ("cancel", the
+    #: default, or "run"); the batch it belongs to (set by ``create_batch``).
+    limit_key: str | None = None
+    depends_on: tuple[str, ...] | None = None
+    on_parent_failure: str | None = None
+    batch_id: str | None = None
+
+    @property
+    def uses_flow(self) -> bool:
+        """True when the spec needs the store's flow control."""
+        return bool(self.limit_key or self.depends_on or self.on_parent_failure or self.batch_id)
 
 
 #: What a NUL becomes in text written for people (U+FFFD REPLACEMENT CHARACTER).
@@ -175,6 +188,16 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     _finite("delay_s", spec.delay_s, 0.0, MAX_DELAY_S)
     _text("unique_key", spec.unique_key, MAX_IDEMPOTENCY_KEY_LEN, False)
     _finite("unique_for", spec.unique_for, 0.0, MAX_DELAY_S)
+    _text("limit_key", spec.limit_key, MAX_IDEMPOTENCY_KEY_LEN, False)
+    if spec.on_parent_failure is not None and spec.on_parent_failure not in ("cancel", "run"):
+        raise ValidationError("on_parent_failure", "must be 'cancel' or 'run'")
+    if spec.depends_on is not None:
+        if isinstance(spec.depends_on, str) or not all(isinstance(i, str) and i for i in spec.depends_on):
+            raise ValidationError("depends_on", "must be a list of job ids")
+        if len(spec.depends_on) > 10_000:
+            raise ValidationError("depends_on", "must name at most 10000 jobs")
+    if spec.on_parent_failure is not None and not spec.depends_on:
+        raise ValidationError("on_parent_failure", "needs depends_on")
     for fld in ("name", "queue", "idempotency_key", "unique_key"):
         if "\x00" in (getattr(spec, fld) or ""):
             raise ValidationError(fld, "must not contain NUL characters")

@@ -19,6 +19,8 @@ Series (``_total`` added by the exposition format for counters):
   Queued job has waited (``store.latency``).
 * ``leasehold_queue_paused{queue}``: 1 while the queue is paused, 0 once
   resumed (queues never paused have no series).
+* ``leasehold_queue_limit{queue,kind}`` and ``leasehold_queue_limit_in_use{queue,kind}``:
+  each set flow control limit and its use now (``webapp.flow_metrics``).
 * ``leasehold_jobs_pruned_total``: jobs removed by retention, the sum of the
   ``count`` of the recorded ``retention`` maintenance runs (the workers'
   runs and ``POST /api/purge``). The store keeps the newest
@@ -71,6 +73,7 @@ from store.latency import queue_latency
 from store.lifecycle import REFUSALS, JobStatus
 from store.lifecycle import EventKind as E
 from webapp.console.diagnosis import ALIVE_TTLS, is_alive
+from webapp.flow_metrics import limit_metrics
 
 #: Percentiles of the recent-jobs gauges (label ``percentile``).
 PERCENTILES: tuple[int, ...] = (50, 90, 99, 100)
@@ -150,6 +153,7 @@ class StoreCollector(Collector):
         yield from self._events()
         yield from self._recovery()
         yield from self._pruned()
+        yield from limit_metrics(self.store)
         if self.sample_jobs:
             yield from self._recent()
 

@@ -126,6 +126,9 @@ class JobContext:
     attempt: int
     worker_id: str
     lease_token: int
+    #: Results of the jobs this one waited for (``depends_on``), read by the
+    #: worker before the run: ``{job_id: {"status": name, "result": value}}``.
+    parents: dict[str, dict[str, Any]] | None = None
     _cancelled: CancelEvent | None = field(default=None, repr=False, compare=False)
     _reporter: Any = field(default=None, repr=False, compare=False)
 
@@ -141,6 +144,12 @@ class JobContext:
                     self._cancelled = CancelEvent()
                 event = self._cancelled
         return event
+
+    def parent_results(self) -> dict[str, dict[str, Any]]:
+        """The parents' outcomes, ``{job_id: {"status": "Completed" | "Failed"
+        | "Canceled", "result": value}}`` (empty for a job without parents; a
+        batch's callback gets every job of the batch)."""
+        return dict(self.parents or {})
 
     def progress(self, fraction: float, message: str | None = None) -> None:
         """Report how far the job got: ``fraction`` in [0, 1] and an optional
@@ -185,6 +194,7 @@ class JobContext:
             "attempt": self.attempt,
             "worker_id": self.worker_id,
             "lease_token": self.lease_token,
+            "parents": self.parents,
         }
 
 

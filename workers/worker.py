@@ -56,6 +56,7 @@ from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
 from workers.execute import handler_missing
 from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_POOL_BROKEN, EXIT_SLOTS_LOST, EXIT_STOPPED
+from workers.flow import idle_wait, parent_results
 from workers.handlers import JobContext, get_handler, unserved_handlers
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
@@ -287,7 +288,7 @@ class Worker:
             if self.config.burst and self.runner.busy() == 0:
                 log.info("worker %s: no job left (burst), stopping", self.id)
                 return
-            self._wakeup.wait(self.timeouts.until_deadline(self._idle.next()))
+            self._wakeup.wait(self.timeouts.until_deadline(idle_wait(self.store, self.id, self._idle.next())))
 
     def _ahead(self) -> int:
         """Jobs to claim ahead of the slots: what they run in CLAIM_AHEAD_S at
@@ -359,6 +360,8 @@ class Worker:
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id, self.progress))
+        if job.pending_parents is not None:  # only a job that waited pays for the read
+            run.ctx.parents = parent_results(self.store, job.id)
         if spec is None:  # another worker may have it (a rolling deploy): back, not failed, for a while
             missing = handler_missing(
                 job, self.id, self.config.unknown_handler_grace_s, self.config.store.retry

@@ -25,9 +25,12 @@ from leasehold.cli.jobs import (
     stats_command,
     worker_command,
 )
+from leasehold.cli.limits import limits_command
 from leasehold.cli.operate import periodic_group, queue_group
 from leasehold.logs import configure_logging, log_format_from_env
 from leasehold.settings import ConfigError, check_names
+
+queue_group.add_command(limits_command)
 
 #: Every command (``leasehold.cli.flask`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (

@@ -225,6 +225,18 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
     default=None,
     help="Enqueue at most once with this key: again, print the job it made.",
 )
+@click.option("--limit-key", default=None, help="Partition key of the queue's per-key limits.")
+@click.option(
+    "--depends-on",
+    multiple=True,
+    help="Id of a job this one waits for (repeat for more): Scheduled until the last finishes.",
+)
+@click.option(
+    "--on-parent-failure",
+    type=click.Choice(["cancel", "run"]),
+    default=None,
+    help="What a failed or canceled parent does [cancel].",
+)
 @friendly_errors
 def enqueue_command(
     name: str,
@@ -237,6 +249,9 @@ def enqueue_command(
     unique_for: float | None,
     unique_key: str | None,
     idempotency_key: str | None,
+    limit_key: str | None,
+    depends_on: tuple[str, ...],
+    on_parent_failure: str | None,
 ) -> None:
     """Enqueue a job; prints its id alone on stdout (a unique job's existing
     holder of the key, or the job of an idempotency key already used, when
@@ -252,6 +267,9 @@ def enqueue_command(
         "unique_for": unique_for,
         "unique_key": unique_key,
         "idempotency_key": idempotency_key,
+        "limit_key": limit_key,
+        "depends_on": depends_on or None,
+        "on_parent_failure": on_parent_failure,
     }
     given = {k: v for k, v in options.items() if v is not None}
     store = runtime().store()

@@ -137,7 +137,7 @@ def periodic_run(name: str) -> None:
 
 
 # --------------------------------------------------------------------- queue
-queue_group = OneLineGroup("queue", help="List queues; pause or resume one.")
+queue_group = OneLineGroup("queue", help="List queues; pause or resume one; set its limits.")
 
 
 @queue_group.command("list")

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from sqlalchemy import Index, text
 
-from store.sql.schema import attempts, failures, job_events, jobs, maintenance_runs, metadata, operations
+from store.sql.schema import (
+    attempts,
+    failures,
+    job_deps,
+    job_events,
+    jobs,
+    maintenance_runs,
+    metadata,
+    operations,
+    rate_starts,
+)
 from store.sql.schema import recovery_runs as runs
 from store.sql.schema import unique_keys as keys
 
@@ -64,6 +74,17 @@ INDEXES: tuple[Index, ...] = (
     Index("leasehold_ix_operations_created", operations.c.created_at),
     # Maintenance deletes closed failure windows (login throttling) through it.
     Index("leasehold_ix_failures_window_end", failures.c.window_end),
+    # Flow control: a batch's jobs (only jobs of a batch are in it), a child's
+    # parents, the rate window of a queue and of its limit keys.
+    Index(
+        "leasehold_ix_jobs_batch",
+        j.batch_id,
+        j.status,
+        postgresql_where=text("batch_id IS NOT NULL"),
+        sqlite_where=text("batch_id IS NOT NULL"),
+    ),
+    Index("leasehold_ix_job_deps_child", job_deps.c.child_id),
+    Index("leasehold_ix_rate_starts", rate_starts.c.queue, rate_starts.c.limit_key, rate_starts.c.at),
 )
 
 

@@ -22,13 +22,21 @@ from sqlalchemy import (
     update,
 )
 
+from store.sql.changes import const
+from store.sql.flow_statements import waiting_child_of
 from store.sql.schema import Json, attempts, failures, history, job_events, jobs, unique_keys
 from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, bucket_start, json_with_at
 
 
 def _purgeable(now: ColumnElement[float]) -> list[ColumnElement[bool]]:
     age = bindparam("age", type_=Double())
-    return [jobs.c.status.in_(bindparam("statuses", expanding=True)), jobs.c.last_updated_at < now - age]
+    # A parent whose children still wait is kept: they read its result.
+    waiting = waiting_child_of(jobs.c.id)
+    return [
+        jobs.c.status.in_(bindparam("statuses", expanding=True)),
+        jobs.c.last_updated_at < now - age,
+        (jobs.c.has_children == const(0)) | ~waiting,
+    ]
 
 
 def purge_candidates(now: ColumnElement[float]) -> Select:

@@ -259,12 +259,17 @@ def _token_rows(texts: str, columns: tuple[str, str, str], name: str) -> Any:
 
 def complete_jobs_pg(now: ColumnElement[float]) -> Update:
     """PostgreSQL batch ack: one UPDATE over ``unnest`` of three arrays, each row
-    guarded by status and token. Params: ids, tokens, results (JSON texts)."""
+    guarded by status and token; jobs others wait for are left to the ack that
+    releases them (``store/sql/flow.py``). Params: ids, tokens, results (JSON texts)."""
     acks = _token_rows("results", ("a_id", "a_token", "a_result"), "acks")
     return guarded_update(
         Operation.COMPLETE,
         now,
-        where=[jobs.c.id == acks.c.a_id, jobs.c.lease_token == acks.c.a_token],
+        where=[
+            jobs.c.id == acks.c.a_id,
+            jobs.c.lease_token == acks.c.a_token,
+            jobs.c.has_children == const(0),
+        ],
         values={"result": cast(acks.c.a_result, postgresql.JSONB)},
     ).returning(*jobs.c, const(IN_PROGRESS, SmallInteger()).label("old_status"))
 

@@ -38,6 +38,15 @@ class SqlRecoveryMixin(SqlPlumbing):
                 (r, d, lease_expired_error(r["worker_id"], r["lease_token"])) for r, d in self._decide(rows)
             ]
             applied = self.dialect.recover(conn, plan, owner)
+            # A parent out of retries fails its waiting children; one retried
+            # keeps them waiting (store/flow.py).
+            failed = [
+                (r["id"], d.status)
+                for r, d, _ in plan
+                if r["id"] in applied and r["has_children"] and d.status is lifecycle.JobStatus.Failed
+            ]
+            if failed:
+                self._settle(conn, failed, owner)  # type: ignore[attr-defined]
             return [_recovered(r, d) for r, d, _ in plan if r["id"] in applied], len(rows) >= limit
 
         return self.tx(body)

@@ -101,6 +101,10 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         last_updated_at=ts(row["last_updated_at"]),
         idempotency_key=row["idempotency_key"],
         progress=row["progress"],
+        limit_key=row.get("limit_key"),
+        batch_id=row.get("batch_id"),
+        pending_parents=row.get("pending_parents"),
+        on_parent_failure=row.get("on_parent_failure"),
     )
 
 

@@ -94,6 +94,14 @@ jobs = Table(
     Column("idempotency_key", String(200)),
     # {"fraction", "message", "at"} as the handler last reported it.
     Column("progress", Json),
+    # Flow control: the partition key of per-key limits; the batch a job
+    # belongs to; for a job with parents, how many have not finished and what
+    # a failed parent does; whether any job waits for this one.
+    Column("limit_key", String(200)),
+    Column("batch_id", String(36)),
+    Column("pending_parents", Integer),
+    Column("on_parent_failure", String(10)),
+    Column("has_children", SmallInteger, nullable=False, server_default=text("0")),
 )
 # PostgreSQL keeps a fifth of each leasehold_jobs page free for the row versions
 # of claims and acks (fillfactor 80): set by migration 0006, which says why and
@@ -173,6 +181,15 @@ queues = Table(
     Column("paused", SmallInteger, nullable=False, server_default=text("0")),
     Column("changed_by", String(200)),
     Column("changed_at", Double, nullable=False),
+    # Flow control limits (store/flow.py); ``limited`` is 1 when any is set,
+    # so the claim of an unlimited queue reads nothing else.
+    Column("limited", SmallInteger, nullable=False, server_default=text("0")),
+    Column("concurrency", Integer),
+    Column("per_key_concurrency", Integer),
+    Column("rate_limit", Integer),
+    Column("rate_period_s", Double),
+    Column("per_key_rate_limit", Integer),
+    Column("per_key_rate_period_s", Double),
 )
 
 # Unique jobs: the job a key names and until when it holds the key after the
@@ -266,4 +283,40 @@ operations = Table(
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
     Column("body", Json, nullable=False),
+)
+
+# Starts of jobs of rate-limited queues (the sliding window of store/flow.py),
+# written by the claims of those queues only and pruned by them.
+rate_starts = Table(
+    "leasehold_rate_starts",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("queue", String(100), nullable=False),
+    Column("limit_key", String(200)),
+    Column("at", Double, nullable=False),
+)
+
+# Dependencies: ``child_id`` waits for ``parent_id``; ``done`` once the parent
+# has finished (its end was applied to the child).
+job_deps = Table(
+    "leasehold_job_deps",
+    metadata,
+    Column("parent_id", String(36), nullable=False),
+    Column("child_id", String(36), nullable=False),
+    Column("done", SmallInteger, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("parent_id", "child_id", name="leasehold_pk_job_deps"),
+)
+
+# Batches and chains: a group of jobs (``leasehold_jobs.batch_id``) and the
+# callback job that waits for all of them.
+batches = Table(
+    "leasehold_batches",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("kind", String(10), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("callback_job_id", String(36)),
+    Column("created_at", Double, nullable=False),
+    Column("canceled_at", Double),
+    Column("canceled_by", String(200)),
 )

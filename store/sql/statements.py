@@ -159,17 +159,22 @@ def lock_job_for_update() -> Select:
     return select(jobs).where(jobs.c.id == bindparam("j_id")).with_for_update()
 
 
-def due(stmt: Select, now: ColumnElement[float], queues: int) -> Select:
+def due(stmt: Select, now: ColumnElement[float], queues: int, limited: bool = False) -> Select:
     """Due jobs of the named queues in claim order, written so the planner walks
     ix_jobs_ready in order and stops at LIMIT: the status codes are literals
     (implying the partial index's predicate) and one queue is an equality.
-    Jobs of a paused queue are never due (``queues.paused``)."""
+    Jobs of a paused queue are never due (``queues.paused``); jobs of a
+    limited queue (``queues.limited``) only to its own claim (``limited``:
+    ``store/sql/flow.py``), which decides the limits."""
     waiting = jobs.c.status.in_([literal_column(str(code)) for code in source_codes(Operation.CLAIM)])
     if queues == 1:
         in_queue = jobs.c.queue == bindparam("q0")
     else:
         in_queue = jobs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)])
-    paused = select(queue_states.c.name).where(queue_states.c.paused == const(1))
+    held = queue_states.c.paused == const(1)
+    if not limited:
+        held = held | (queue_states.c.limited == const(1))
+    paused = select(queue_states.c.name).where(held)
     return (
         stmt.where(waiting, in_queue, jobs.c.due_at <= now, jobs.c.queue.not_in(paused.scalar_subquery()))
         .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
@@ -244,12 +249,17 @@ def tokens_of() -> Select:
 
 
 def complete_job(now: ColumnElement[float]) -> Update:
-    """Ack guarded by status and token (Operation.COMPLETE). Params: j_id,
-    token, new_result."""
+    """Ack guarded by status and token (Operation.COMPLETE), of a job no other
+    waits for (a parent's ack releases its children: ``store/sql/flow.py``).
+    Params: j_id, token, new_result."""
     return guarded_update(
         Operation.COMPLETE,
         now,
-        where=[jobs.c.id == bindparam("j_id"), jobs.c.lease_token == bindparam("token")],
+        where=[
+            jobs.c.id == bindparam("j_id"),
+            jobs.c.lease_token == bindparam("token"),
+            jobs.c.has_children == const(0),
+        ],
         values={"result": bindparam("new_result")},
     ).returning(*jobs.c)
 
@@ -322,6 +332,7 @@ def expired_leases(now: ColumnElement[float], lock: bool) -> Select:
             jobs.c.max_retries,
             jobs.c.lease_expires_at,
             jobs.c.started_at,
+            jobs.c.has_children,
         )
         .where(jobs.c.status == IN_PROGRESS, jobs.c.lease_expires_at < now)
         .order_by(jobs.c.lease_expires_at)

@@ -29,6 +29,7 @@ from store.spec import check_actor, clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditMixin
+from store.sql.flow import SqlFlowMixin
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Dialect, Refused, event_row
 from store.sql.recovery import SqlRecoveryMixin
@@ -41,7 +42,13 @@ S = JobStatus
 
 
 class SqlStore(
-    SqlAuditMixin, SqlOperatingMixin, SqlRecoveryMixin, SqlRegistryMixin, SqlSearchMixin, SharedStore
+    SqlAuditMixin,
+    SqlFlowMixin,
+    SqlOperatingMixin,
+    SqlRecoveryMixin,
+    SqlRegistryMixin,
+    SqlSearchMixin,
+    SharedStore,
 ):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
 
@@ -73,6 +80,7 @@ class SqlStore(
         self._q_release = sql.release_job(now)
         self._q_insert_key = ops.insert_unique_key(now)
         self._q_move_key = ops.move_unique_key(now)
+        self._flow_init()
 
     # ------------------------------------------------------------- enqueue
     def _row_for(self, spec: JobSpec) -> dict[str, Any]:
@@ -113,6 +121,8 @@ class SqlStore(
                 found = self.read(sql.job_by_idempotency_key(), {"key": spec.idempotency_key})
                 if found:
                     return job_from_row(found[0]), False
+            if spec.uses_flow:
+                return self._enqueue_flow(spec), True
             if key is None:
                 return self.dialect.insert([self._row_for(spec)])[0], True
             return self.tx(lambda conn: self._enqueue_unique(conn, spec, key))
@@ -200,6 +210,8 @@ class SqlStore(
             limit=min(limit, MAX_BATCH), worker_id=worker_id, ttl=lease_ttl_s or self.settings.lease_ttl_s
         )
         rows = self.dialect.claim(params, len(queues))
+        if len(rows) < params["limit"]:  # limited queues are claimed apart (store/sql/flow.py)
+            rows = [*rows, *self._claim_limited(params, queues, params["limit"] - len(rows))]
         # RETURNING order is unspecified: hand jobs out in claim order.
         rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
         return [job_from_row(r) for r in rows]
@@ -231,10 +243,19 @@ class SqlStore(
         self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
     ) -> list[Job | LeaseLost | None]:
         done = self.dialect.complete(acks, worker_id, return_jobs)
-        refused = [Lease(a[0], a[1]) for a in acks if (a[0], a[1]) not in done]
         kind = rule(Operation.COMPLETE).refusal
         assert kind is not None
-        lost = self.tx(lambda c: self.refuse(c, refused, kind, worker_id)) if refused else {}
+        left = [a for a in acks if (a[0], a[1]) not in done]
+
+        def rest(conn: Connection) -> dict[tuple[str, int], LeaseLost]:
+            # Jobs others wait for are completed here, their children released
+            # in the same transaction; what is still left was refused.
+            parents = self._complete_parents(conn, left, worker_id)
+            done.update({k: v if return_jobs else None for k, v in parents.items()})
+            refused = [Lease(a[0], a[1]) for a in left if (a[0], a[1]) not in parents]
+            return self.refuse(conn, refused, kind, worker_id) if refused else {}
+
+        lost = self.tx(rest) if left else {}
         return [done[key] if (key := (a[0], a[1])) in done else lost[key] for a in acks]
 
     def _report_progress(
@@ -291,6 +312,8 @@ class SqlStore(
             )
             if job is None:  # pragma: no cover - the row is locked, the guard cannot fail
                 raise Refused(job_id, token, refusal, worker_id)
+            if row["has_children"] and job.status is S.Failed:
+                self._settle(conn, [(job_id, S.Failed)], worker_id)
             return job
 
         try:
@@ -332,6 +355,8 @@ class SqlStore(
             job = job_from_row(conn.execute(self._q_operator[op], params).mappings().one())
             event = event_row(job_id, kind, int(old), int(job.status), actor, row["lease_token"])
             self.book(conn, [event], counters.moved(job.queue, old, job.status))
+            if row["has_children"] and job.status is S.Canceled:
+                self._settle(conn, [(job_id, S.Canceled)], actor)
             return job
 
         return self.tx(body)
@@ -356,6 +381,8 @@ class SqlStore(
                 raise JobNotFound(job_id)
             old = S(row["status"])
             lifecycle.check_operation(job_id, Operation.DELETE, old)
+            if row["has_children"] and old not in TERMINAL:
+                self._settle(conn, [(job_id, S.Canceled)], actor)
             self.remove_jobs(conn, [(job_id, int(old), row["queue"])])
             if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
                 self.book(conn, [event_row(job_id, kind, int(old), None, actor, row["lease_token"])])

@@ -13,6 +13,7 @@ import pytest
 from store.base import JobStore, StoreSettings
 from store.lifecycle import OPERATIONS, EventKind, JobStatus, Operation, failure_event_kind, rule
 from store.models import Job, Lease, RecoveryRun
+from tests.store.flow_helpers import needs_flow
 from tests.store.helpers import ERROR, expire_leases, job_in
 
 S = JobStatus
@@ -24,6 +25,14 @@ def _claimed(store: JobStore) -> Job:
     return job
 
 
+def _unblocked(store: JobStore) -> Job:
+    needs_flow(store)
+    parent = _claimed(store)
+    child = store.enqueue("t", {"n": 2}, depends_on=[parent.id])
+    store.complete(parent.id, parent.lease_token, None)
+    return store.get(child.id)
+
+
 #: For each operation: put a job where it can start, run it, return the job after.
 DRIVE: dict[Operation, Callable[[JobStore], Job]] = {
     Operation.CLAIM: lambda store: (job_in(store, S.Queued), store.claim("w-1", ["default"], 1)[0])[1],
@@ -33,6 +42,7 @@ DRIVE: dict[Operation, Callable[[JobStore], Job]] = {
     Operation.CANCEL: lambda store: store.cancel(_claimed(store).id, actor="operator:ann"),
     Operation.REQUEUE: lambda store: store.requeue(job_in(store, S.Failed).id, actor="operator:ann"),
     Operation.RETRY_NOW: lambda store: store.retry_now(job_in(store, S.Failed).id, actor="operator:ann"),
+    Operation.UNBLOCK: _unblocked,
 }
 
 

@@ -26,9 +26,8 @@ from store.catalogue import catalogue
 from store.errors import StoreUnavailable
 from store.handler_figures import figures
 from store.lifecycle import JobStatus
-from store.models import JobSpec
 from webapp import metrics
-from webapp.api import control
+from webapp.api import control, flow
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
@@ -78,7 +77,6 @@ PERIODIC = "/api/periodic/<name>"
 RECOVERY_MAX_BATCHES = 20
 E = ErrorResponse
 #: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
-ENQUEUE_FIELDS = tuple(EnqueueRequest.model_fields)
 
 
 # ------------------------------------------------------------------ views
@@ -111,8 +109,7 @@ def enqueue_job() -> Response:
     lease_ttl_s differ) is 422. A unique job whose key is held: 200 with the
     job holding it."""
     body = validated_body(EnqueueRequest)
-    fields = {name: getattr(body, name) for name in ENQUEUE_FIELDS}
-    spec = JobSpec(idempotency_key=idempotency_key(), **fields)
+    spec = flow.spec_of(body, idempotency_key())
     # Options the body left out take the handler's defaults (the live workers' catalogue);
     # an unknown name is 422 once the catalogue knows any handler.
     return enqueue_response(handler_catalogue().with_defaults(spec, body.model_fields_set))
@@ -268,6 +265,7 @@ _QUEUES = ("queues",)
 _RETENTION = ("retention",)
 _PERIODIC = ("periodic",)
 _OPERATIONS = ("operations",)
+_FLOW = ("batches",)
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -401,6 +399,39 @@ ROUTES: tuple[Route, ...] = (
         control.get_operation,
         responses={"HTTP_200": OperationOut, "HTTP_404": E, **_READ},
         tags=_OPERATIONS,
+    ),
+    Route(
+        f"{QUEUE}/limits",
+        flow.set_limits,
+        ("PUT",),
+        responses={"HTTP_200": flow.LimitsOut, **_ACT, **_BODY},
+        tags=_QUEUES,
+    ),
+    Route(f"{QUEUE}/limits", flow.get_limits, responses={"HTTP_200": flow.LimitsOut, **_READ}, tags=_QUEUES),
+    Route(
+        "/api/batches",
+        flow.create_batch,
+        ("POST",),
+        responses={"HTTP_202": flow.BatchOut, **_ACT, **_BODY},
+        tags=_FLOW,
+    ),
+    Route(
+        "/api/batches/<batch_id>",
+        flow.get_batch,
+        responses={"HTTP_200": flow.BatchOut, "HTTP_404": E, **_READ},
+        tags=_FLOW,
+    ),
+    Route(
+        "/api/batches/<batch_id>/cancel",
+        flow.cancel_batch,
+        ("POST",),
+        responses={"HTTP_200": flow.BatchOut, **_ACT},
+        tags=_FLOW,
+    ),
+    Route(
+        f"{JOB}/dependencies",
+        flow.job_dependencies,
+        responses={"HTTP_200": flow.DependenciesOut, "HTTP_404": E, **_READ},
     ),
     Route("/metrics", prometheus_metrics, responses={"HTTP_200": None, **_READ}, tags=_OPS),
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),

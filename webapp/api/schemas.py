@@ -96,6 +96,10 @@ class _Query(BaseModel):
 
 
 # ---------------------------------------------------------------- requests
+#: A job id (UUID, any case).
+_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
 class EnqueueRequest(_Body):
     """A job to enqueue. Durations are seconds; omitted options take the
     server's defaults (LEASEHOLD_MAX_RETRIES, LEASEHOLD_JOB_TIMEOUT, ...)."""
@@ -122,6 +126,20 @@ class EnqueueRequest(_Body):
         Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LEN, pattern=_TEXT)]
         | None
     ) = Field(None, description="the unique job's key (default: name and canonical payload)")
+    limit_key: (
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LEN, pattern=_TEXT)]
+        | None
+    ) = Field(None, description="partition key of the queue's per-key limits (e.g. a customer id)")
+    depends_on: list[Annotated[str, StringConstraints(pattern=_UUID)]] | None = Field(
+        None,
+        max_length=10_000,
+        description="ids of jobs this one waits for: Scheduled with no due time until the last finishes",
+    )
+    on_parent_failure: typing.Literal["cancel", "run"] | None = Field(
+        None,
+        description="what a failed or canceled parent does: "
+        "cancel (default) this job and its dependents, or run it",
+    )
 
 
 class RequeueRequest(_Body):

@@ -16,7 +16,16 @@ from webapp.config import WebSettings
 def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: object | None = None) -> None:
     """Register the console under ``url_prefix`` (called by the ``Leasehold``
     extension). Raises ConfigError for a malformed LEASEHOLD_USERS."""
-    from webapp.console import actions, auth, bulk, control, handlers, operating, views  # noqa: F401 - registers the routes
+    from webapp.console import (  # noqa: F401 - registers the routes
+        actions,
+        auth,
+        bulk,
+        control,
+        flow,
+        handlers,
+        operating,
+        views,
+    )
     from webapp.console.blueprint import bp
 
     auth.init_app(app, web, authorize)

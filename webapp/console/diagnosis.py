@@ -48,6 +48,8 @@ class Context:
     recovery_interval_s: float
     queued_in_queue: int
     queue_state: QueueState | None = None
+    #: The queue limit that holds a due job now, ``(kind, explanation)`` (store.flow.hold).
+    limit: tuple[str, str] | None = None
 
 
 def epoch(value: datetime | None) -> float | None:
@@ -139,15 +141,32 @@ def _paused_line(job: Job, ctx: Context) -> list[Reason]:
     ]
 
 
+def _limit_line(job: Job, ctx: Context) -> list[Reason]:
+    """ "held by the queue's concurrency limit 3: 3 running" when a limit holds it."""
+    if ctx.limit is None:
+        return []
+    kind, why = ctx.limit
+    after = "a running job finishes" if "concurrency" in kind else "the window allows another start"
+    return [Reason("warn", f"Held by queue '{job.queue}'s {why}; it starts when {after}.")]
+
+
 def _queued(job: Job, ctx: Context) -> list[Reason]:
     return [
         *_paused_line(job, ctx),
+        *_limit_line(job, ctx),
         Reason("info", "Queued and due now; waiting to be claimed."),
         *_worker_line(job, ctx),
     ]
 
 
+def _waiting(job: Job) -> list[Reason]:
+    n = job.pending_parents or 0
+    return [Reason("info", f"Waiting for {n} parent job(s) to finish: the last one's end makes it Queued.")]
+
+
 def _scheduled(job: Job, ctx: Context) -> list[Reason]:
+    if job.pending_parents:
+        return _waiting(job)
     due = job.retry_delay_until
     due_s = epoch(due)
     if due is not None and due_s is not None and due_s > ctx.now_s:

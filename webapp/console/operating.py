@@ -22,7 +22,7 @@ from store.latency import queue_latency
 from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
 from webapp import periodic
-from webapp.console import auth, history, queries
+from webapp.console import auth, flow, history, queries
 from webapp.console.actions import actor
 from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
 from webapp.console.views import workers_context
@@ -50,6 +50,8 @@ def queue_context(queue: str, message: str | None = None) -> dict[str, Any]:
         "message": message,
         "history": history.read(st, st.now(), request.args.get("range"), queue),
         "history_links": history.links("console.queue", queue=queue),
+        **flow.queue_limits_context(st, queue),
+        "rate_text": flow.rate_text,
     }
 
 

@@ -1,0 +1,152 @@
+"""Batches and chains on the SQL store: a group of jobs enqueued in one
+transaction (a chain's jobs each wait for the one before), with an optional
+callback job that waits for all of them; progress by status; cancel the whole
+batch. The dependencies themselves are ``store/sql/flow.py``'s."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import uuid6
+from sqlalchemy import Connection
+
+from store import counters, flow
+from store.contract_flow import Batch
+from store.errors import JobNotFound, ValidationError
+from store.flow import ParentFailure
+from store.lifecycle import EventKind, JobStatus, Operation, sources
+from store.models import Job, JobSpec
+from store.spec import validate_spec
+from store.sql import flow_statements as fs
+from store.sql.plumbing import event_row
+from store.sql.rows import job_from_row
+
+S = JobStatus
+_OPEN = (S.Queued, S.Scheduled, S.InProgress)
+
+
+class SqlBatchesMixin:
+    """The batch half of ``SqlStore``'s flow control (``SqlFlowMixin`` builds on it)."""
+
+    def create_batch(
+        self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
+    ) -> Batch:
+        if kind not in ("batch", "chain"):
+            raise ValidationError("kind", "must be 'batch' or 'chain'")
+        if not specs:
+            raise ValidationError("jobs", "name at least one job")
+        checked = [validate_spec(s) for s in specs]
+        if callback is not None:
+            callback = validate_spec(callback)
+        batch_id = str(uuid6.uuid7())
+        rows = [self._flow_row(replace(s, batch_id=batch_id)) for s in checked]
+        edges: list[dict[str, Any]] = []
+        if kind == "chain":
+            for before, row in itertools.pairwise(rows):
+                row["on_parent_failure"] = ParentFailure.CANCEL.value
+                self._apply_new(row, flow.ChildChange(1, S.Scheduled))
+                before["has_children"] = 1
+                edges.append({"parent_id": before["id"], "child_id": row["id"], "done": 0})
+        callback_id = None
+        if callback is not None:
+            cb = self._flow_row(
+                replace(callback, on_parent_failure=callback.on_parent_failure or "run", depends_on=())
+            )
+            cb["on_parent_failure"] = cb["on_parent_failure"] or ParentFailure.RUN.value
+            self._apply_new(cb, flow.ChildChange(len(rows), S.Scheduled))
+            for row in rows:
+                row["has_children"] = 1
+                edges.append({"parent_id": row["id"], "child_id": cb["id"], "done": 0})
+            rows.append(cb)
+            callback_id = cb["id"]
+
+        def body(conn: Connection) -> Batch:
+            now = conn.execute(self._q_now).scalar_one()  # type: ignore[attr-defined]
+            conn.execute(
+                fs.insert_batch(),
+                {
+                    "id": batch_id,
+                    "kind": kind,
+                    "size": len(checked),
+                    "callback_job_id": callback_id,
+                    "created_at": now,
+                },
+            )
+            self._insert_flow(conn, rows, edges)
+            return self._batch(conn, batch_id)
+
+        return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+
+    def _batch(self, conn: Connection, batch_id: str) -> Batch:
+        row = conn.execute(fs.batch_by_id(), {"b_id": batch_id}).mappings().first()
+        if row is None:
+            raise JobNotFound(batch_id)
+        counts = {
+            S(status).name: n for status, n in conn.execute(fs.batch_counts(), {"b_id": batch_id}).all()
+        }
+        finished = not any(counts.get(s.name) for s in _OPEN)
+        return Batch(
+            id=row["id"],
+            kind=row["kind"],
+            size=row["size"],
+            callback_job_id=row["callback_job_id"],
+            counts=counts,
+            finished=finished,
+            created_at=row["created_at"],
+            canceled_at=row["canceled_at"],
+            canceled_by=row["canceled_by"],
+        )
+
+    def get_batch(self, batch_id: str) -> Batch:
+        return self.tx(lambda conn: self._batch(conn, batch_id), write=False)  # type: ignore[attr-defined,no-any-return]
+
+    def batch_jobs(self, batch_id: str, limit: int = 100) -> list[Job]:
+        return [job_from_row(r) for r in self.read(fs.batch_jobs(), {"b_id": batch_id, "limit": limit})]  # type: ignore[attr-defined]
+
+    def cancel_batch(self, batch_id: str, *, actor: str = "operator") -> Batch:
+        def body(conn: Connection) -> Batch:
+            batch = self._batch(conn, batch_id)
+            ids = list(conn.execute(fs.batch_open_ids(), {"b_id": batch_id}).scalars())
+            if batch.callback_job_id:
+                ids.append(batch.callback_job_id)
+            for i in range(0, len(ids), 500):
+                self._cancel_locked(conn, ids[i : i + 500], actor)
+            conn.execute(fs.mark_batch_canceled(self._now), {"b_id": batch_id, "actor": actor})  # type: ignore[attr-defined]
+            event = event_row(
+                "", EventKind.BATCH_CANCELED, None, None, actor, None, f"batch {batch_id}: {len(ids)} jobs"
+            )
+            self.book(conn, [event])  # type: ignore[attr-defined]
+            return self._batch(conn, batch_id)
+
+        return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+
+    def _cancel_locked(self, conn: Connection, ids: Sequence[str], actor: str) -> None:
+        finished: list[tuple[str, JobStatus]] = []
+        events = []
+        deltas: Counter[str] = Counter()
+        for row in conn.execute(fs.lock_jobs(), {"ids": list(ids)}).mappings().all():
+            old = S(row["status"])
+            if old not in sources(Operation.CANCEL) or old in (S.Completed, S.Failed):
+                continue
+            params = {"j_id": row["id"], "pending": row["pending_parents"], "reason": row["error"]}
+            job = job_from_row(conn.execute(self._f_cancel, params).mappings().one())
+            events.append(
+                event_row(
+                    job.id,
+                    EventKind.CANCELED,
+                    int(old),
+                    int(job.status),
+                    actor,
+                    row["lease_token"],
+                    "batch canceled",
+                )
+            )
+            deltas.update(counters.moved(job.queue, old, job.status))
+            if row["has_children"]:
+                finished.append((job.id, S.Canceled))
+        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        self._settle(conn, finished, actor)

@@ -1,0 +1,402 @@
+"""Flow control on the SQL store: limits decided in the claim of a limited
+queue, children released or canceled in the transaction that finishes their
+parent, batches and chains. Every decision is ``store.flow``'s; this module
+reads what it needs and applies the answer atomically.
+
+A limited queue's claim is one transaction: on PostgreSQL it first locks the
+queue's row (``SELECT … FOR UPDATE``), so concurrent claims of that queue run
+one after another and never both see "2 running < 3"; SQLite's ``BEGIN
+IMMEDIATE`` serialises every write already. Unlimited queues never take that
+path: the plain claim skips limited queues, and reads their rows only when it
+comes back short.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection
+
+from store import counters, flow
+from store.errors import ValidationError
+from store.flow import ParentFailure, QueueLimits, Rate, Usage
+from store.lifecycle import EventKind, JobStatus, Operation, rule
+from store.models import Job, JobSpec
+from store.sql import flow_statements as fs
+from store.sql.batches import SqlBatchesMixin
+from store.sql.plumbing import event_row
+from store.sql.rows import job_from_row
+from store.sql.schema import jobs, queues
+from store.sql.wakeups import WAKEUP_CHANNEL
+
+S = JobStatus
+_OPEN = (S.Queued, S.Scheduled, S.InProgress)
+
+
+def limits_of(row: Any) -> QueueLimits:
+    """A ``queues`` row's limits."""
+    return QueueLimits(
+        concurrency=row["concurrency"],
+        per_key_concurrency=row["per_key_concurrency"],
+        rate=Rate(row["rate_limit"], row["rate_period_s"]) if row["rate_limit"] else None,
+        per_key_rate=Rate(row["per_key_rate_limit"], row["per_key_rate_period_s"])
+        if row["per_key_rate_limit"]
+        else None,
+    )
+
+
+class SqlFlowMixin(SqlBatchesMixin):
+    """The flow half of ``SqlStore``."""
+
+    supports_flow = True
+
+    def _flow_init(self) -> None:
+        now = self._now  # type: ignore[attr-defined]
+        self._pg = self.write_engine.dialect.name == "postgresql"  # type: ignore[attr-defined]
+        self._f_unblock = fs.unblock(now)
+        self._f_cancel = fs.cancel_child(now)
+        self._f_complete = fs.complete_parent(now)
+        self._f_prune = fs.prune_starts(now)
+        self._f_window = fs.window_starts(now)
+        self._f_window_by_key = fs.window_starts_by_key(now)
+        self._f_candidates = {keys: fs.limited_candidates(now, self._pg, keys) for keys in (False, True)}
+        from store.sql import statements as sql
+
+        self._f_lease = sql.claim_sqlite(now)
+        self._retry_after: dict[str, float] = {}
+        self._retry_lock = threading.Lock()
+
+    # ------------------------------------------------------------ limits
+    def set_queue_limits(self, queue: str, limits: QueueLimits, *, actor: str = "operator") -> QueueLimits:
+        if not isinstance(queue, str) or not queue.strip() or len(queue) > 100:
+            raise ValidationError("queue", "must be a non-empty name of at most 100 characters")
+        stmt = fs.set_limits(self.dialect.upsert(queues), self._now)  # type: ignore[attr-defined]
+        params = {
+            "name": queue,
+            "actor": actor,
+            "limited": int(limits.any),
+            "concurrency": limits.concurrency,
+            "per_key_concurrency": limits.per_key_concurrency,
+            "rate_limit": limits.rate.limit if limits.rate else None,
+            "rate_period_s": limits.rate.period_s if limits.rate else None,
+            "per_key_rate_limit": limits.per_key_rate.limit if limits.per_key_rate else None,
+            "per_key_rate_period_s": limits.per_key_rate.period_s if limits.per_key_rate else None,
+        }
+        message = f"queue {queue} limits {orjson.dumps(limits.to_json()).decode()}"
+
+        def body(conn: Connection) -> QueueLimits:
+            row = conn.execute(stmt, params).mappings().one()
+            event = event_row("", EventKind.QUEUE_LIMITS_SET, None, None, actor, None, message)
+            self.book(conn, [event])  # type: ignore[attr-defined]
+            return limits_of(row)
+
+        return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+
+    def queue_limits(self) -> dict[str, QueueLimits]:
+        return {r["name"]: limits_of(r) for r in self.read(fs.all_limits())}  # type: ignore[attr-defined]
+
+    def _usage(self, conn: Connection, queue: str, limits: QueueLimits, now: float) -> Usage:
+        usage = Usage()
+        for key, n in conn.execute(fs.running_by_key(), {"q0": queue}).all():
+            usage.running += n
+            if key is not None:
+                usage.running_by_key[key] = n
+        if limits.rate:
+            params = {"q0": queue, "period": limits.rate.period_s}
+            usage.starts, usage.first_start = conn.execute(self._f_window, params).one()
+        if limits.per_key_rate:
+            params = {"q0": queue, "period": limits.per_key_rate.period_s}
+            for key, n, first in conn.execute(self._f_window_by_key, params).all():
+                usage.starts_by_key[key] = (n, first)
+        return usage
+
+    def limit_usage(self, queue: str) -> Usage:
+        def body(conn: Connection) -> Usage:
+            row = conn.execute(fs.lock_queue(False), {"q0": queue}).mappings().first()
+            limits = limits_of(row) if row is not None else QueueLimits()
+            return self._usage(conn, queue, limits, conn.execute(self._q_now).scalar_one())  # type: ignore[attr-defined]
+
+        return self.tx(body, write=False)  # type: ignore[attr-defined,no-any-return]
+
+    def claim_retry_after(self, worker_id: str) -> float | None:
+        with self._retry_lock:
+            return self._retry_after.pop(worker_id, None)
+
+    def _claim_limited(self, params: dict[str, Any], queues: Sequence[str], wanted: int) -> list[Any]:
+        """Claims from the limited ones of ``queues`` (each in its own
+        transaction) after a short plain claim: ``store.flow.admit`` decides."""
+        rows = self.read(fs.limited_queues(), {"names": list(queues)})  # type: ignore[attr-defined]
+        out: list[Any] = []
+        retry: float | None = None
+        for row in rows:
+            if wanted - len(out) <= 0:
+                break
+            got, wait = self.tx(
+                lambda conn, q=row["name"]: self._claim_queue(conn, q, params, wanted - len(out))
+            )  # type: ignore[attr-defined]
+            out.extend(got)
+            if wait is not None:
+                retry = wait if retry is None else min(retry, wait)
+        with self._retry_lock:
+            if retry is not None:
+                self._retry_after[params["worker_id"]] = retry
+            else:
+                self._retry_after.pop(params["worker_id"], None)
+        return out
+
+    def _claim_queue(
+        self, conn: Connection, queue: str, params: dict[str, Any], wanted: int
+    ) -> tuple[list[Any], float | None]:
+        row = conn.execute(fs.lock_queue(self._pg), {"q0": queue}).mappings().first()
+        if row is None or row["paused"] or not row["limited"]:
+            return [], None
+        limits = limits_of(row)
+        now = conn.execute(self._q_now).scalar_one()  # type: ignore[attr-defined]
+        longest = max((r.period_s for r in (limits.rate, limits.per_key_rate) if r), default=None)
+        if longest is not None:
+            conn.execute(self._f_prune, {"q0": queue, "period": longest})
+        usage = self._usage(conn, queue, limits, now)
+        full = sorted(
+            k
+            for k in {*usage.running_by_key, *usage.starts_by_key}
+            if flow.hold(
+                k,
+                QueueLimits(per_key_concurrency=limits.per_key_concurrency, per_key_rate=limits.per_key_rate),
+                usage,
+                now,
+            )
+        )
+        cand_params = {"q0": queue, "limit": wanted * 4 + 16, **({"full": full} if full else {})}
+        candidates = conn.execute(self._f_candidates[bool(full)], cand_params).all()
+        old = {r[0]: r[1] for r in candidates}
+        admission = flow.admit([(r[0], r[2]) for r in candidates], limits, usage, now, wanted)
+        if not admission.leased:
+            return [], admission.retry_after_s
+        leased = conn.execute(self._f_lease, {**params, "ids": admission.leased}).mappings().all()
+        if limits.rate or limits.per_key_rate:
+            # The window counts the starts the lease stamped (``started_at``,
+            # the store's clock when the UPDATE ran), not the decision's
+            # ``now``, which is earlier: both sides of the limit read one clock.
+            conn.execute(
+                fs.insert_starts(),
+                [{"queue": queue, "limit_key": r["limit_key"], "at": r["started_at"]} for r in leased],
+            )
+        deltas: Counter[str] = Counter()
+        events = []
+        to = int(rule(Operation.CLAIM).target)
+        for r in leased:
+            deltas.update(counters.moved(r["queue"], old[r["id"]], to))
+            events.append(
+                event_row(r["id"], EventKind.CLAIMED, old[r["id"]], to, params["worker_id"], r["lease_token"])
+            )
+        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        return list(leased), admission.retry_after_s
+
+    def limit_hold(self, job: Job) -> tuple[str, str] | None:
+        """The limit that holds a due job of a limited queue now, as
+        ``(kind, explanation)`` (``store.flow.hold``), or None."""
+
+        def body(conn: Connection) -> tuple[str, str] | None:
+            row = conn.execute(fs.lock_queue(False), {"q0": job.queue}).mappings().first()
+            if row is None or not row["limited"]:
+                return None
+            limits = limits_of(row)
+            now = conn.execute(self._q_now).scalar_one()  # type: ignore[attr-defined]
+            return flow.hold(job.limit_key, limits, self._usage(conn, job.queue, limits, now), now)
+
+        return self.tx(body, write=False)  # type: ignore[attr-defined,no-any-return]
+
+    # ------------------------------------------------------------ enqueue
+    def _flow_row(self, spec: JobSpec, job_id: str | None = None) -> dict[str, Any]:
+        row = self._row_for(spec)  # type: ignore[attr-defined]
+        if job_id is not None:
+            row["id"] = job_id
+        row.update(
+            limit_key=spec.limit_key,
+            batch_id=spec.batch_id,
+            pending_parents=None,
+            on_parent_failure=(spec.on_parent_failure or ParentFailure.CANCEL.value)
+            if spec.depends_on
+            else None,
+            has_children=0,
+            result=None,
+            error=None,
+        )
+        return row
+
+    def _insert_flow(
+        self, conn: Connection, rows: list[dict[str, Any]], edges: list[dict[str, Any]]
+    ) -> list[Job]:
+        """Insert job rows (``_flow_row`` with status, pending_parents and
+        has_children decided) and their dependencies, with events and counters."""
+        from sqlalchemy import Double, bindparam, insert
+
+        now = self._now  # type: ignore[attr-defined]
+        stmt = insert(jobs).values(
+            created_at=now,
+            last_updated_at=now,
+            due_at=now + bindparam("delay", type_=Double()),
+            retry_delay_until=now + bindparam("delay_until", type_=Double()),
+            completed_at=now + bindparam("done_in", type_=Double()),
+        )
+        created: list[Job] = []
+        deltas: Counter[str] = Counter()
+        events = []
+        params = [
+            {**{k: v for k, v in row.items() if k != "reason"}, "done_in": row.get("done_in")} for row in rows
+        ]
+        conn.execute(stmt, params)
+        if edges:
+            conn.execute(fs.insert_edges(), edges)
+        ids = [r["id"] for r in rows]
+        for i in range(0, len(ids), 500):
+            for r in conn.execute(fs.lock_jobs(), {"ids": ids[i : i + 500]}).mappings():
+                created.append(job_from_row(r))
+        order = {job_id: n for n, job_id in enumerate(ids)}
+        created.sort(key=lambda j: order[j.id])
+        reasons = {r["id"]: r.get("reason") for r in rows}
+        for job in created:
+            deltas.update(counters.moved(job.queue, None, job.status))
+            events.append(
+                event_row(
+                    job.id,
+                    EventKind.ENQUEUED,
+                    None,
+                    int(job.status),
+                    None,
+                    0,
+                    reasons[job.id],
+                    queue=job.queue,
+                )
+            )
+        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        return created
+
+    def _decide_new(
+        self, conn: Connection, row: dict[str, Any], parents: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """Lock the parents of a new child, decide its status
+        (``flow.child_status_at_enqueue``), flag the parents, return its edges."""
+        unique = sorted(set(parents))
+        found = {r["id"]: S(r["status"]) for r in conn.execute(fs.lock_jobs(), {"ids": unique}).mappings()}
+        missing = [p for p in unique if p not in found]
+        if missing:
+            raise ValidationError("depends_on", f"no job {missing[0]}")
+        change = flow.child_status_at_enqueue(found, ParentFailure(row["on_parent_failure"]))
+        self._apply_new(row, change)
+        open_parents = [p for p in unique if found[p] not in flow.FINISHED]
+        if open_parents:
+            conn.execute(fs.mark_parents(), {"ids": open_parents})
+        return [
+            {"parent_id": p, "child_id": row["id"], "done": int(found[p] in flow.FINISHED)} for p in unique
+        ]
+
+    @staticmethod
+    def _apply_new(row: dict[str, Any], change: flow.ChildChange) -> None:
+        row["status"] = int(change.status or S.Scheduled)
+        row["pending_parents"] = change.pending
+        if change.status is S.Scheduled:
+            row["delay"], row["delay_until"] = flow.WAITING_DUE_AT, None
+        elif change.status is S.Canceled:
+            row["error"] = {"type": "ParentFailed", "message": change.reason, "traceback": None}
+            row["reason"] = change.reason
+            row["done_in"] = 0.0
+
+    def _enqueue_flow(self, spec: JobSpec) -> Job:
+        def body(conn: Connection) -> Job:
+            row = self._flow_row(spec)
+            edges = self._decide_new(conn, row, spec.depends_on) if spec.depends_on else []
+            return self._insert_flow(conn, [row], edges)[0]
+
+        return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+
+    # ------------------------------------------------------- dependencies
+    def _settle(self, conn: Connection, finished: Sequence[tuple[str, JobStatus]], actor: str | None) -> None:
+        """Apply parents' ends to their waiting children (``flow.on_parent_finished``),
+        in the caller's transaction: a child whose last parent finished is
+        Queued (UNBLOCK); one canceled by its parent's failure passes the
+        cancel on to its own children."""
+        work = list(finished)
+        ready: set[str] = set()
+        events: list[dict[str, Any]] = []
+        deltas: Counter[str] = Counter()
+        while work:
+            parent_id, outcome = work.pop(0)
+            child_ids = list(conn.execute(fs.open_children(), {"p_id": parent_id}).scalars())
+            if not child_ids:
+                continue
+            conn.execute(fs.close_edges(), {"p_id": parent_id})
+            for row in conn.execute(fs.lock_jobs(), {"ids": child_ids}).mappings().all():
+                policy = ParentFailure(row["on_parent_failure"] or ParentFailure.CANCEL.value)
+                change = flow.on_parent_finished(
+                    S(row["status"]), row["pending_parents"] or 0, parent_id, outcome, policy
+                )
+                if change is None:
+                    continue
+                params: dict[str, Any] = {"j_id": row["id"], "pending": change.pending}
+                if change.status is None:
+                    conn.execute(fs.set_pending(), params)
+                    continue
+                if change.status is S.Queued:
+                    job = job_from_row(conn.execute(self._f_unblock, params).mappings().one())
+                    kind, message = EventKind.DEPENDENCIES_MET, f"parent {parent_id} ended {outcome.name}"
+                    ready.add(job.queue)
+                else:
+                    params["reason"] = {"type": "ParentFailed", "message": change.reason, "traceback": None}
+                    job = job_from_row(conn.execute(self._f_cancel, params).mappings().one())
+                    kind, message = EventKind.CANCELED, change.reason
+                    if row["has_children"]:
+                        work.append((job.id, S.Canceled))
+                events.append(
+                    event_row(
+                        job.id, kind, int(S.Scheduled), int(job.status), actor, row["lease_token"], message
+                    )
+                )
+                deltas.update(counters.moved(job.queue, S.Scheduled, job.status))
+        if events:
+            self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        if ready and self._pg:  # idle PostgreSQL workers LISTEN: wake them as an enqueue does
+            for queue in sorted(ready):
+                conn.execute(fs.notify(), {"channel": WAKEUP_CHANNEL, "queue": queue})
+
+    def _complete_parents(
+        self, conn: Connection, acks: Sequence[tuple[str, int, str | None]], worker_id: str | None
+    ) -> dict[tuple[str, int], Job]:
+        """Acks the fast statement left because others wait for the job: each
+        completed (guarded by status and token) and its children released,
+        in this transaction. Returns the acks applied."""
+        done: dict[tuple[str, int], Job] = {}
+        events = []
+        deltas: Counter[str] = Counter()
+        finished: list[tuple[str, JobStatus]] = []
+        kind = rule(Operation.COMPLETE).event
+        assert kind is not None
+        for job_id, token, text in sorted(acks):
+            params = {
+                "j_id": job_id,
+                "token": token,
+                "new_result": None if text is None else orjson.loads(text),
+            }
+            found = conn.execute(self._f_complete, params).mappings().first()
+            if found is None:
+                continue
+            job = job_from_row(found)
+            done[(job_id, token)] = job
+            events.append(
+                event_row(job_id, kind, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue)
+            )
+            deltas.update(counters.moved(job.queue, S.InProgress, job.status))
+            finished.append((job_id, S.Completed))
+        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        self._settle(conn, finished, worker_id)
+        return done
+
+    def parents(self, job_id: str) -> list[Job]:
+        return [job_from_row(r) for r in self.read(fs.parents_of(), {"j_id": job_id})]  # type: ignore[attr-defined]
+
+    def children(self, job_id: str, limit: int = 100) -> list[Job]:
+        return [job_from_row(r) for r in self.read(fs.children_of(), {"j_id": job_id, "limit": limit})]  # type: ignore[attr-defined]

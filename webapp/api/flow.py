@@ -1,0 +1,159 @@
+"""API views of flow control: a queue's limits, batches, a job's parents
+and children.
+
+Registered by ``webapp.api.routes`` (its ROUTES table): GET takes a viewer
+token, everything else an operator's, and each change is audited in the
+store with the token's actor.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import Response, url_for
+from pydantic import BaseModel, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from store.errors import ValidationError
+from store.flow import QueueLimits, parse_limits
+from store.models import JobSpec
+from webapp.api.auth import current_token
+from webapp.api.bodies import read_json_body
+from webapp.api.encoding import json_response
+from webapp.api.errors import APIError, from_pydantic
+from webapp.api.schemas import EnqueueRequest
+from webapp.api.state import job_store
+
+
+class RateOut(BaseModel):
+    limit: int = Field(description="starts allowed in any window of period_s")
+    period_s: float
+
+
+class LimitsOut(BaseModel):
+    """A queue's limits (null: none of that kind) and each one's use now:
+    running jobs, running of the busiest key, starts in the window."""
+
+    queue: str
+    concurrency: int | None
+    per_key_concurrency: int | None
+    rate: RateOut | None
+    per_key_rate: RateOut | None
+    in_use: dict[str, int]
+
+
+class BatchOut(BaseModel):
+    """A batch: its jobs by status, its callback job, whether all finished."""
+
+    id: str
+    kind: str
+    size: int
+    counts: dict[str, int]
+    callback_job_id: str | None
+    finished: bool
+    canceled_by: str | None
+
+
+class DependenciesOut(BaseModel):
+    """A job's parents and (the first 100 of) its children, as job JSON."""
+
+    parents: list[dict[str, Any]]
+    children: list[dict[str, Any]]
+
+
+#: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
+_FIELDS = tuple(EnqueueRequest.model_fields)
+
+
+def spec_of(body: EnqueueRequest, key: str | None = None) -> JobSpec:
+    """The JobSpec of a ``POST /api/jobs`` body (``depends_on`` as id strings)."""
+    fields = {name: getattr(body, name) for name in _FIELDS}
+    if body.depends_on is not None:
+        fields["depends_on"] = tuple(i.lower() for i in body.depends_on)
+    return JobSpec(idempotency_key=key, **fields)
+
+
+def _limits_json(queue: str, limits: QueueLimits) -> dict[str, Any]:
+    usage = job_store().limit_usage(queue) if limits.any else None
+    return {"queue": queue, **limits.to_json(), "in_use": usage.in_use(limits) if usage else {}}
+
+
+def get_limits(queue: str) -> dict[str, Any]:
+    """A queue's limits (null: none of that kind) and how much of each is in use."""
+    return _limits_json(queue, job_store().queue_limits().get(queue, QueueLimits()))
+
+
+def set_limits(queue: str) -> dict[str, Any]:
+    """Set a queue's limits: `{"concurrency", "per_key_concurrency", "rate":
+    {"limit", "period_s"}, "per_key_rate": {...}}`; a key given sets that
+    limit, null clears it, a key left out keeps it. Workers see the change at
+    their next claim. 422 naming the field. Audited."""
+    body = read_json_body()
+    if not isinstance(body, dict):
+        raise APIError(422, "body: must be a JSON object of limits", "body")
+    store = job_store()
+    limits = parse_limits(body, store.queue_limits().get(queue))
+    return _limits_json(queue, store.set_queue_limits(queue, limits, actor=current_token().actor))
+
+
+def _body_spec(value: Any, field: str) -> JobSpec:
+    try:
+        return spec_of(EnqueueRequest.model_validate(value))
+    except PydanticValidationError as exc:
+        inner = from_pydantic(exc)
+        name = f"{field}.{inner.field}" if inner.field and inner.field != "body" else field
+        message = str(inner.message).split(": ", 1)[-1]
+        raise APIError(422, f"{name}: {message}", name) from None
+
+
+def create_batch() -> Response:
+    """Enqueue a batch: `{"jobs": [<POST /api/jobs bodies>], "callback":
+    <body> | null}`, all in one atomic unit. The callback waits for every job
+    of the batch and runs once all have finished, whatever their outcome
+    (its parents' results give the counts). 202 with the batch and `Location`."""
+    body = read_json_body()
+    if not isinstance(body, dict) or set(body) - {"jobs", "callback"}:
+        raise APIError(422, 'body: must be {"jobs": [...], "callback": {...} | null}', "body")
+    items = body.get("jobs")
+    if not isinstance(items, list) or not items:
+        raise APIError(422, "jobs: must be a non-empty list of jobs", "jobs")
+    specs = []
+    for i, item in enumerate(items):
+        spec = _body_spec(item, f"jobs.{i}")
+        if spec.depends_on:
+            raise ValidationError(f"jobs.{i}.depends_on", "a batch's jobs cannot depend on other jobs")
+        specs.append(spec)
+    callback = body.get("callback")
+    cb = _body_spec(callback, "callback") if callback is not None else None
+    batch = job_store().create_batch(specs, cb)
+    response = json_response(batch.to_json(), 202)
+    response.headers["Location"] = url_for("api.get_batch", batch_id=batch.id)
+    return response
+
+
+def _batch_id(batch_id: str) -> str:
+    try:
+        return str(uuid.UUID(batch_id))
+    except ValueError:
+        raise APIError(404, f"batch {batch_id} not found") from None
+
+
+def get_batch(batch_id: str) -> dict[str, Any]:
+    """A batch: `{"id", "counts": {status: n}, "callback_job_id", "finished"}`."""
+    return job_store().get_batch(_batch_id(batch_id)).to_json()
+
+
+def cancel_batch(batch_id: str) -> dict[str, Any]:
+    """Cancel every unfinished job of a batch and its callback. Audited."""
+    return job_store().cancel_batch(_batch_id(batch_id), actor=current_token().actor).to_json()
+
+
+def job_dependencies(job_id: uuid.UUID) -> dict[str, Any]:
+    """A job's parents and children (the first 100), as job JSON."""
+    store = job_store()
+    store.get(str(job_id))
+    return {
+        "parents": [j.to_json() for j in store.parents(str(job_id))],
+        "children": [j.to_json() for j in store.children(str(job_id))],
+    }
