@@ -17,13 +17,22 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from leasehold.hooks import (
+        job_enqueued,
+        job_failed,
+        job_retry_scheduled,
+        job_started,
+        job_succeeded,
+        use_middleware,
+    )
     from store import JobStore, open_store
     from store.flow import QueueLimits, Rate
     from store.lifecycle import JobStatus
     from store.models import Job
     from webapp import create_app
     from webapp.extension import Leasehold
-    from workers import Handler, JobContext, PermanentError, handler, periodic, use_store, wait
+    from workers import Handler, JobContext, PermanentError, Retry, Snooze, handler, periodic, use_store, wait
+    from workers.catalogue import enqueue
     from workers.workflows import batch, chain
 
 #: Public name -> the module that defines it.
@@ -41,6 +50,15 @@ _EXPORTS: dict[str, str] = {
     "JobStatus": "store.lifecycle",
     "Leasehold": "webapp.extension",
     "create_app": "webapp",
+    "Retry": "workers",
+    "Snooze": "workers",
+    "enqueue": "workers.catalogue",
+    "job_enqueued": "leasehold.hooks",
+    "job_started": "leasehold.hooks",
+    "job_succeeded": "leasehold.hooks",
+    "job_failed": "leasehold.hooks",
+    "job_retry_scheduled": "leasehold.hooks",
+    "use_middleware": "leasehold.hooks",
     "batch": "workers.workflows",
     "chain": "workers.workflows",
     "QueueLimits": "store.flow",
@@ -57,13 +75,22 @@ __all__ = [
     "PermanentError",
     "QueueLimits",
     "Rate",
+    "Retry",
+    "Snooze",
     "__version__",
     "batch",
     "chain",
     "create_app",
+    "enqueue",
     "handler",
+    "job_enqueued",
+    "job_failed",
+    "job_retry_scheduled",
+    "job_started",
+    "job_succeeded",
     "open_store",
     "periodic",
+    "use_middleware",
     "use_store",
     "wait",
 ]

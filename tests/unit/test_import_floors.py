@@ -169,3 +169,12 @@ def test_no_import_loop() -> None:
 
 def test_the_loop_finder_finds_a_loop() -> None:
     assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_public_api_resolves_every_name_it_lists() -> None:
+    import leasehold
+
+    listed = set(leasehold.__all__) - {"__version__"}
+    assert listed == set(leasehold._EXPORTS)
+    for name in sorted(listed):
+        assert getattr(leasehold, name) is not None, name
