@@ -60,7 +60,7 @@ STORE ?= sqlite:///instance/leasehold.db
 demo: $(STAMP) $(HTMX)
 	$(BIN)/python -m workers.demo --store "$(STORE)"
 
-# Every benchmark of GitHub issue 8 and the issue-17 targets a run of Leasehold alone can check,
+# Every benchmark and speed target a run of Leasehold alone can check,
 # 3 runs each, in one table (median, min-max, target, met?); ~11 min on 2 CPUs.
 # BENCH_ARGS="--quick" for a smoke run; bench/README.md has the rest.
 # bench-scale: the same figures with 1,000,000 finished jobs already in each store.
@@ -74,14 +74,14 @@ bench-scale: $(STAMP)
 	$(SERVICES) \
 	$(BIN)/python -m bench.run_all --scale --metrics enqueue,drain,latency $(BENCH_ARGS)
 
-# Issue 15: pruning 100,000 finished jobs on each store (time, longest batch) and the drain
+# Retention: pruning 100,000 finished jobs on each store (time, longest batch) and the drain
 # with unique keys and a paused queue against a plain drain (bench/retention.py).
 .PHONY: bench-retention
 bench-retention: $(STAMP)
 	$(SERVICES) \
 	$(BIN)/python -m bench.retention $(BENCH_ARGS)
 
-# Issue 16, point 8: p50/p99 of every console page (overview, job lists and filters, a deep
+# The console at scale: p50/p99 of every console page (overview, job lists and filters, a deep
 # page, the job page, the searches, a bulk preview) with 1,000,000 jobs of mixed statuses in
 # each store (bench/console_pages.py; ~8 min a store). BENCH_ARGS="--jobs 20000" for a smoke run.
 .PHONY: bench-console
@@ -89,7 +89,7 @@ bench-console: $(STAMP)
 	$(SERVICES) \
 	$(BIN)/python -m bench.console_pages $(BENCH_ARGS)
 
-# Issue 17: POST /api/jobs and an async endpoint under gunicorn (gunicorn.conf.py, 2 processes
+# The API: POST /api/jobs and an async endpoint under gunicorn (gunicorn.conf.py, 2 processes
 # x 4 threads, 16 clients) side by side with a bare Flask app (bench/bare_app.py) on every
 # store: req/s, p50/p99, the ratio and its target (bench/api_enqueue.py; ~4 min).
 .PHONY: bench-api
@@ -115,7 +115,7 @@ clean:
 	find . -path ./instance -prune -o -path ./.services -prune -o \
 		-type d -name __pycache__ -prune -exec rm -rf {} +
 
-# The long soak of tests/faults (GitHub issue 9): 5,000 jobs on 16 worker processes per
+# The long soak of tests/faults: 5,000 jobs on 16 worker processes per
 # store while children are killed, then the long PostgreSQL scenarios (LEASEHOLD_SOAK_LONG=1:
 # a transaction held 60 s, a 10 s crash-restart of a private cluster, ten rounds of
 # terminated backends); prints the soak table and the measured figures (~10 minutes).
@@ -131,11 +131,11 @@ soak: $(STAMP)
 		tests/faults/test_pg_restart.py tests/faults/test_pg_terminate.py \
 		-m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
 
-# Issue 17: Leasehold side by side with huey, dramatiq, rq, celery, arq (Redis) and
+# Side by side: Leasehold with huey, dramatiq, rq, celery, arq (Redis) and
 # procrastinate (PostgreSQL) in one run: single and bulk enqueue, drain (each system's fastest
 # configuration of a small sweep; Leasehold with every feature on, and plain), latency with idle
 # workers, CPU per job, worker RSS; then the API against a bare Flask app (bench/api_enqueue.py).
-# Prints ratios and every issue-17 target as met or not (~25-35 min). Own venvs: bench/.peers-venv.
+# Prints ratios and every speed target as met or not (~25-35 min). Own venvs: bench/.peers-venv.
 # BENCH_PEERS_ARGS="--quick" for a smoke run; BENCH_API_ARGS: extra arguments of bench/api_enqueue.py.
 BENCH_PEERS_ARGS ?=
 BENCH_API_ARGS ?=

@@ -1,4 +1,4 @@
-"""API enqueue under gunicorn, per store, side by side with a bare Flask app (GitHub issue 17).
+"""API enqueue under gunicorn, per store, side by side with a bare Flask app.
 
     .venv/bin/python -m bench.api_enqueue [--requests 2000] [--rounds 5] [--clients 16]
                                           [--workers 2] [--threads 4] [--stores sqlite,postgresql,redis]
@@ -71,7 +71,7 @@ HEADERS = {"Authorization": f"Bearer {OPERATOR_TOKEN}", "Content-Type": "applica
 #: Route name -> path; both apps serve both.
 ROUTES = {"jobs": "/api/jobs", "async": "/orders/42/invoice"}
 APPS = {"bare": "bench.bare_app:app", "leasehold": "bench.api_app:app"}
-#: GitHub issue 17: Leasehold's req/s at least this fraction of the bare app's.
+#: The target: Leasehold's req/s at least this fraction of the bare app's.
 TARGETS = {"redis": 0.6, "postgresql": 0.5, "sqlite": 0.35}
 WARMUP = 100
 

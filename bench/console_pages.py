@@ -1,4 +1,4 @@
-"""Console pages at 1,000,000 jobs (GitHub issue 16, point 8): p50/p99 of
+"""Console pages at 1,000,000 jobs: p50/p99 of
 every page an operator opens, per store, against the 200 ms p99 target.
 
     .venv/bin/python -m bench.console_pages [--jobs 1000000] [--requests 200]

@@ -5,7 +5,7 @@ shows their median and min–max, the target and whether the median meets it.
 A row "at scale" carries the same row measured on an empty store as its
 ``baseline``; its target is to stay within SCALE_TOLERANCE of that median. A
 row with a ``versus`` row and a ``factor`` is held to ``factor`` times that
-row's median (issue 17: PostgreSQL's latency p50 within 2× of Redis's).
+row's median.
 """
 
 from __future__ import annotations

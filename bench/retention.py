@@ -1,4 +1,4 @@
-"""Retention at scale (issue 15): prune 100,000 finished jobs on each store,
+"""Retention at scale: prune 100,000 finished jobs on each store,
 and the drain with pause checks and unique keys in place.
 
     .venv/bin/python -m bench.retention [--stores sqlite,postgresql,redis]

@@ -1,4 +1,4 @@
-"""Every Leasehold benchmark, repeated, in one table (GitHub issue 8).
+"""Every Leasehold benchmark, repeated, in one table.
 
     make bench                                   # the default run below
     make bench-scale                             # also with 1,000,000 finished jobs in the store
@@ -93,7 +93,7 @@ QUICK = dict(
     bytes_jobs=1000,
     scale_jobs=20_000,
 )
-#: Targets of issue 8, by (row key, store).
+#: Speed targets of one store, by (row key, store).
 TARGETS = {
     ("enqueue_single", "redis"): 10_000,
     ("enqueue_bulk", "redis"): 50_000,
@@ -114,7 +114,7 @@ TARGETS = {
     ("bytes_queued", "redis"): 1024 + measures.PAYLOAD_BYTES,
     ("bytes_completed", "redis"): 1024 + measures.PAYLOAD_BYTES,
 }
-#: Targets of issue 17 between stores: (row key, store) within factor × (row key, other store).
+#: Speed targets between stores: (row key, store) within factor × (row key, other store).
 #: (Worker RSS ≤ 60 MB a store is in TARGETS; every figure within 20% at scale: ``--scale``.)
 VERSUS = {("latency_p50", "postgresql"): ("redis", 2.0)}
 
@@ -347,7 +347,7 @@ def header(args: argparse.Namespace) -> list[str]:
         f"# commit: {commit()}",
         "# stores: " + "; ".join(server_versions(args.stores).values()),
         f"# sizes: {sizes}",
-        "# figures: median and min–max of the runs; 'met?' compares the median with the target of issue 8 "
+        "# figures: median and min–max of the runs; 'met?' compares the median with the target "
         "or 17 (a store against another: PostgreSQL latency p50 ≤ 2× Redis's; --scale: within 20% of empty)",
     ]
 

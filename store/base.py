@@ -1,4 +1,4 @@
-"""The JobStore contract every store implements (DESIGN.md section 5).
+"""The JobStore contract every store implements.
 
 Rules every implementation keeps:
 

@@ -1,5 +1,5 @@
 """Bulk operations on every job matching a filter, run in the background in
-bounded batches (DESIGN.md section 8: ``POST /api/operations``).
+bounded batches.
 
 ``start`` records the operation (idempotent by its id) and returns at once;
 ``run_batch`` acts on the next ``batch`` jobs of the filter and saves where

@@ -1,5 +1,5 @@
 """The JobStore contract, continued: what a store does to be operated for
-months (DESIGN.md section 8) — locks and the worker registry, paused queues, retention and maintenance runs,
+months — locks and the worker registry, paused queues, retention and maintenance runs,
 bulk operations, audit-only entries, failure counters (login throttling),
 periodic-job schedules, handlers' progress and search. ``store.base.JobStore`` inherits it; the
 rules of ``store.base`` (atomic, guarded, the store's clock) hold here too.

@@ -2,7 +2,7 @@
 
 Pure: no I/O, no clock, no store imports. Every store asks this module which
 statuses an operation may start from and what a failure turns into; a store
-only makes the resulting change atomic in its own engine (DESIGN.md section 3).
+only makes the resulting change atomic in its own engine.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class JobStatus(enum.IntEnum):
 
 S = JobStatus
 
-#: Legal transitions, exactly DESIGN.md section 3. Anything else is refused.
+#: Legal transitions, the lifecycle's law. Anything else is refused.
 TRANSITIONS: Final[dict[JobStatus, frozenset[JobStatus]]] = {
     S.Queued: frozenset({S.InProgress, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
     S.Scheduled: frozenset({S.Queued, S.InProgress, S.Canceled}),
@@ -319,8 +319,8 @@ class RetryPolicy:
     """Exponential backoff for retries.
 
     ``delay = min(max_delay_s, base_s * 2**retry_count)``, with ``retry_count``
-    the count after the failure (first retry waits ``2 * base_s``), as in
-    DESIGN.md section 3. With ``jitter`` = j in [0, 1] the delay is drawn
+    the count after the failure (first retry waits ``2 * base_s``). With
+    ``jitter`` = j in [0, 1] the delay is drawn
     uniformly from ``[delay * (1 - j), delay]`` ("equal/full jitter" of the AWS
     Architecture Blog, "Exponential Backoff and Jitter", 2015), so a burst of
     failures does not retry in lockstep.

@@ -1,4 +1,4 @@
-"""Store maintenance (GitHub issue 15, points 1 and 6): retention of finished
+"""Store maintenance: retention of finished
 jobs and pruning of dead workers, by hand and as a service.
 
 Store-side orchestration over the JobStore contract, like ``store.recovery``:

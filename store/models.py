@@ -101,7 +101,7 @@ from store.times import ts as ts
 
 @dataclass(slots=True)
 class Job:
-    """A job as DESIGN.md section 2 defines it."""
+    """A job: its fields, status and lease."""
 
     id: str
     name: str
@@ -140,7 +140,7 @@ class Job:
     on_parent_failure: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The API's job JSON: DESIGN field names, ``status`` as its name and
+        """The API's job JSON: the job model's field names, ``status`` as its name and
         ``status_code`` as its number, times ISO 8601 UTC."""
         return {
             "id": self.id,

@@ -1,4 +1,4 @@
-"""Wake-ups of idle workers (DESIGN section 6): what a store's ready-job
+"""Wake-ups of idle workers: what a store's ready-job
 channel hands a worker (``Notice``) and the listener it opens
 (``JobStore.wakeups`` -> ``Wakeups``). Implementations: Redis wake-up lists
 (``store/redis/wakeups.py``), PostgreSQL LISTEN (``store/sql/wakeups.py``)."""

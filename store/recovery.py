@@ -1,4 +1,4 @@
-"""Recovery of expired leases (DESIGN.md section 4), by hand and as a service.
+"""Recovery of expired leases, by hand and as a service.
 
 Store-side orchestration over the JobStore contract (no worker or web code):
 the worker, the CLI, the API and the console all import it from here.

@@ -1,4 +1,4 @@
-"""Search of jobs (issue 16, point 2): what ``search_jobs`` takes and returns,
+"""Search of jobs: what ``search_jobs`` takes and returns,
 and the one predicate every store applies where it cannot ask its engine.
 
 A search matches every criterion given: part of the id (case-insensitive),

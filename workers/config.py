@@ -103,7 +103,7 @@ class WorkerConfig:
 
     @property
     def heartbeat_interval_s(self) -> float:
-        """Seconds between lease renewals: a third of the lease (DESIGN.md 4)."""
+        """Seconds between lease renewals: a third of the lease."""
         return self.lease_ttl_s / 3
 
     @property

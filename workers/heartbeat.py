@@ -1,6 +1,6 @@
 """The heartbeat thread: renews every lease the worker holds, in one call.
 
-Every third of the shortest lease in hand (DESIGN.md section 4) it sends one
+Every third of the shortest lease in hand it sends one
 batched ``store.heartbeat(worker_id, leases, ttl)`` for every run it holds a
 lease for: running, waiting for a slot, or finished with its ack still queued
 (``InFlight.leased``). A refused lease (stale token, job canceled, lease

@@ -1,4 +1,4 @@
-"""Periodic jobs (GitHub issue 15, point 2): declarations and tick arithmetic.
+"""Periodic jobs: declarations and tick arithmetic.
 
 Declared with the handler, ``@handler("nightly-report", cron="0 3 * * *",
 timezone="Europe/Paris", payload={...})``, or for a handler that also runs on

@@ -1,4 +1,4 @@
-"""The scheduler of periodic jobs (GitHub issue 15, point 2): a thread in each
+"""The scheduler of periodic jobs: a thread in each
 worker process.
 
 Any number of schedulers may run, on one store: each tick produces exactly

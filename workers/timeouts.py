@@ -1,5 +1,4 @@
-"""Execution timeouts of a worker's runs (DESIGN section 4: separate from the
-lease). A process pool enforces them itself (pebble kills a run at
+"""Execution timeouts of a worker's runs. A process pool enforces them itself (pebble kills a run at
 ``timeout_seconds``); in a thread pool the claim loop gives up on a run past
 its deadline: it sets ``ctx.cancelled`` (the thread cannot be killed), fails
 the run through the retry policy (``Outcomes.time_out``) and wakes up at the

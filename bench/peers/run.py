@@ -1,5 +1,5 @@
 """Leasehold side by side with huey, dramatiq, rq, celery, arq and procrastinate
-(GitHub issue 17): single and bulk enqueue, drain, latency with idle workers,
+single and bulk enqueue, drain, latency with idle workers,
 CPU per job and worker RSS, in one run, with ratios and the issue's targets.
 
     make bench-peers            # creates bench/.peers-venv, then runs this with --sweep
@@ -250,7 +250,7 @@ def header(args: argparse.Namespace) -> list[str]:
     servers = "; ".join(server_versions(["postgresql", "redis"]).values())
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return [
-        f"# Leasehold and its peers side by side (issue 17), {now}",
+        f"# Leasehold and its peers side by side, {now}",
         f"# command: {shlex.join([Path(sys.executable).name, *sys.argv])}",
         f"# commit: {commit()}",
         f"# machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in skipped:
         print(f"# skipped: {line}")
     print()
-    print("## Issue 17 targets measured here")
+    print("## Speed targets measured here")
     for target, met in table.verdicts(res):
         ref = res.reference(target.metric, target.system)
         bound = f"≤ {target.bound:g} MB" if target.bound else f"{target.factor:g}× {ref}"

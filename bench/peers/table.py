@@ -1,5 +1,5 @@
 """The side-by-side table: samples by (metric, system), ratios to the reference
-peer of each metric, and issue 17's targets with a verdict.
+peer of each metric, and the speed targets with a verdict.
 
 Every ratio is a ratio of medians over the runs of this one invocation. The
 reference of a metric: huey for single enqueue and latency, rq's
@@ -35,7 +35,7 @@ METRICS = [
 
 @dataclass(frozen=True)
 class Target:
-    """Issue 17: ``system``'s median of ``metric`` against ``factor`` × the
+    """A speed target: ``system``'s median of ``metric`` against ``factor`` × the
     reference's (or against ``bound`` in the metric's unit)."""
 
     metric: str
@@ -164,6 +164,6 @@ def table(res: Results, extra: list[list[str]] = ()) -> str:
 
 
 def verdicts(res: Results) -> list[tuple[Target, str]]:
-    """Each target of issue 17 this run measured, with yes / NO / not run."""
+    """Each speed target this run measured, with yes / NO / not run."""
     units = {m: (u, h) for m, u, h in METRICS}
     return [(t, _verdict(res, t, *units[t.metric])[1]) for t in TARGETS if t.system in res.systems]

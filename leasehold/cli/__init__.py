@@ -1,4 +1,4 @@
-"""The ``leasehold`` command (DESIGN.md sections 7, 8): worker, enqueue, recover,
+"""The ``leasehold`` command: worker, enqueue, recover,
 stats, purge, periodic, queue, job, db upgrade, hash-password, web, demo;
 ``leasehold --version``. ``leasehold <command> --help``
 for each.

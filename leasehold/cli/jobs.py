@@ -1,4 +1,4 @@
-"""Commands on jobs (DESIGN.md sections 7, 8): worker, recover, enqueue, stats, purge."""
+"""Commands on jobs: worker, recover, enqueue, stats, purge."""
 
 from __future__ import annotations
 

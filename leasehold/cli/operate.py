@@ -1,4 +1,4 @@
-"""Commands for operating over time (DESIGN.md section 8): ``periodic
+"""Commands for operating over time: ``periodic
 list|enable|disable|run NAME`` and ``queue pause|resume QUEUE``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Control at scale in a real browser (issue 16): a bulk operation on 5,000
+"""Control at scale in a real browser: a bulk operation on 5,000
 jobs shows its progress and finishes; a handler's progress bar moves on the
 job page; a worker is quieted from the console and stops claiming until it
 is resumed.

@@ -1,5 +1,5 @@
 """The fault tests' oracle: the ledger the handlers write, and the invariants
-the store must keep whatever was killed or raced (GitHub issue 9).
+the store must keep whatever was killed or raced.
 
 ``invariants`` returns a list of violations (strings), empty when all hold;
 tests assert it is empty so a failure names every broken job at once.

@@ -1,4 +1,4 @@
-"""PostgreSQL tools of the fault tests (GitHub issue 9).
+"""PostgreSQL tools of the fault tests.
 
 * ``libpq_dsn`` / ``with_app_name``: URLs for psycopg, and worker URLs whose
   connections carry an ``application_name`` so a test can find (and

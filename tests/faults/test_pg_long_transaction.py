@@ -1,5 +1,5 @@
 """A transaction held open in another PostgreSQL session while jobs churn
-(GitHub issue 9): one session keeps a REPEATABLE READ snapshot (so vacuum
+one session keeps a REPEATABLE READ snapshot (so vacuum
 can remove none of the row versions the churn leaves behind), another holds
 ``FOR UPDATE`` on the job at the head of the queue (due, highest priority,
 locked before it was due so that no claim held it). Claims must keep working

@@ -2,7 +2,7 @@
 server) is stopped with ``pg_ctl -m immediate`` (a crash: recovery replays
 the WAL at the next start) while workers run jobs, kept down for a while,
 and started again. The workers must resume within RESUME_LIMIT_S, every job
-must reach a final state and the oracle's invariants hold (GitHub issue 9).
+must reach a final state and the oracle's invariants hold.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PostgreSQL backends terminated under the store (GitHub issue 9).
+"""PostgreSQL backends terminated under the store.
 
 ``pg_terminate_backend`` on the connections of a claim or an ack, caught
 *inside* the statement (``pg.CounterLock`` stops it after it changed the job

@@ -1,4 +1,4 @@
-"""Poison jobs in the process pool (GitHub issue 9): a job that leaks memory
+"""Poison jobs in the process pool: a job that leaks memory
 until its process is killed from outside (the kernel's OOM killer or a
 container limit; here ``OomKiller`` plays that part), and one that kills its
 own process (``crash``, ``os._exit(1)``), each on every attempt. Both must end

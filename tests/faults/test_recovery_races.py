@@ -3,7 +3,7 @@ requeue random jobs and recovery callers (five ``run_recovery`` through the
 lock, two bare ``recover_expired`` racing on the compare-and-set) run on a
 clock moved past every lease, so they take leases from live workers. Then
 every timeline must be legal, no job may count more lease expirations than
-claims, and no cancel may be lost (GitHub issue 9)."""
+claims, and no cancel may be lost."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Redis restart: a private redis-server (AOF, fsync every second) is killed
 with SIGKILL mid-run and restarted on the same port and directory; the
 workers ride through (alive, jobs continue) and every job acknowledged more
-than the fsync window before the kill is still Completed (GitHub issue 9)."""
+than the fsync window before the kill is still Completed."""
 
 from __future__ import annotations
 

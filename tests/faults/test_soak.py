@@ -1,7 +1,7 @@
 """Soak: a supervisor with several worker processes runs a mix of jobs while
 children are killed with SIGKILL; every job must end final, the oracle's
 invariants hold, and ``/metrics`` of a web app on the same store agrees with
-the store's counts (GitHub issue 9).
+the store's counts.
 
 The default suite runs a short version (400 jobs, 4 processes) on every
 backend; ``make soak`` a long one (LEASEHOLD_SOAK_JOBS, LEASEHOLD_SOAK_PROCESSES,

@@ -1,6 +1,6 @@
 """SQLite under contention: eight worker processes on one database file run
 1,000 jobs; each job completes once (ledger and events agree) and no worker
-reports "database is locked" (GitHub issue 9)."""
+reports "database is locked"."""
 
 from __future__ import annotations
 

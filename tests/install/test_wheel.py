@@ -1,5 +1,4 @@
-"""The wheel as a user installs it (GitHub issue 14, point 1 and its first
-"Done when"): built from the checkout, installed with pip into a fresh virtual
+"""The wheel as a user installs it: built from the checkout, installed with pip into a fresh virtual
 environment outside the repository (dependencies from the index this machine
 is configured with), then driven from an empty directory with a clean
 environment (no LEASEHOLD_SECRET_KEY, nothing of the checkout on the path).

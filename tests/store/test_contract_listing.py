@@ -1,5 +1,5 @@
 """Contract: listings are exact at any depth for every filter, and page
-backwards as well as forwards — on every store (issue 16, point 1)."""
+backwards as well as forwards — on every store."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Contract: search by part of an id, by error text and by a payload field,
 with the listing filters, on every store; a store that stops at its scan limit
-says so (issue 16, point 2)."""
+says so."""
 
 from __future__ import annotations
 

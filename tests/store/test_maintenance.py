@@ -1,4 +1,4 @@
-"""Maintenance (issue 15, points 1 and 6) over the contract, on every store:
+"""Maintenance over the contract, on every store:
 retention by status in bounded batches under a lock, dead workers pruned,
 each run recorded. Time moves with the store's clock, never by sleeping."""
 

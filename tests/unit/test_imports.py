@@ -1,4 +1,4 @@
-"""The worker side loads no web code (GitHub issue 13, point 4): importing the
+"""The worker side loads no web code: importing the
 worker, its process pool and the ``leasehold`` CLI in a fresh interpreter
 loads no ``flask*`` or ``webapp*`` module."""
 

@@ -23,7 +23,7 @@ from store.lifecycle import (
 
 S = JobStatus
 
-# DESIGN.md section 3, written out as the spec says it.
+# The legal transitions, written out as the README's lifecycle diagram draws them.
 SPEC = {
     (S.Queued, S.InProgress),
     (S.Queued, S.Scheduled),

@@ -1,4 +1,4 @@
-"""Periodic-job declarations and tick arithmetic (issue 15, point 2): DST in
+"""Periodic-job declarations and tick arithmetic: DST in
 Europe/Paris, descriptions, and one-line errors naming the handler."""
 
 from __future__ import annotations

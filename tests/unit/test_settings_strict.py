@@ -1,4 +1,4 @@
-"""One strict configuration (issue 14, point 6): every LEASEHOLD_* value typed,
+"""One strict configuration: every LEASEHOLD_* value typed,
 bounded, refused with one line naming it; the README's table and the
 settings model list the same variables with the same defaults."""
 

@@ -1,4 +1,4 @@
-"""API routes of control at scale (issue 16): bulk operations, attempts in
+"""API routes of control at scale: bulk operations, attempts in
 the job JSON, worker commands."""
 
 from __future__ import annotations

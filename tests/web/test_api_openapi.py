@@ -19,7 +19,7 @@ METHODS = ("get", "post", "put", "patch", "delete")
 #: Errors the blueprint's hooks answer before any view runs.
 AUTH_ERRORS = {"401", "422"}
 BODY_ERRORS = {"400", "403", "413", "415"}
-#: Names of time fields (DESIGN.md section 2 and 8: ``*_at``, ``retry_delay_until``).
+#: Names of time fields.
 TIME_SUFFIXES = ("_at", "_until")
 
 

@@ -1,5 +1,5 @@
 """GET /api/jobs: paging back with ``before``, and search by id, error text
-and payload field (issue 16, points 1 and 2)."""
+and payload field."""
 
 from __future__ import annotations
 

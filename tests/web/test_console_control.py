@@ -1,4 +1,4 @@
-"""Console for control at scale (issue 16): a bulk operation's page and its
+"""Console for control at scale: a bulk operation's page and its
 typed-count confirmation, the audit link, attempts and progress on the job
 page and jobs list, quiet/stop on the workers page (every store)."""
 

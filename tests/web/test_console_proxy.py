@@ -1,4 +1,4 @@
-"""Behind a proxy (issue 14, point 7): LEASEHOLD_TRUSTED_PROXIES applies
+"""Behind a proxy: LEASEHOLD_TRUSTED_PROXIES applies
 ProxyFix, so login throttling is keyed by the client's address, not the proxy's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The commands of issue 15 (DESIGN.md section 8): ``periodic list|enable|
+"""The operating commands: ``periodic list|enable|
 disable|run``, ``queue pause|resume``, ``purge --status`` with any subset and
 a counted dry run, ``enqueue --unique-for/--unique-key``; one-line errors;
 the same commands under ``flask --app wsgi``."""

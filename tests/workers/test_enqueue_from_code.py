@@ -1,6 +1,6 @@
-"""Enqueueing from application code (issue 14 point 3): a handler object that
+"""Enqueueing from application code: a handler object that
 calls like its function and enqueues itself, ``workers.wait``, and the
-DESIGN example ``open_store(url).enqueue(...)``, on every backend."""
+documented ``open_store(url).enqueue(...)``, on every backend."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``leasehold`` command (GitHub issue 14, point 2): the same commands as
+"""The ``leasehold`` command: the same commands as
 ``flask --app wsgi``, settings from the environment, no Flask app built and
 no LEASEHOLD_SECRET_KEY needed except by ``web``; ``purge`` in batches."""
 

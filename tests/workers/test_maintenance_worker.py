@@ -1,4 +1,4 @@
-"""The worker runs maintenance (issue 15, points 1 and 6): a real worker
+"""The worker runs maintenance: a real worker
 process prunes old finished jobs and forgets dead workers, and records both."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Periodic jobs with real worker processes (issue 15, point 2): three
+"""Periodic jobs with real worker processes: three
 schedulers on a one-second schedule make exactly one job per tick; workers
 restarted after a gap enqueue exactly one catch-up job (the latest missed
 tick); a bad schedule stops the worker with one line naming its handler.

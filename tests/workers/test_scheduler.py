@@ -1,4 +1,4 @@
-"""The scheduler in process (issue 15, point 2), on every store: exactly one
+"""The scheduler in process, on every store: exactly one
 job per tick however many schedulers look, only the latest missed tick after
 downtime, catch-up off, disabled schedules, a failing schedule that does not
 stop the others. The store's clock is moved, never slept on."""

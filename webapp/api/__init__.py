@@ -1,4 +1,4 @@
-"""The JSON API (DESIGN.md section 7): routes, auth, async endpoints, metrics.
+"""The JSON API: routes, auth, async endpoints, metrics.
 
 ``init_app(app)`` (called by ``create_app``) parses LEASEHOLD_API_TOKENS
 (ConfigError on a bad value), builds the app's own OpenAPI generator and

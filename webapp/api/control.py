@@ -1,4 +1,4 @@
-"""API views for control at scale (issue 16): bulk operations on the whole
+"""API views for control at scale: bulk operations on the whole
 filter, run in the background (``POST /api/operations``), and worker
 commands (``POST /api/workers/<id>/quiet``, ``/unquiet``, ``/stop``).
 

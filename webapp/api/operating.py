@@ -1,4 +1,4 @@
-"""API views for operating over months (DESIGN.md section 8): delete a job,
+"""API views for operating over months: delete a job,
 pause and resume queues, purge finished jobs, periodic-job schedules.
 
 Registered by ``webapp.api.routes`` (its ROUTES table); authentication and

@@ -1,4 +1,4 @@
-"""The JSON API's routes (DESIGN.md section 7) and their table.
+"""The JSON API's routes and their table.
 
 Views are plain functions; ``ROUTES`` says for each its rule, methods, request
 models and documented responses, and ``register`` wraps every view with the

@@ -57,7 +57,7 @@ QueueName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUEUE_
 STATUS_NAMES = ", ".join(s.name for s in JobStatus)
 #: A job status as the API names it (the JSON Schema ``enum`` of the six names).
 StatusName = enum.Enum("StatusName", {s.name: s.name for s in JobStatus}, type=str)  # type: ignore[misc]
-#: A job status code (DESIGN.md section 3).
+#: A job status code.
 StatusCode = Annotated[int, WithJsonSchema({"type": "integer", "enum": [int(s) for s in JobStatus]})]
 #: A status filter in a query: a name or its code; empty means no filter.
 StatusQuery = Annotated[
@@ -238,7 +238,7 @@ class AttemptOut(BaseModel):
 
 
 class JobOut(BaseModel):
-    """A job (DESIGN.md section 2). Times are ISO 8601 UTC strings."""
+    """A job. Times are ISO 8601 UTC strings."""
 
     id: str
     name: str

@@ -1,4 +1,4 @@
-"""Pydantic schemas of the API's operating routes (DESIGN.md section 8):
+"""Pydantic schemas of the API's operating routes:
 queues, purge, periodic jobs, bulk operations, attempts and worker
 commands. The base types and the job schemas are in ``schemas.py``."""
 

@@ -33,7 +33,7 @@ def set_job_status_response(app: Flask, factory: StatusResponseFactory | None) -
 
 
 def default_status_response(job: Job) -> dict[str, Any]:
-    """The job JSON (DESIGN.md section 7) with its failed ``attempts``, oldest
+    """The job JSON with its failed ``attempts``, oldest
     first (only here: job lists leave them out)."""
     return {**job.to_json(), "attempts": [a.to_json() for a in job_store().attempts(job.id)]}
 

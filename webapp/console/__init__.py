@@ -1,4 +1,4 @@
-"""The ops console: server-rendered pages with HTMX partials (DESIGN.md section 7).
+"""The ops console: server-rendered pages with HTMX partials.
 
 Pages and fragments are in ``views``, actions in ``actions``, logins in
 ``auth``, protections in ``security``; templates in ``templates/`` (fragments

@@ -1,4 +1,4 @@
-"""Bulk actions on the whole filter (issue 16, point 3) and an operation's page.
+"""Bulk actions on the whole filter and an operation's page.
 
 ``POST /jobs/bulk`` without ``confirm`` previews: how many jobs the action
 would change (``webapp.operations.preview``). With ``confirm=1`` it records a
