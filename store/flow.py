@@ -92,6 +92,8 @@ class QueueLimits:
 def _count(fld: str, value: Any) -> int | None:
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # JSON's 5.0 is the integer 5
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(fld, "must be an integer or null")
     if not 1 <= value <= MAX_LIMIT:

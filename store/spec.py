@@ -196,8 +196,6 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             raise ValidationError("depends_on", "must be a list of job ids")
         if len(spec.depends_on) > 10_000:
             raise ValidationError("depends_on", "must name at most 10000 jobs")
-    if spec.on_parent_failure is not None and not spec.depends_on:
-        raise ValidationError("on_parent_failure", "needs depends_on")
     for fld in ("name", "queue", "idempotency_key", "unique_key"):
         if "\x00" in (getattr(spec, fld) or ""):
             raise ValidationError(fld, "must not contain NUL characters")

@@ -305,9 +305,16 @@ def literals(code: str) -> set[str]:
     return {a or b for a, b in LITERAL.findall(code)}
 
 
+#: Operations the Redis library does not apply yet: flow control (a child made
+#: Queued when its parents finish) is decided by the SQL stores only so far, and
+#: the Redis store refuses its options (FlowUnsupported) instead of ignoring them.
+NOT_ON_REDIS = frozenset({Operation.UNBLOCK})
+
+
 def test_operation_scripts_are_named_in_this_test() -> None:
     covered = {op for ops in OPERATION_SCRIPTS.values() for op in ops}
-    assert covered == set(Operation)
+    assert covered | NOT_ON_REDIS == set(Operation)
+    assert not covered & NOT_ON_REDIS
     for name in OPERATION_SCRIPTS:
         assert "local op = operation(ARGV[4])" in (LUA_DIR / f"{name}.lua").read_text()
 

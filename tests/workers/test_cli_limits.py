@@ -40,7 +40,10 @@ def test_queue_limits_set_show_clear(handle: StoreHandle, cli: CliRunner) -> Non
         done.stdout.strip() == "queue mail: concurrency 3, per-key concurrency -, rate 10/2s, per-key rate -"
     )
     assert store.queue_limits() == {"mail": QueueLimits(concurrency=3, rate=Rate(10, 2.0))}
-    assert (store.audit(1)[0].kind, store.audit(1)[0].actor) == (EventKind.QUEUE_LIMITS_SET, "operator:ann")
+    assert (store.audit(1)[0].kind, store.audit(1)[0].actor) == (
+        EventKind.QUEUE_LIMITS_SET,
+        "operator:cli:ann",
+    )
     done = invoke(cli, "queue", "limits", "mail", "--per-key-rate", "1/60", "--json")
     assert json.loads(done.stdout)["per_key_rate"] == {"limit": 1, "period_s": 60.0}
     assert json.loads(done.stdout)["concurrency"] == 3

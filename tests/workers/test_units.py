@@ -16,6 +16,7 @@ from store.errors import StoreUnavailable
 from store.lifecycle import RetryPolicy
 from workers.claim import IdleBackoff, WeightedQueues, format_queues, parse_queues
 from workers.config import WorkerConfig
+from workers.declare import handler
 from workers.execute import run_handler, run_in_child
 from workers.handlers import (
     HandlerError,
@@ -23,7 +24,6 @@ from workers.handlers import (
     JobContext,
     PermanentError,
     get_handler,
-    handler,
     load_handlers,
     registry,
     unregister,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from store.flow import MAX_LIMIT, MAX_PERIOD_S
 from store.models import MAX_IDEMPOTENCY_KEY_LEN
 from webapp.api.encoding import IDEMPOTENCY_HEADER
 
@@ -59,6 +60,79 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
 #: Operations whose JSON body may be left out (every field has a default).
 OPTIONAL_BODIES = frozenset({"requeue_job", "run_purge"})
 
+#: Fields of a job body a batch's job may not carry (its dependencies are the batch's own).
+BATCH_JOB_EXCLUDED = ("depends_on", "on_parent_failure")
+
+
+#: Text a store accepts: no NUL (PostgreSQL's text and JSONB cannot hold it; store/spec.py).
+NUL_FREE = {"type": "string", "pattern": "^[^\\x00]*$"}
+#: A job's payload: any JSON whose strings and keys hold no NUL.
+JSON_VALUE = {
+    "description": "any JSON value; no string or key may contain NUL",
+    "anyOf": [
+        NUL_FREE,
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": "#/components/schemas/JsonValue"}},
+        {
+            "type": "object",
+            "propertyNames": NUL_FREE,
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        },
+    ],
+}
+
+
+def limits_body() -> dict[str, Any]:
+    """The request body of ``PUT /api/queues/<queue>/limits``, read by hand by
+    its view (store.flow.parse_limits): each key sets a limit, null clears it,
+    a key left out keeps it."""
+    count = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}, {"type": "null"}]}
+    rate = {
+        "anyOf": [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["limit", "period_s"],
+                "properties": {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                    "period_s": {"type": "number", "minimum": 0.001, "maximum": MAX_PERIOD_S},
+                },
+            },
+            {"type": "null"},
+        ]
+    }
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "concurrency": count,
+            "per_key_concurrency": count,
+            "rate": rate,
+            "per_key_rate": rate,
+        },
+    }
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def batch_body(doc: dict[str, Any]) -> dict[str, Any]:
+    """The request body of ``POST /api/batches``, read by hand by its view:
+    ``{"jobs": [job bodies without dependencies], "callback": job body | null}``."""
+    job = dict(doc["components"]["schemas"]["EnqueueRequest"])
+    job["properties"] = {k: v for k, v in job.get("properties", {}).items() if k not in BATCH_JOB_EXCLUDED}
+    job["required"] = [k for k in job.get("required", []) if k not in BATCH_JOB_EXCLUDED]
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["jobs"],
+        "properties": {
+            "jobs": {"type": "array", "minItems": 1, "items": job},
+            "callback": {"anyOf": [{"$ref": "#/components/schemas/EnqueueRequest"}, {"type": "null"}]},
+        },
+    }
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
 
 def operations(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
     """Every operation object of ``doc``."""
@@ -69,11 +143,20 @@ def operations(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
 def finish(doc: dict[str, Any], enqueue_operations: Iterable[str]) -> dict[str, Any]:
     """Add the headers and bodies above to ``doc`` (in place; idempotent)."""
     enqueuing = set(enqueue_operations)
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas["JsonValue"] = JSON_VALUE
+    enqueue = schemas.get("EnqueueRequest", {}).get("properties", {})
+    if "payload" in enqueue:
+        enqueue["payload"] = {**enqueue["payload"], "anyOf": [{"$ref": "#/components/schemas/JsonValue"}]}
     for op in operations(doc):
         op_id = op.get("operationId", "")
         responses = op["responses"]
         if op_id in OPTIONAL_BODIES and "requestBody" in op:
             op["requestBody"]["required"] = False
+        if op_id == "create_batch" and "requestBody" not in op:
+            op["requestBody"] = batch_body(doc)
+        if op_id == "set_limits" and "requestBody" not in op:
+            op["requestBody"] = limits_body()
         if op_id in enqueuing:
             params = op.setdefault("parameters", [])
             if not any(p.get("name") == IDEMPOTENCY_HEADER for p in params):
