@@ -1,5 +1,6 @@
-"""Store maintenance: retention of finished
-jobs and pruning of dead workers, by hand and as a service.
+"""Store maintenance: retention of finished jobs and audit entries, pruning
+of dead workers: the operations a worker's service thread
+(workers/services.py), the console, the API and the command call.
 
 Store-side orchestration over the JobStore contract, like ``store.recovery``:
 the worker's service, the CLI and the web app all import it from here.
@@ -40,14 +41,11 @@ retention is alive).
 from __future__ import annotations
 
 import logging
-import random
-import threading
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from store import bulk
 from store.base import JobStore
 from store.lifecycle import TERMINAL, JobStatus
 from store.models import MaintenanceRun, ts
@@ -330,97 +328,3 @@ def prune_closed_failures(store: JobStore) -> int:
         if deleted < MAX_BATCH:
             break
     return pruned
-
-
-#: How often the maintenance thread looks for bulk operations to run, seconds
-#: (an operator waits at most about this long for one to start).
-BULK_POLL_S = 1.0
-#: Time one look may spend on bulk operations before the thread moves on, seconds.
-BULK_BUDGET_S = 5.0
-
-
-class MaintenanceService(threading.Thread):
-    """Runs retention (finished jobs, then audit entries older than
-    ``audit_retention_s``), worker pruning, history trimming and the pruning
-    of closed failure windows in one worker process every interval, and bulk
-    operations (store/bulk.py) as soon as they are started (checked every
-    BULK_POLL_S)."""
-
-    def __init__(
-        self,
-        store: JobStore,
-        owner: str,
-        interval_s: float,
-        retention_s: Mapping[JobStatus, float],
-        forget_after_s: float,
-        audit_retention_s: float = AUDIT_RETENTION_S,
-    ) -> None:
-        super().__init__(name="leasehold-maintenance", daemon=True)
-        self.store = store
-        self.owner = owner
-        self.interval_s = interval_s
-        self.retention_s = dict(retention_s)
-        self.forget_after_s = forget_after_s
-        self.audit_retention_s = audit_retention_s
-        self._stop_event = threading.Event()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def tick(self) -> None:
-        """One pass of every task; errors are logged, never raised."""
-        recent_s = self.interval_s * RECENT_FRACTION
-        lock_ttl_s = max(LOCK_TTL_S, self.interval_s)
-        try:
-            run_retention(
-                self.store, self.retention_s, self.owner, lock_ttl_s=lock_ttl_s, skip_if_ran_within_s=recent_s
-            )
-        except MaintenanceBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:  # keep the service alive; the next interval retries
-            log.warning("retention failed: %s", exc)
-        try:
-            run_worker_pruning(
-                self.store,
-                self.forget_after_s,
-                self.owner,
-                lock_ttl_s=lock_ttl_s,
-                skip_if_ran_within_s=recent_s,
-            )
-        except MaintenanceBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:
-            log.warning("pruning dead workers failed: %s", exc)
-        try:
-            run_audit_retention(
-                self.store,
-                self.audit_retention_s,
-                self.owner,
-                lock_ttl_s=lock_ttl_s,
-                skip_if_ran_within_s=recent_s,
-            )
-        except MaintenanceBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:
-            log.warning("audit retention failed: %s", exc)
-        try:
-            self.store.trim_history()
-            prune_closed_failures(self.store)
-        except Exception as exc:
-            log.warning("trimming the history counters or failure windows failed: %s", exc)
-
-    def run_bulk(self) -> None:
-        """Run started bulk operations for up to BULK_BUDGET_S; errors logged."""
-        try:
-            if self.store.operations(limit=1, unfinished=True):
-                bulk.run_pending(self.store, self.owner, BULK_BUDGET_S)
-        except Exception as exc:  # the next look resumes from the saved cursor
-            log.warning("bulk operations failed: %s", exc)
-
-    def run(self) -> None:
-        next_tick = time.monotonic() + self.interval_s * random.uniform(0.9, 1.0)
-        while not self._stop_event.wait(min(BULK_POLL_S, max(0.0, next_tick - time.monotonic()))):
-            self.run_bulk()
-            if time.monotonic() >= next_tick:
-                self.tick()
-                next_tick = time.monotonic() + self.interval_s * random.uniform(0.9, 1.0)

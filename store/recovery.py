@@ -1,4 +1,5 @@
-"""Recovery of expired leases, by hand and as a service.
+"""Recovery of expired leases: the operations a worker's service thread
+(workers/services.py), the console, the API and the command call.
 
 Store-side orchestration over the JobStore contract (no worker or web code):
 the worker, the CLI, the API and the console all import it from here.
@@ -22,8 +23,6 @@ worker with recovery enabled is up. Idle checks are not recorded as runs.
 from __future__ import annotations
 
 import logging
-import random
-import threading
 import time
 import uuid
 
@@ -130,41 +129,3 @@ def _record(store: JobStore, report: RecoveryReport, trigger: str) -> None:
         store.record_recovery_run(run)
     except Exception as exc:  # the recovery itself is done and atomic; history is best effort
         log.warning("recording the recovery run failed: %s", exc)
-
-
-class RecoveryService(threading.Thread):
-    """Runs recovery in one worker process: ``drain()`` at start, then every interval."""
-
-    def __init__(self, store: JobStore, owner: str, interval_s: float, batch: int, lock_ttl_s: float) -> None:
-        super().__init__(name="leasehold-recovery", daemon=True)
-        self.store = store
-        self.owner = owner
-        self.interval_s = interval_s
-        self.batch = batch
-        self.lock_ttl_s = lock_ttl_s
-        self._stop_event = threading.Event()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def drain(self) -> RecoveryReport | None:
-        """Start-up: recover until no expired lease is left (skipped when another instance is at it)."""
-        return self.tick("startup", max_batches=None)
-
-    def tick(self, trigger: str, max_batches: int | None = INTERVAL_MAX_BATCHES) -> RecoveryReport | None:
-        """One run if any lease has expired; None when there was nothing to do or it could not run."""
-        try:
-            if self.store.expired_lease_count() == 0:
-                return None
-            return run_recovery(
-                self.store, self.owner, trigger, self.batch, self.lock_ttl_s, max_batches=max_batches
-            )
-        except RecoveryBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:  # keep the service alive; the next interval retries
-            log.warning("recovery (%s) failed: %s", trigger, exc)
-        return None
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.interval_s * random.uniform(0.9, 1.0)):
-            self.tick("interval")

@@ -47,9 +47,7 @@ from leasehold.logs import job_fields
 from leasehold.urls import is_sql
 from store import open_store
 from store.base import JobStore, Notice
-from store.maintenance import MaintenanceService
 from store.models import Job, WorkerInfo, ts
-from store.recovery import RecoveryService
 from workers.acker import Acker
 from workers.catalogue import published
 from workers.claim import IdleBackoff, WeightedQueues
@@ -65,6 +63,7 @@ from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
 from workers.progress import ProgressReporter
 from workers.scheduler import Scheduler
+from workers.services import MaintenanceService, RecoveryService
 from workers.timeouts import ExecutionTimeouts
 from workers.wakeup import WakeupListener
 

@@ -14,8 +14,9 @@ import pytest
 from store.base import JobStore
 from store.errors import ValidationError
 from store.lifecycle import EventKind
-from store.maintenance import AUDIT_TASK, MaintenanceService, prune_closed_failures, run_audit_retention
+from store.maintenance import AUDIT_TASK, prune_closed_failures, run_audit_retention
 from tests.backends import StoreHandle
+from workers.services import MaintenanceService
 
 DAY = 86400.0
 RETENTION = 90 * DAY

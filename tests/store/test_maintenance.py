@@ -16,7 +16,6 @@ from store.maintenance import (
     RETENTION_LOCK,
     WORKERS_LOCK,
     MaintenanceBusy,
-    MaintenanceService,
     RunLock,
     run_owner,
     run_retention,
@@ -24,6 +23,7 @@ from store.maintenance import (
 )
 from store.models import WorkerInfo
 from tests.store.helpers import job_in
+from workers.services import MaintenanceService
 
 S = JobStatus
 DAY = 86400.0

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from store.base import RECOVERY_LOCK
-from store.recovery import RecoveryBusy, RecoveryService, run_recovery
+from store.recovery import RecoveryBusy, run_recovery
 from tests.backends import StoreHandle
 from tests.store.helpers import expire_leases
 from tests.workers.procs import events, job_is, registered, wait_until
 from workers.claim import IdleBackoff
 from workers.config import WorkerConfig
 from workers.handlers import load_handlers
+from workers.services import RecoveryService
 from workers.worker import Worker
 
 load_handlers(["tests.handlers"])
