@@ -34,6 +34,9 @@ class PgWakeups(Wakeups):
         self._channel = channel
         self._queues = frozenset(queues)
         self._conn: psycopg.Connection[Any] | None = None
+        #: Set by close(): a wait racing it (connecting in the listener's thread
+        #: while another thread closes) closes what it opened instead of keeping it.
+        self._closed = False
 
     def _connect(self) -> psycopg.Connection[Any]:
         """The engine's connect arguments, on a connection the pool does not own."""
@@ -52,17 +55,26 @@ class PgWakeups(Wakeups):
         deadline = time.monotonic() + timeout_s
         try:
             if self._conn is None or self._conn.closed:
+                if self._closed:
+                    return None
                 self._conn = self._connect()
+                if self._closed:  # closed while connecting: nobody else will close it
+                    self._drop()
+                    return None
             while (left := deadline - time.monotonic()) > 0:
                 for notice in self._conn.notifies(timeout=left, stop_after=1):
                     if notice.payload in self._queues:
                         return Notice(notice.payload)
             return None
         except psycopg.Error as exc:
-            self.close()
+            self._drop()  # the next wait connects again
             raise StoreUnavailable(f"SQL store unavailable (LISTEN): {exc}") from exc
 
     def close(self) -> None:
+        self._closed = True
+        self._drop()
+
+    def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()

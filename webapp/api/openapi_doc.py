@@ -21,6 +21,7 @@ from typing import Any
 
 from store.flow import MAX_LIMIT, MAX_PERIOD_S
 from store.models import MAX_IDEMPOTENCY_KEY_LEN
+from store.spec import MAX_QUEUE_LEN
 from webapp.api.encoding import IDEMPOTENCY_HEADER
 
 IDEMPOTENCY_PARAMETER: dict[str, Any] = {
@@ -116,6 +117,16 @@ def limits_body() -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
+#: A queue name as enqueue takes it (store/spec.py check_queue_name): 1..MAX_QUEUE_LEN
+#: characters, not blank, no NUL.
+QUEUE_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_QUEUE_LEN,
+    "pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$",
+}
+
+
 def batch_body(doc: dict[str, Any]) -> dict[str, Any]:
     """The request body of ``POST /api/batches``, read by hand by its view:
     ``{"jobs": [job bodies without dependencies], "callback": job body | null}``."""
@@ -157,6 +168,9 @@ def finish(doc: dict[str, Any], enqueue_operations: Iterable[str]) -> dict[str, 
             op["requestBody"] = batch_body(doc)
         if op_id == "set_limits" and "requestBody" not in op:
             op["requestBody"] = limits_body()
+        for param in op.get("parameters", []):
+            if param.get("in") == "path" and param.get("name") == "queue":
+                param["schema"] = dict(QUEUE_NAME)
         if op_id in enqueuing:
             params = op.setdefault("parameters", [])
             if not any(p.get("name") == IDEMPOTENCY_HEADER for p in params):
