@@ -109,40 +109,28 @@ class MaintenanceService(threading.Thread):
 
     def tick(self) -> None:
         """One pass of every task; errors are logged, never raised."""
-        recent_s = self.interval_s * RECENT_FRACTION
-        lock_ttl_s = max(LOCK_TTL_S, self.interval_s)
-        try:
-            run_retention(
-                self.store, self.retention_s, self.owner, lock_ttl_s=lock_ttl_s, skip_if_ran_within_s=recent_s
-            )
-        except MaintenanceBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:  # keep the service alive; the next interval retries
-            log.warning("retention failed: %s", exc)
-        try:
-            run_worker_pruning(
-                self.store,
-                self.forget_after_s,
-                self.owner,
-                lock_ttl_s=lock_ttl_s,
-                skip_if_ran_within_s=recent_s,
-            )
-        except MaintenanceBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:
-            log.warning("pruning dead workers failed: %s", exc)
-        try:
-            run_audit_retention(
-                self.store,
-                self.audit_retention_s,
-                self.owner,
-                lock_ttl_s=lock_ttl_s,
-                skip_if_ran_within_s=recent_s,
-            )
-        except MaintenanceBusy as exc:
-            log.debug("%s", exc)
-        except Exception as exc:
-            log.warning("audit retention failed: %s", exc)
+        locked = {
+            "lock_ttl_s": max(LOCK_TTL_S, self.interval_s),
+            "skip_if_ran_within_s": self.interval_s * RECENT_FRACTION,
+        }
+        tasks = (
+            ("retention", lambda: run_retention(self.store, self.retention_s, self.owner, **locked)),
+            (
+                "pruning dead workers",
+                lambda: run_worker_pruning(self.store, self.forget_after_s, self.owner, **locked),
+            ),
+            (
+                "audit retention",
+                lambda: run_audit_retention(self.store, self.audit_retention_s, self.owner, **locked),
+            ),
+        )
+        for what, task in tasks:  # each under its own lock; one failing never stops the others
+            try:
+                task()
+            except MaintenanceBusy as exc:
+                log.debug("%s", exc)
+            except Exception as exc:  # keep the service alive; the next interval retries
+                log.warning("%s failed: %s", what, exc)
         try:
             self.store.trim_history()
             prune_closed_failures(self.store)
