@@ -64,7 +64,10 @@ class BatchesMixin(FlowMixin):
 
     def get_batch(self, batch_id: str) -> Batch:
         record, ids = self._pipe(
-            lambda p: (p.hgetall(self._batch_key(batch_id)), p.lrange(self._batch_key(batch_id, "jobs"), 0, -1))
+            lambda p: (
+                p.hgetall(self.keys.batch(batch_id)),
+                p.lrange(self.keys.batch(batch_id, "jobs"), 0, -1),
+            )
         )
         if not record:
             raise JobNotFound(batch_id)
@@ -84,7 +87,7 @@ class BatchesMixin(FlowMixin):
         )
 
     def batch_jobs(self, batch_id: str, limit: int = 100) -> list[Job]:
-        [ids] = self._pipe(lambda p: p.lrange(self._batch_key(batch_id, "jobs"), 0, max(limit, 1) - 1))
+        [ids] = self._pipe(lambda p: p.lrange(self.keys.batch(batch_id, "jobs"), 0, max(limit, 1) - 1))
         found = self._pipe(lambda p: [p.hgetall(self.keys.job(i)) for i in ids])
         return [codec.job_from_hash(h) for h in found if h][:limit]
 
@@ -97,6 +100,3 @@ class BatchesMixin(FlowMixin):
         if reply[0] == -1:
             raise JobNotFound(batch_id)
         return self.get_batch(batch_id)
-
-    def _batch_key(self, batch_id: str, part: str = "") -> str:
-        return self.keys.route + (f"batch_{part}:{batch_id}" if part else f"batch:{batch_id}")

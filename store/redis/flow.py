@@ -64,7 +64,7 @@ class FlowMixin(RedisPlumbing):
         return limits
 
     def queue_limits(self) -> dict[str, QueueLimits]:
-        [found] = self._pipe(lambda p: p.hgetall(self.keys.route + "limits"))
+        [found] = self._pipe(lambda p: p.hgetall(self.keys.limits))
         return {queue: limits_from_json(text) for queue, text in sorted(found.items())}
 
     def _usage(self, queue: str) -> tuple[QueueLimits, Usage, float]:
@@ -110,7 +110,9 @@ class FlowMixin(RedisPlumbing):
         for spec, job_id, parents in specs:
             fields = {**codec.spec_fields(spec, job_id, self.settings), **codec.flow_fields(spec)}
             if fields.get("unique_key"):
-                raise ValidationError("unique_for", "cannot be combined with depends_on, limit_key or a batch")
+                raise ValidationError(
+                    "unique_for", "cannot be combined with depends_on, limit_key or a batch"
+                )
             out.append(codec.dumps({"f": fields, "d": float(spec.delay_s), "p": sorted(set(parents))}))
         return out
 
@@ -138,7 +140,7 @@ class FlowMixin(RedisPlumbing):
         return [codec.job_from_hash(h) for h in found if h]
 
     def parents(self, job_id: str) -> list[Job]:
-        return self._related(self.keys.route + f"parents:{job_id}", flow.MAX_PARENTS)
+        return self._related(self.keys.related("parents", job_id), flow.MAX_PARENTS)
 
     def children(self, job_id: str, limit: int = 100) -> list[Job]:
-        return self._related(self.keys.route + f"children:{job_id}", limit)
+        return self._related(self.keys.related("children", job_id), limit)
