@@ -88,6 +88,19 @@ def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str
     return out
 
 
+def flow_fields(spec: JobSpec) -> dict[str, str]:
+    """The hash fields of a job that uses flow control (lua/enqueue_flow.lua):
+    its limit key, batch, and for a child the policy of a failed parent."""
+    out = {}
+    if spec.limit_key is not None:
+        out["limit_key"] = spec.limit_key
+    if spec.batch_id is not None:
+        out["batch_id"] = spec.batch_id
+    if spec.depends_on:
+        out["on_parent_failure"] = spec.on_parent_failure or "cancel"
+    return out
+
+
 def _float(h: Mapping[str, str], name: str) -> float | None:
     value = h.get(name)
     return None if value is None else float(value)
@@ -128,6 +141,10 @@ def job_from_hash(h: Mapping[str, str]) -> Job:
         last_updated_at=ts(_float(h, "last_updated_at")),
         idempotency_key=h.get("idempotency_key"),
         progress=_json(h, "progress"),
+        limit_key=h.get("limit_key"),
+        batch_id=h.get("batch_id"),
+        pending_parents=int(h["pending_parents"]) if "pending_parents" in h else None,
+        on_parent_failure=h.get("on_parent_failure"),
     )
 
 

@@ -62,6 +62,20 @@ Key schema (``P`` = prefix):
 ``{P}:wakeup:<queue>``    list: wake-up entries of idle workers, at most
                           WAKEUP_KEPT (store/redis/wakeups.py): a ready job's
                           ``rank``, or ``*`` for several
+``{P}:limits``            hash: queue -> its limits as JSON (QueueLimits.to_json
+                          without nulls; store/redis/flow.py, lua/lib/flow.lua)
+``{P}:running``           hash: queue -> jobs of a limited queue InProgress
+``{P}:running_keys:<queue>`` hash: limit key -> those jobs of the queue with it
+``{P}:starts:<queue>``    zset: starts in a rate window, member ``<id>:<token>``,
+                          score start time; expires after its window
+``{P}:key_starts:<queue>\0<key>`` zset: the same, of one limit key
+``{P}:rate_keys:<queue>`` zset: limit keys with starts, score their last start
+``{P}:parents:<id>``      set: the ids of a job's parents
+``{P}:children:<id>``     set: the ids of a job's children (listing, purge)
+``{P}:waiting:<id>``      set: the children still waiting for the job to end
+``{P}:batch:<id>``        hash: a batch or chain: id, kind, size, created_at,
+                          callback_job_id, canceled_at, canceled_by
+``{P}:batch_jobs:<id>``   list: its jobs' ids in order (not the callback)
 
 ``rank`` is ``%07d`` of ``MAX_PRIORITY - priority``, ``%017d`` of the due time
 in microseconds, ``:`` and the id (built in ``lua/lib/job.lua``): byte order is
@@ -166,6 +180,18 @@ class Keys:
     @property
     def leases(self) -> str:
         return self._key("leases")
+
+    @property
+    def limits(self) -> str:
+        return self._key("limits")
+
+    def related(self, kind: str, job_id: str) -> str:
+        """A job's ``parents``, ``children`` or ``waiting`` set (flow control)."""
+        return self._key(kind, job_id)
+
+    def batch(self, batch_id: str, part: str = "") -> str:
+        """``batch:<id>``, or ``batch_<part>:<id>`` (``jobs``: its jobs' list)."""
+        return self._key(f"batch_{part}" if part else "batch", batch_id)
 
     @property
     def counters(self) -> str:

@@ -37,11 +37,14 @@ from redis import exceptions as rx
 from store import lifecycle
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
 from store.errors import StoreUnavailable
+from store.flow import WAITING_DUE_AT
 from store.lifecycle import Operation
+from store.redis.wakeups import WAKEUP_KEPT
 
 LUA_DIR = Path(__file__).with_name("lua")
-#: The library's sections, in the order they are pasted (job uses keys and clock).
-SECTIONS = ("keys", "clock", "job")
+#: The library's sections, in the order they are pasted (job uses keys and
+#: clock; flow uses job and has no per-call state: no function includes it).
+SECTIONS = ("keys", "clock", "job", "flow")
 _INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -81,6 +84,19 @@ def history_table() -> str:
     return f"local HISTORY_WIDTHS = {{{widths}}}\nlocal HISTORY_KINDS = {{{kinds}}}"
 
 
+def flow_table() -> str:
+    """``local FLOW``: what lib/flow.lua takes from Python: status codes by
+    name (``status``) and names by code (``name``), ``store.flow.WAITING_DUE_AT``
+    and ``store.redis.wakeups.WAKEUP_KEPT``."""
+    statuses = list(lifecycle.JobStatus)
+    by_name = ", ".join(f"{s.name} = {int(s)}" for s in statuses)
+    by_code = ", ".join(f"[{int(s)}] = '{s.name}'" for s in statuses)
+    return (
+        f"local FLOW = {{status = {{{by_name}}}, name = {{{by_code}}}, "
+        f"waiting_due_at = {WAITING_DUE_AT!r}, wakeup_kept = {int(WAKEUP_KEPT)}}}"
+    )
+
+
 def function_names() -> list[str]:
     """The functions of the library: the stems of ``lua/*.lua``, sorted."""
     return sorted(p.stem for p in LUA_DIR.glob("*.lua"))
@@ -101,7 +117,7 @@ def prelude() -> str:
     the sections (also run by tests with EVAL, where KEYS and ARGV are the
     script's own)."""
     sections = [(LUA_DIR / "lib" / f"{s}.lua").read_text() for s in SECTIONS]
-    return "\n".join([operations_table(), history_table(), *sections])
+    return "\n".join([operations_table(), history_table(), flow_table(), *sections])
 
 
 def _body(name: str) -> str:
@@ -232,6 +248,10 @@ class Scripts:
     schedule_enable: Function
     schedule_tick: Function
     reindex: Function
+    enqueue_flow: Function
+    flow_limits: Function
+    flow_usage: Function
+    cancel_batch: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

@@ -47,6 +47,7 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.audit import AuditMixin
+from store.redis.batches import BatchesMixin
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
 from store.redis.operating import OperatingMixin
@@ -72,6 +73,7 @@ HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 
 
 class RedisStore(
+    BatchesMixin,
     AuditMixin,
     OperatingMixin,
     BulkMixin,
@@ -126,7 +128,10 @@ class RedisStore(
 
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
         """One job, or the job holding its idempotency or unique key; tried
-        again when that job is removed between the script and the read."""
+        again when that job is removed between the script and the read. A
+        job with flow options is written by lua/enqueue_flow.lua (flow.py)."""
+        if spec.uses_flow:
+            return self._enqueue_flow(spec)
         for _ in range(GUARD_ATTEMPTS):
             jobs, taken_by = self._insert([spec])
             if jobs:
@@ -210,7 +215,8 @@ class RedisStore(
         """lua/claim.lua: lease up to ``want`` due jobs of ``queues``, or only
         the ready ``member`` (of ``queues[0]``) when one is named."""
         args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want, SCRIPT_BATCH, member, *queues)
-        return [codec.job_from_flat(flat) for flat in self._eval(self._lua.claim, self._route, args)]
+        replies = self._note_retry(worker_id, self._eval(self._lua.claim, self._route, args))
+        return [codec.job_from_flat(flat) for flat in replies]
 
     def heartbeat(
         self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None

@@ -16,7 +16,6 @@ from store.flow import QueueLimits, Rate
 from store.lifecycle import EventKind, JobStatus
 from store.models import JobSpec
 from tests.backends import StoreHandle
-from tests.store.flow_helpers import needs_flow
 from tests.store.helpers import ERROR, expire_leases
 
 S = JobStatus
@@ -47,7 +46,6 @@ def test_a_store_without_flow_control_refuses_it_loudly(store: JobStore) -> None
 
 # ------------------------------------------------------------------ limits
 def test_limits_are_stored_listed_cleared_and_audited(store: JobStore) -> None:
-    needs_flow(store)
     limits = QueueLimits(concurrency=3, per_key_concurrency=1, rate=Rate(10, 1.0), per_key_rate=Rate(2, 60.0))
     assert store.set_queue_limits("mail", limits, actor="operator:ann") == limits
     assert store.queue_limits() == {"mail": limits}
@@ -59,7 +57,6 @@ def test_limits_are_stored_listed_cleared_and_audited(store: JobStore) -> None:
 
 
 def test_concurrency_limit_is_decided_in_the_claim(store: JobStore) -> None:
-    needs_flow(store)
     store.set_queue_limits("q", QueueLimits(concurrency=2))
     for i in range(5):
         store.enqueue("t", {"i": i}, queue="q")
@@ -76,7 +73,6 @@ def test_concurrency_limit_is_decided_in_the_claim(store: JobStore) -> None:
 
 
 def test_a_worker_sees_a_limit_change_at_its_next_claim(store: JobStore) -> None:
-    needs_flow(store)
     for i in range(4):
         store.enqueue("t", {"i": i}, queue="q")
     store.set_queue_limits("q", QueueLimits(concurrency=1))
@@ -86,7 +82,6 @@ def test_a_worker_sees_a_limit_change_at_its_next_claim(store: JobStore) -> None
 
 
 def test_per_key_concurrency_lets_other_keys_pass(store: JobStore) -> None:
-    needs_flow(store)
     store.set_queue_limits("q", QueueLimits(per_key_concurrency=1))
     a1 = store.enqueue("t", None, queue="q", limit_key="a")
     store.enqueue("t", None, queue="q", limit_key="a")
@@ -100,7 +95,6 @@ def test_per_key_concurrency_lets_other_keys_pass(store: JobStore) -> None:
 
 
 def test_rate_limit_holds_starts_to_the_window_and_says_when(store: JobStore) -> None:
-    needs_flow(store)
     store.set_queue_limits("q", QueueLimits(rate=Rate(3, 10.0)))
     for i in range(7):
         store.enqueue("t", {"i": i}, queue="q")
@@ -116,7 +110,6 @@ def test_rate_limit_holds_starts_to_the_window_and_says_when(store: JobStore) ->
 
 
 def test_per_key_rate_limit(store: JobStore) -> None:
-    needs_flow(store)
     store.set_queue_limits("q", QueueLimits(per_key_rate=Rate(1, 60.0)))
     for key in ("a", "a", "b"):
         store.enqueue("t", None, queue="q", limit_key=key)
@@ -148,7 +141,6 @@ def test_concurrent_claims_never_exceed_the_limit(handle: StoreHandle) -> None:
     """Claims race from 8 threads (each its own connection): the store's
     serialisation of a limited queue's claims holds the limit."""
     store = handle.store
-    needs_flow(store)
     store.set_queue_limits("q", QueueLimits(concurrency=3))
     store.enqueue_many([JobSpec("t", {"i": i}, queue="q") for i in range(60)])
     seen: list[int] = []
@@ -182,7 +174,6 @@ def test_concurrent_claims_never_exceed_the_limit(handle: StoreHandle) -> None:
 
 # ------------------------------------------------------------ dependencies
 def test_a_child_waits_for_its_last_parent(store: JobStore) -> None:
-    needs_flow(store)
     p1 = store.enqueue("p", {"n": 1})
     p2 = store.enqueue("p", {"n": 2})
     child = store.enqueue("c", None, depends_on=[p1.id, p2.id])
@@ -203,7 +194,6 @@ def test_a_child_waits_for_its_last_parent(store: JobStore) -> None:
 
 
 def test_batched_acks_release_children(store: JobStore) -> None:
-    needs_flow(store)
     parent = store.enqueue("p", None)
     plain = store.enqueue("p", None)
     child = store.enqueue("c", None, depends_on=[parent.id])
@@ -215,7 +205,6 @@ def test_batched_acks_release_children(store: JobStore) -> None:
 
 
 def test_a_failed_parent_cancels_the_child_and_its_dependents(store: JobStore) -> None:
-    needs_flow(store)
     parent = store.enqueue("p", None, max_retries=0)
     child = store.enqueue("c", None, depends_on=[parent.id])
     grandchild = store.enqueue("g", None, depends_on=[child.id])
@@ -230,7 +219,6 @@ def test_a_failed_parent_cancels_the_child_and_its_dependents(store: JobStore) -
 
 
 def test_on_parent_failure_run_runs_the_child(store: JobStore) -> None:
-    needs_flow(store)
     parent = store.enqueue("p", None)
     child = store.enqueue("c", None, depends_on=[parent.id], on_parent_failure="run")
     store.cancel(parent.id, actor="operator:ann")
@@ -238,7 +226,6 @@ def test_on_parent_failure_run_runs_the_child(store: JobStore) -> None:
 
 
 def test_a_child_of_finished_parents(store: JobStore) -> None:
-    needs_flow(store)
     done = store.enqueue("p", None, queue="p")
     [j] = _run(store, "p")
     store.complete(j.id, j.lease_token, 1)
@@ -254,7 +241,6 @@ def test_a_child_of_finished_parents(store: JobStore) -> None:
 
 
 def test_a_parent_whose_lease_expires_is_retried_without_releasing_children(store: JobStore) -> None:
-    needs_flow(store)
     parent = store.enqueue("p", None, max_retries=1)
     child = store.enqueue("c", None, depends_on=[parent.id])
     _run(store)
@@ -271,7 +257,6 @@ def test_a_parent_whose_lease_expires_is_retried_without_releasing_children(stor
 
 
 def test_purge_keeps_a_parent_whose_children_still_wait(store: JobStore) -> None:
-    needs_flow(store)
     p1 = store.enqueue("p", None)
     p2 = store.enqueue("p", None, delay_s=3600)
     child = store.enqueue("c", None, depends_on=[p1.id, p2.id])
@@ -289,7 +274,6 @@ def test_purge_keeps_a_parent_whose_children_still_wait(store: JobStore) -> None
 
 # ---------------------------------------------------- batches and chains
 def test_a_batch_runs_its_callback_once_all_have_finished(store: JobStore) -> None:
-    needs_flow(store)
     specs = [JobSpec("t", {"i": i}, queue="b", max_retries=0) for i in range(4)]
     batch = store.create_batch(specs, JobSpec("summary", {"to": "ops"}, queue="b"))
     assert (batch.size, batch.counts, batch.finished) == (4, {"Queued": 4}, False)
@@ -305,7 +289,6 @@ def test_a_batch_runs_its_callback_once_all_have_finished(store: JobStore) -> No
 
 
 def test_a_canceled_batch_cancels_its_waiting_jobs_and_callback(store: JobStore) -> None:
-    needs_flow(store)
     batch = store.create_batch(
         [JobSpec("t", {"i": i}, queue="b") for i in range(3)], JobSpec("cb", None, queue="b")
     )
@@ -320,7 +303,6 @@ def test_a_canceled_batch_cancels_its_waiting_jobs_and_callback(store: JobStore)
 
 
 def test_a_chain_runs_in_order(store: JobStore) -> None:
-    needs_flow(store)
     chain = store.create_batch([JobSpec("step", {"n": n}, queue="c") for n in range(3)], kind="chain")
     order = []
     while True:

@@ -13,7 +13,6 @@ import pytest
 from store.base import JobStore, StoreSettings
 from store.lifecycle import OPERATIONS, EventKind, JobStatus, Operation, failure_event_kind, rule
 from store.models import Job, Lease, RecoveryRun
-from tests.store.flow_helpers import needs_flow
 from tests.store.helpers import ERROR, expire_leases, job_in
 
 S = JobStatus
@@ -26,7 +25,6 @@ def _claimed(store: JobStore) -> Job:
 
 
 def _unblocked(store: JobStore) -> Job:
-    needs_flow(store)
     parent = _claimed(store)
     child = store.enqueue("t", {"n": 2}, depends_on=[parent.id])
     store.complete(parent.id, parent.lease_token, None)

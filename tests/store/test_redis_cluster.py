@@ -360,3 +360,37 @@ def test_wakeups_and_the_notified_claim_on_the_cluster(store: RedisStore) -> Non
         assert claimed.id == job.id and claimed.lease_token == 1
     finally:
         wakeups.close()
+
+
+def test_flow_control_on_the_cluster(store: RedisStore) -> None:
+    """Limits decided in the claim (concurrency, rate with its retry-after)
+    and a dependency released by its parent's ack, in one slot: the flow
+    keys (limits, running counts, rate windows, parents and children) are
+    built from the prefix like every other key."""
+    from store.flow import QueueLimits, Rate
+    from store.models import JobSpec
+
+    store.set_queue_limits("lim", QueueLimits(concurrency=2, rate=Rate(3, 60.0)))
+    store.enqueue_many([JobSpec("t", {"i": i}, queue="lim", limit_key="k") for i in range(5)])
+    first = store.claim("w", ["lim"], 10)
+    assert len(first) == 2 and store.claim("w", ["lim"], 10) == []
+    assert store.limit_usage("lim").running == 2
+    for j in first:
+        store.complete(j.id, j.lease_token, None)
+    [third] = store.claim("w", ["lim"], 10)
+    store.complete(third.id, third.lease_token, None)
+    assert store.claim("w", ["lim"], 10) == []
+    wait = store.claim_retry_after("w")
+    assert wait is not None and 59.0 < wait <= 60.0
+
+    parent = store.enqueue("p")
+    child = store.enqueue("c", depends_on=[parent.id])
+    assert store.get(child.id).status is S.Scheduled
+    [p] = store.claim("w", ["default"], 1)
+    store.complete(p.id, p.lease_token, {"n": 1})
+    assert store.get(child.id).status is S.Queued
+    assert [j.id for j in store.parents(child.id)] == [parent.id]
+    batch = store.create_batch([JobSpec("t", None, queue="b")], JobSpec("cb", None, queue="b"))
+    [b] = store.claim("w", ["b"], 10)
+    store.complete(b.id, b.lease_token, None)
+    assert store.get(batch.callback_job_id).status is S.Queued

@@ -13,7 +13,7 @@ from tests.conftest import handle_fixture
 from tests.web.conftest import OPERATOR, VIEWER
 
 S = JobStatus
-handle = handle_fixture(["sqlite", "postgresql"])
+handle = handle_fixture(["sqlite", "postgresql", "redis"])
 
 
 def test_put_limits_sets_clears_and_audits(api_client: FlaskClient, store: JobStore) -> None:

@@ -17,7 +17,7 @@ from tests.web.console_fixtures import (  # noqa: F401 - fixtures
     viewer,
 )
 
-handle = handle_fixture(["sqlite", "postgresql"])
+handle = handle_fixture(["sqlite", "postgresql", "redis"])
 
 
 def test_an_operator_sets_and_clears_limits_from_the_queue_page(

@@ -1,7 +1,7 @@
-"""Flow control with real worker processes on the SQL stores: a concurrency
+"""Flow control with real worker processes: a concurrency
 limit held across 4 workers × 8 slots, a rate limit's starts counted over
 5 s, and a batch of 1,000 jobs whose callback runs once after every job,
-with a worker killed mid-way. (Redis: pending its functions library.)"""
+with a worker killed mid-way, on every store."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from store.models import JobSpec
 from tests.conftest import handle_fixture
 from tests.workers.procs import MARKER_ENV, Spawner, wait_until
 
-handle = handle_fixture(["sqlite", "postgresql"])
+handle = handle_fixture(["sqlite", "postgresql", "redis"])
 HANDLERS = {"LEASEHOLD_HANDLERS": "tests.handlers,tests.flow_handlers"}
 
 

@@ -26,6 +26,9 @@
 -- and started_at (from the job hash), error (the JSON text of ARGV),
 -- finished_at = now; times as text, like events (lib/job.lua). The event is
 -- counted in the history buckets of the job's queue.
+-- A job of a limited queue leaves its running count (lib/flow.lua
+-- `flow.left`); one with children that ends Failed cancels or releases those
+-- waiting for it (`flow.finished`); a retried one keeps them waiting.
 -- Returns:     one entry per job: 0 guard missed (nothing written), else 1 or the job
 --
 -- @include lib/clock.lua
@@ -41,7 +44,7 @@ for i = 1, (#ARGV - 5) / 11 do
   local expired = tonumber(ARGV[a + 7])
   local job = P .. 'job:' .. id
   local f = redis.call('HMGET', job, 'status', 'lease_token', 'retry_count', 'lease_expires_at',
-    'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at')
+    'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at', 'counted', 'has_children')
   local old = tonumber(f[1])
   local ok = old and op.sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
   if ok and expired == 1 then
@@ -68,6 +71,12 @@ for i = 1, (#ARGV - 5) / 11 do
     }))
     redis.call('ZREM', P .. 'leases', id)
     append_event(id, ARGV[a + 8], old, target, none(ARGV[a + 10]), token, ARGV[a + 9])
+    if f[10] then
+      flow.left(id, f[5], f[10])
+    end
+    if f[11] and not delay then
+      flow.finished(id, target, none(ARGV[a + 10]))
+    end
     count_history(f[5], ARGV[a + 8])
     if want_jobs then
       out[i] = redis.call('HGETALL', job)

@@ -18,7 +18,7 @@
 
 local op = operation(ARGV[4])
 local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
-local f, refused = operator_guard(id, op, expected, 'lease_token', 'queue', 'rank')
+local f, refused = operator_guard(id, op, expected, 'lease_token', 'queue', 'rank', 'counted', 'has_children')
 if not f then
   return refused
 end
@@ -29,5 +29,11 @@ move(id, f[3], old, op.target)
 change(id, op, op.target, nil, {'rank'})
 redis.call('ZREM', P .. 'leases', id)
 append_event(id, op.event, old, op.target, actor, tonumber(f[2]), nil)
+if f[5] then
+  flow.left(id, f[3], f[5])  -- a limited queue's running count (lib/flow.lua)
+end
+if f[6] then
+  flow.finished(id, op.target, actor)  -- its waiting children (lib/flow.lua)
+end
 flush_counts()
 return {1, redis.call('HGETALL', P .. 'job:' .. id)}

@@ -21,7 +21,11 @@
 -- lease_token goes up by one at every claim, and the lease (worker_id,
 -- lease_token, lease_expires_at) is written here, with `run` and
 -- `claimed_from`, which stand for the claimed event (lib/job.lua `happen`).
--- Returns:     {job_1, job_2, ...}: each leased job as a flat HGETALL array
+-- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
+-- claimed after the others, by `flow.claim_queue` (store.flow.admit in Lua).
+-- Returns:     {job_1, job_2, ...}: each leased job as a flat HGETALL array;
+--              then {'retry_after', seconds} when a rate limit held jobs
+--              (store/redis/flow.py reads it: claim_retry_after)
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
@@ -31,9 +35,15 @@ local worker, ttl, want, promote = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local notified = none(ARGV[9])
 local paused = P .. 'paused'
 local candidates = {}  -- {ready member, queue}, in claim order
+local limited = {}  -- {queue, its limits}: claimed after the others (lib/flow.lua)
 if notified then
   if redis.call('SISMEMBER', paused, ARGV[10]) == 0 then
-    candidates[1] = {notified, ARGV[10]}
+    local limits = flow.limits(ARGV[10])
+    if limits then
+      limited[1] = {ARGV[10], limits}
+    else
+      candidates[1] = {notified, ARGV[10]}
+    end
   end
 else
   for i = 10, #ARGV do
@@ -44,8 +54,13 @@ else
         redis.call('ZADD', ready, 0, member)
         redis.call('ZREM', scheduled, member)
       end
-      for _, member in ipairs(redis.call('ZRANGE', ready, 0, want - 1)) do
-        candidates[#candidates + 1] = {member, queue}
+      local limits = flow.limits(queue)
+      if limits then
+        limited[#limited + 1] = {queue, limits}
+      else
+        for _, member in ipairs(redis.call('ZRANGE', ready, 0, want - 1)) do
+          candidates[#candidates + 1] = {member, queue}
+        end
       end
     end
   end
@@ -55,11 +70,8 @@ else
 end
 
 local out = {}
-for _, c in ipairs(candidates) do
-  if #out >= want then
-    break
-  end
-  local member, queue = c[1], c[2]
+-- Lease ready `member` of `queue`; its id and new token, or nil.
+local function lease(member, queue)
   if redis.call('ZREM', P .. 'ready:' .. queue, member) == 1 then
     -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
     local id = string.sub(member, 26)
@@ -75,8 +87,30 @@ for _, c in ipairs(candidates) do
       redis.call('ZADD', P .. 'leases', expires, id)
       happen(id, op.event, old, op.target, worker, token)
       out[#out + 1] = redis.call('HGETALL', job)
+      return id, token
     end
+  end
+  return nil
+end
+
+for _, c in ipairs(candidates) do
+  if #out >= want then
+    break
+  end
+  lease(c[1], c[2])
+end
+local retry
+for _, q in ipairs(limited) do
+  if #out >= want then
+    break
+  end
+  local _, wait = flow.claim_queue(q[1], q[2], want - #out, lease)
+  if wait and (not retry or wait < retry) then
+    retry = wait
   end
 end
 flush_counts()
+if retry then
+  out[#out + 1] = {'retry_after', fmt(retry)}
+end
 return out

@@ -9,6 +9,9 @@
 -- ARGV[6]      1: return each completed job; 0: do not (a worker's acks)
 -- then 3 values per ack, ARGV[7 + 3(i-1)] ...: job id, lease token held,
 --              result JSON (written to the `result` field)
+-- A job with children (`has_children`) releases or cancels those waiting
+-- for it (lib/flow.lua `flow.finished`), one of a limited queue leaves its
+-- running count (`counted`, `flow.left`), in this call.
 -- Each completion is counted in the history buckets of its queue; its event
 -- is `run` and `completed_by` in the hash (lib/job.lua `happen`).
 -- Returns:     one entry per ack: {1, job as a flat HGETALL array} completed
@@ -25,7 +28,8 @@ for i = 1, (#ARGV - 6) / 3 do
   local a = 7 + 3 * (i - 1)
   local id, token = ARGV[a], tonumber(ARGV[a + 1])
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name')
+  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name',
+    'has_children', 'counted')
   local old = tonumber(f[1])
   if not old then
     out[i] = {-1}
@@ -41,6 +45,12 @@ for i = 1, (#ARGV - 6) / 3 do
       append_event(id, op.event, old, op.target, actor, token, nil)
     end
     redis.call('ZREM', P .. 'leases', id)
+    if f[7] then
+      flow.left(id, f[3], f[7])
+    end
+    if f[6] then
+      flow.finished(id, op.target, actor)
+    end
     count_history(f[3], op.event)
     if want_jobs then
       out[i] = {1, redis.call('HGETALL', job)}

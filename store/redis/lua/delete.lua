@@ -22,12 +22,19 @@
 
 local op = operation(ARGV[4])
 local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
-local f, refused = operator_guard(id, op, expected, 'queue', 'rank', 'lease_token', 'idempotency_key', 'unique_key')
+local f, refused = operator_guard(id, op, expected, 'queue', 'rank', 'lease_token', 'idempotency_key', 'unique_key',
+  'has_children')
 if not f then
   return refused
 end
 local old = tonumber(f[1])
 unqueue(f[3], f[2])
+if f[7] then
+  -- its waiting children, as if canceled (lib/flow.lua), and its edges
+  flow.finished(id, FLOW.status.Canceled, actor)
+  redis.call('DEL', P .. 'children:' .. id)
+end
+redis.call('DEL', P .. 'parents:' .. id)
 remove_job(id, old, f[2], f[5], f[6])
 audit_event(id, op.event, old, nil, actor, tonumber(f[4]), nil)
 flush_counts()

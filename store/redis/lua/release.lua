@@ -18,7 +18,7 @@
 
 local op = operation(ARGV[4])
 local id, token, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
-local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'lease_token', 'queue', 'priority')
+local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'lease_token', 'queue', 'priority', 'counted')
 if not f[1] then
   return {-1}
 end
@@ -31,6 +31,9 @@ settle(id)
 move(id, f[3], old, op.target)
 change(id, op, op.target, {'rank', member})
 redis.call('ZREM', P .. 'leases', id)
+if f[5] then
+  flow.left(id, f[3], f[5])  -- a limited queue's running count (lib/flow.lua)
+end
 redis.call('ZADD', P .. 'scheduled:' .. f[3], now, member)
 append_event(id, op.event, old, op.target, actor, token, nil)
 flush_counts()
