@@ -28,6 +28,7 @@ from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
 from store.sql import flow_statements as fs
 from store.sql.batches import SqlBatchesMixin
+from store.sql.changes import enqueue_values
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
 from store.sql.schema import jobs, queues
@@ -236,11 +237,9 @@ class SqlFlowMixin(SqlBatchesMixin):
         from sqlalchemy import Double, bindparam, insert
 
         now = self._now  # type: ignore[attr-defined]
+        delay, held = bindparam("delay", type_=Double()), bindparam("delay_until", type_=Double())
         stmt = insert(jobs).values(
-            created_at=now,
-            last_updated_at=now,
-            due_at=now + bindparam("delay", type_=Double()),
-            retry_delay_until=now + bindparam("delay_until", type_=Double()),
+            **enqueue_values(now, delay, held),
             completed_at=now + bindparam("done_in", type_=Double()),
         )
         created: list[Job] = []

@@ -32,7 +32,7 @@ from sqlalchemy.dialects import postgresql
 
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, STATUS_PREFIX, event_key, queue_event_key
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.sql.changes import const, guarded_update
+from store.sql.changes import const, enqueue_values, guarded_update
 from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import attempts as attempts_table
 from store.sql.schema import counters, history, job_events, jobs
@@ -60,8 +60,9 @@ ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
 
 def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
     """PostgreSQL enqueue of a chunk as one statement (autocommit): the jobs
-    inserted from ``unnest`` of one array per column (a fixed number of bind
-    parameters whatever the chunk size), one ``enqueued`` event per job, the
+    inserted (Operation.ENQUEUE's values: ``changes.enqueue_values``) from
+    ``unnest`` of one array per column (a fixed number of bind parameters
+    whatever the chunk size), one ``enqueued`` event per job, the
     counter deltas, and one ``pg_notify`` per queue that got ready jobs
     (delivered at commit; workers LISTEN, see store/sql/wakeups.py). Params:
     the arrays of ENQUEUE_ARRAYS (JSON columns as JSON texts, None for SQL
@@ -82,16 +83,11 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
         src = func.unnest(*arrays).table_valued(*names).render_derived(name="u")
     columns = [c for c in names if c not in ("delay", "delay_until")]
     values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
-    zero = ("retry_count", "lease_expirations", "lease_token")
+    table = enqueue_values(now, src.c.delay, src.c.delay_until)
     times = NEW_JOB_TIMES
     ins = (
         insert(jobs)
-        .from_select(
-            [*columns, *zero, *times],
-            select(
-                *values, *(const(0) for _ in zero), now, now, now + src.c.delay, now + src.c.delay_until
-            ).select_from(src),
-        )
+        .from_select([*columns, *table], select(*values, *table.values()).select_from(src))
         # Only what the database decides: the caller has the rest. The
         # statement stays under psycopg's 4,096-character limit for caching
         # its parsed query text (with every column it was 4,806).

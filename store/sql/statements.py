@@ -31,7 +31,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
-from store.sql.changes import const, guarded_update
+from store.sql.changes import const, enqueue_values, guarded_update
 from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import Json, counters, job_events, jobs
 from store.sql.schema import queues as queue_states
@@ -119,21 +119,17 @@ def select_now(now: ColumnElement[float]) -> Select:
 
 
 def insert_jobs(now: ColumnElement[float]) -> Insert:
-    """Insert jobs (executemany). Params: the job columns except times, the
-    JSON columns (``rows.JSON_COLUMNS``) as JSON texts (or None), ``delay``
+    """Insert jobs (executemany), Operation.ENQUEUE's values from the table
+    (``changes.enqueue_values``). Params: the job columns except times and
+    zeroes, the JSON columns (``rows.JSON_COLUMNS``) as JSON texts (or None), ``delay``
     (seconds until due) and ``delay_until`` (the same, or None when not
     delayed). Returns, in parameter order, each job's id and the times the
     database set (``rows.NEW_JOB_TIMES``): the caller has the rest."""
     texts = {column: bindparam(column, type_=Text()) for column in JSON_COLUMNS}
+    table = enqueue_values(now, bindparam("delay", type_=Double()), bindparam("delay_until", type_=Double()))
     return (
         insert(jobs)
-        .values(
-            **texts,
-            created_at=now,
-            last_updated_at=now,
-            due_at=now + bindparam("delay", type_=Double()),
-            retry_delay_until=now + bindparam("delay_until", type_=Double()),
-        )
+        .values(**texts, **table)
         .returning(jobs.c.id, *(jobs.c[t] for t in NEW_JOB_TIMES), sort_by_parameter_order=True)
     )
 

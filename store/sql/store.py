@@ -85,26 +85,23 @@ class SqlStore(
     # ------------------------------------------------------------- enqueue
     def _row_for(self, spec: JobSpec) -> dict[str, Any]:
         s = self.settings
-        delayed = spec.delay_s > 0
+        status = lifecycle.enqueue_target(spec.delay_s)
         return {
             "id": str(uuid6.uuid7()),
             "name": spec.name,
             "queue": spec.queue,
-            "status": int(S.Scheduled if delayed else S.Queued),
+            "status": int(status),
             "priority": spec.priority,
             "payload": spec.payload,
             "headers": spec.headers,
             "route_params": spec.route_params,
             "query_params": spec.query_params,
-            "retry_count": 0,
             "max_retries": s.max_retries if spec.max_retries is None else spec.max_retries,
-            "lease_expirations": 0,
-            "lease_token": 0,
             "timeout_seconds": s.job_timeout_s if spec.timeout_s is None else spec.timeout_s,
             "lease_ttl_seconds": spec.lease_ttl_s,
             "idempotency_key": spec.idempotency_key,
             "delay": spec.delay_s,
-            "delay_until": spec.delay_s if delayed else None,
+            "delay_until": spec.delay_s if status is S.Scheduled else None,
         }
 
     def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
