@@ -7,10 +7,11 @@ appended, and ``q:<event kind>:<queue>`` the number of events of a kind of
 HISTORY_KINDS ever appended for a queue's jobs (the monotonic twin of the
 history buckets, for Prometheus). The Lua twin is
 ``status_counter``/``event_counter``/``queue_event_counter`` in
-``store/redis/lua/lib/job.lua``; the SQL statements build the same text with
-``pg_statements.status_key_sql``/``queue_event_key_sql``. ``tests/store/test_redis_lua_static.py`` checks
-that the Lua and Python keys agree; the SQL statements are exercised by the
-contract suite, whose counts must match on every store.
+``store/redis/lua/lib/job.lua``; the SQL stores build the same text in SQL,
+in their one bookkeeping path (``store/sql/bookkeeping.py``).
+``tests/store/test_redis_lua_static.py`` checks that the Lua and Python keys
+agree; the SQL statements are exercised by the contract suite, whose counts
+must match on every store.
 """
 
 from __future__ import annotations

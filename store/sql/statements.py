@@ -134,12 +134,6 @@ def insert_jobs(now: ColumnElement[float]) -> Insert:
     )
 
 
-def insert_events(now: ColumnElement[float]) -> Insert:
-    """Append job events (executemany). Params: job_id, kind, from_status,
-    to_status, actor, token, message."""
-    return insert(job_events).values(at=now)
-
-
 def job_by_id() -> Select:
     """One job. Params: j_id."""
     return select(jobs).where(jobs.c.id == bindparam("j_id"))
@@ -371,15 +365,6 @@ def job_events_of() -> Select:
         .where(job_events.c.job_id == bindparam("job_id"))
         .order_by(job_events.c.id.desc())
         .limit(bindparam("limit"))
-    )
-
-
-def upsert_counters(ins: Insert) -> Insert:
-    """Add to sharded counters (executemany); ``ins`` is the dialect's INSERT
-    of ``counters`` (Dialect.upsert). Params: key, shard, n."""
-    return ins.on_conflict_do_update(
-        index_elements=[counters.c.key, counters.c.shard],
-        set_={"n": counters.c.n + ins.excluded.n},
     )
 
 

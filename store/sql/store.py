@@ -10,7 +10,6 @@ status change is built from the lifecycle table (``changes.py``).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ import uuid6
 from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import IntegrityError
 
-from store import counters, lifecycle
+from store import lifecycle
 from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
@@ -327,8 +326,10 @@ class SqlStore(
             if found is None:
                 raise Refused(job_id, token, op.refusal, worker_id)
             job = job_from_row(found)
-            event = event_row(job_id, op.event, int(S.InProgress), int(job.status), worker_id, token)
-            self.book(conn, [event], counters.moved(job.queue, S.InProgress, job.status))
+            event = event_row(
+                job_id, op.event, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue
+            )
+            self.book(conn, [event])
             return job
 
         try:
@@ -350,8 +351,10 @@ class SqlStore(
             lifecycle.check_operation(job_id, op, old)
             params = {"j_id": job_id, "old_status": int(old), **extra}
             job = job_from_row(conn.execute(self._q_operator[op], params).mappings().one())
-            event = event_row(job_id, kind, int(old), int(job.status), actor, row["lease_token"])
-            self.book(conn, [event], counters.moved(job.queue, old, job.status))
+            event = event_row(
+                job_id, kind, int(old), int(job.status), actor, row["lease_token"], queue=job.queue
+            )
+            self.book(conn, [event])
             if row["has_children"] and job.status is S.Canceled:
                 self._settle(conn, [(job_id, S.Canceled)], actor)
             return job
@@ -384,7 +387,7 @@ class SqlStore(
             if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
                 self.book(conn, [event_row(job_id, kind, int(old), None, actor, row["lease_token"])])
             else:  # counted only, like Redis: no event row of a job that is gone
-                self.book(conn, [], Counter({counters.event_key(kind): 1}))
+                self.book(conn, [event_row(job_id, kind, int(old), None, actor, None, logged=False)])
 
         self.tx(body)
 
