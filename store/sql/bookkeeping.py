@@ -18,9 +18,11 @@ INSERT (an upsert for the counters and buckets):
   (``SqlPlumbing.book``).
 
 What the rows add, in one place: the event; ``s:<from>:<queue>`` -1 and
-``s:<to>:<queue>`` +1 (a change without a queue moves no status count);
-``e:<kind>`` +1; and for a kind of HISTORY_KINDS with a queue, ``q:<kind>:<queue>``
-+1 and +1 in the current bucket of every width of HISTORY_WIDTHS. Counter rows
+``s:<to>:<queue>`` +1 (a change without a queue moves no status count); for
+a kind of HISTORY_KINDS with a queue, ``q:<kind>:<queue>`` +1 and +1 in the
+current bucket of every width of HISTORY_WIDTHS, else ``e:<kind>`` +1. No
+write that another implies: a kind's total is the sum of its queues'
+(``counters.derived_event_totals`` reads it so), not a counter of its own. Counter rows
 are added in key order (a fixed lock order: concurrent writers never
 deadlock), to this process's ``shard`` (bind parameter).
 """
@@ -121,7 +123,9 @@ def add_to_counters(upsert: Insert, src: Subquery) -> Insert:
         select(status_key_sql(src.c.to_status, src.c.queue), const(1)).where(
             src.c.to_status.is_not(None), queued
         ),
-        select(_text(EVENT_PREFIX, src.c.kind), const(1)).where(src.c.kind.is_not(None)),
+        select(_text(EVENT_PREFIX, src.c.kind), const(1)).where(
+            src.c.kind.is_not(None), ~(_counted(src.c.kind) & queued)
+        ),
         select(_text(QUEUE_EVENT_PREFIX, src.c.kind, ":", src.c.queue), const(1)).where(
             _counted(src.c.kind), queued
         ),

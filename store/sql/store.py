@@ -17,7 +17,7 @@ import uuid6
 from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import IntegrityError
 
-from store import lifecycle
+from store import counters, lifecycle
 from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
@@ -188,6 +188,11 @@ class SqlStore(
 
     def _counter_rows(self) -> Iterable[tuple[str, int]]:
         return self.tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)
+
+    def event_counts(self) -> dict[str, int]:
+        """Totals by kind: ``e:`` plus the per-queue ``q:`` totals, which
+        alone count a queue's events of a history kind (store/sql/bookkeeping.py)."""
+        return counters.derived_event_totals(self._counter_rows())
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         rows = self.read(sql.job_events_of(), {"job_id": job_id, "limit": limit})
