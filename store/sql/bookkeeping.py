@@ -5,9 +5,10 @@ and the history buckets that a batch of changes adds.
 A *change* is one row of CHANGE_COLUMNS: a job (or ``''`` for an audit-only
 event) of a queue moving ``from_status -> to_status`` (either NULL when it
 has none: a new job, a removed one, a refusal) with an event ``kind``
-(NULL: no event), appended as a job event when ``logged`` is 1. Each builder
-below takes the changes as any selectable with those columns and returns one
-INSERT (an upsert for the counters and buckets):
+(NULL: no event), appended as a job event when ``logged`` is 1, and counted
+per queue when ``counted`` is 1 (``counted``). Each builder
+below takes the changes as a CTE with those columns (read once, however
+many of its parts use them) and returns one INSERT (an upsert for the counters and buckets):
 
 * PostgreSQL's hot path selects them from the change itself (the UPDATE or
   INSERT ... RETURNING as a CTE, ``pg_statements.with_bookkeeping``): the
@@ -32,23 +33,25 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     BigInteger,
     ColumnElement,
     Insert,
     SmallInteger,
     String,
-    Subquery,
     bindparam,
     cast,
     func,
     insert,
     null,
     select,
+    text,
     true,
     union_all,
 )
 
 from store.counters import EVENT_PREFIX, HISTORY_KINDS, HISTORY_WIDTHS, QUEUE_EVENT_PREFIX, STATUS_PREFIX
+from store.lifecycle import EventKind
 from store.sql.changes import const
 from store.sql.schema import counters, history, job_events
 from store.sql.statements import bucket_start
@@ -64,19 +67,25 @@ CHANGE_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("token", BigInteger()),
     ("message", String()),
     ("logged", SmallInteger()),
+    ("counted", SmallInteger()),
 )
+
+
+#: History kinds as their wire values.
+_HISTORY_VALUES = frozenset(k.value for k in HISTORY_KINDS)
 
 
 def _shard() -> Any:
     return bindparam("shard", type_=SmallInteger())
 
 
-def _counted(kind: ColumnElement[Any]) -> ColumnElement[bool]:
-    """``kind`` is one of HISTORY_KINDS (counted per queue and in the buckets)."""
-    return kind.in_([const(k.value) for k in sorted(HISTORY_KINDS)])
+def counted(kind: EventKind | str | None, queue: object) -> int:
+    """A change's ``counted``: 1 when its kind is one of HISTORY_KINDS and it
+    names its queue (counted per queue and in the buckets), else 0."""
+    return 1 if queue is not None and kind in _HISTORY_VALUES else 0
 
 
-def record_events(src: Subquery, now: ColumnElement[float]) -> Insert:
+def record_events(src: CTE, now: ColumnElement[float]) -> Insert:
     """Append the logged changes' job events, stamped ``now``."""
     return insert(job_events).from_select(
         ["job_id", "at", "kind", "from_status", "to_status", "actor", "token", "message"],
@@ -94,15 +103,13 @@ def record_events(src: Subquery, now: ColumnElement[float]) -> Insert:
 
 
 def _text(*parts: ColumnElement[Any] | str) -> ColumnElement[str]:
-    """``a || b || ...`` (SQLite before 3.44 has no concat()): constants as
-    literals, expressions cast to text; NULL if any part is NULL."""
-    out = [
-        const(p, String()) if isinstance(p, str) else p if isinstance(p.type, String) else cast(p, String())
-        for p in parts
-    ]
+    """``a || b || ...`` (SQLite before 3.44 has no concat(); both engines
+    turn a number into text there): constants as literals; NULL if any part
+    is NULL."""
+    out = [const(p, String()) if isinstance(p, str) else p for p in parts]
     text = out[0]
     for part in out[1:]:
-        text = text + part
+        text = text.op("||", return_type=String())(part)
     return text
 
 
@@ -111,25 +118,35 @@ def status_key_sql(status: ColumnElement[Any], queue: ColumnElement[str]) -> Col
     return _text(STATUS_PREFIX, status, ":", queue)
 
 
-def add_to_counters(upsert: Insert, src: Subquery) -> Insert:
+def add_to_counters(upsert: Insert, src: CTE, kind: EventKind | None = None, new: bool = False) -> Insert:
     """Add the changes' deltas to the counters; ``upsert`` is the dialect's
     INSERT of ``counters`` (``Dialect.upsert``). Keys whose deltas cancel out
-    (a change from a status to itself) are not written."""
+    (a change from a status to itself) are not written. ``kind``: every
+    change is of that kind and names its queue (``changes_select``), and
+    ``new``: none has a status to leave (enqueue), so the parts that cannot
+    match are left out of the statement."""
     queued = src.c.queue.is_not(None)
-    deltas = union_all(
-        select(status_key_sql(src.c.from_status, src.c.queue).label("key"), const(-1).label("d")).where(
-            src.c.from_status.is_not(None), queued
-        ),
-        select(status_key_sql(src.c.to_status, src.c.queue), const(1)).where(
+    arms = [
+        select(status_key_sql(src.c.to_status, src.c.queue).label("key"), const(1).label("d")).where(
             src.c.to_status.is_not(None), queued
-        ),
-        select(_text(EVENT_PREFIX, src.c.kind), const(1)).where(
-            src.c.kind.is_not(None), ~(_counted(src.c.kind) & queued)
-        ),
-        select(_text(QUEUE_EVENT_PREFIX, src.c.kind, ":", src.c.queue), const(1)).where(
-            _counted(src.c.kind), queued
-        ),
-    ).subquery("deltas")
+        )
+    ]
+    if not new:
+        arms.append(
+            select(status_key_sql(src.c.from_status, src.c.queue), const(-1)).where(
+                src.c.from_status.is_not(None), queued
+            )
+        )
+    if kind is None or not counted(kind, ""):
+        arms.append(
+            select(_text(EVENT_PREFIX, src.c.kind), const(1)).where(
+                src.c.kind.is_not(None), src.c.counted == const(0)
+            )
+        )
+    if kind is None or counted(kind, ""):
+        by_queue = _text(QUEUE_EVENT_PREFIX, src.c.kind, ":", src.c.queue)
+        arms.append(select(by_queue, const(1)).where(src.c.counted == const(1)))
+    deltas = union_all(*arms).subquery("deltas")
     total = func.sum(deltas.c.d)
     totals = (
         select(deltas.c.key, _shard(), total)
@@ -144,7 +161,7 @@ def add_to_counters(upsert: Insert, src: Subquery) -> Insert:
     )
 
 
-def add_to_history(upsert: Insert, src: Subquery, now: ColumnElement[float]) -> Insert:
+def add_to_history(upsert: Insert, src: CTE, now: ColumnElement[float]) -> Insert:
     """Add the changes of HISTORY_KINDS that name a queue to the current
     bucket of every width of HISTORY_WIDTHS; ``upsert`` is the dialect's
     INSERT of ``history``."""
@@ -157,9 +174,9 @@ def add_to_history(upsert: Insert, src: Subquery, now: ColumnElement[float]) -> 
     totals = (
         select(widths.c.w, bucket, src.c.queue, src.c.kind, _shard(), func.count())
         .select_from(src.join(widths, true()))
-        .where(_counted(src.c.kind), src.c.queue.is_not(None))
-        .group_by(widths.c.w, bucket, src.c.queue, src.c.kind)
-        .order_by(widths.c.w, src.c.queue, src.c.kind)
+        .where(src.c.counted == const(1))
+        .group_by(text("1, 2, 3, 4"))  # by position: the bucket's expression once in the text
+        .order_by(text("1, 3, 4"))
     )
     ins = upsert.from_select(["width", "bucket", "queue", "kind", "shard", "n"], totals)
     key = [history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard]
@@ -169,19 +186,24 @@ def add_to_history(upsert: Insert, src: Subquery, now: ColumnElement[float]) -> 
 def changes_select(
     job_id: ColumnElement[Any],
     queue: ColumnElement[Any],
-    kind: ColumnElement[Any],
+    kind: EventKind,
     from_status: ColumnElement[Any] | None,
     to_status: ColumnElement[Any],
     actor: ColumnElement[Any] | None,
     token: ColumnElement[Any],
     message: ColumnElement[Any] | None,
-) -> Subquery:
-    """Logged changes as a subquery of expressions (a change's own RETURNING
-    rows), labelled CHANGE_COLUMNS; None is a NULL of the column's type."""
-    values = (job_id, queue, kind, from_status, to_status, actor, token, message, const(1))
+) -> CTE:
+    """Logged changes of one ``kind`` as a CTE of expressions (a change's own
+    RETURNING rows, whose queue is never NULL), labelled CHANGE_COLUMNS; None
+    is a NULL of the column's type."""
+    values = (
+        *(job_id, queue, const(kind.value, String()), from_status, to_status, actor, token, message),
+        const(1),
+        const(counted(kind, ""), SmallInteger()),
+    )
     return select(
         *(
             (cast(null(), kind_) if v is None else v).label(name)
             for v, (name, kind_) in zip(values, CHANGE_COLUMNS, strict=True)
         )
-    ).subquery("changes")
+    ).cte("chg")

@@ -92,14 +92,15 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
         .returning(jobs.c.id, jobs.c.status, jobs.c.queue, *(jobs.c[t] for t in times))
         .cte("ins")
     )
-    kind = const(EventKind.ENQUEUED.value, String())
-    src = bk.changes_select(ins.c.id, ins.c.queue, kind, None, ins.c.status, None, const(0), None)
+    src = bk.changes_select(
+        ins.c.id, ins.c.queue, EventKind.ENQUEUED, None, ins.c.status, None, const(0), None
+    )
     queued = ins.c.status == const(int(JobStatus.Queued))
     ready = select(ins.c.queue).where(queued).distinct().subquery("ready")
     notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
     stamps = (ins.c.id, *(ins.c[t] for t in times))
     return select(*stamps, notified.scalar_subquery().label("notified")).add_cte(
-        *_bookkeeping(src, now, True)
+        *_bookkeeping(src, now, EventKind.ENQUEUED, new=True)
     )
 
 
@@ -114,14 +115,15 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
     return lease(now, [jobs.c.id == picked.c.id], sources=False).returning(*jobs.c, picked.c.old_status)
 
 
-def _bookkeeping(src: Any, now: ColumnElement[float], history: bool) -> list[Any]:
-    """The bookkeeping of the changes ``src`` (``bookkeeping.changes_select``)
-    as CTEs: events, counters and, with ``history``, the history buckets."""
+def _bookkeeping(src: Any, now: ColumnElement[float], kind: EventKind, new: bool = False) -> list[Any]:
+    """The bookkeeping of the ``kind`` changes ``src`` (``bookkeeping.changes_select``;
+    ``new``: new jobs) as CTEs: events, counters and, for HISTORY_KINDS, the
+    history buckets."""
     ctes = [
         bk.record_events(src, now).cte("ev"),
-        bk.add_to_counters(postgresql.insert(counters), src).cte("cnt"),
+        bk.add_to_counters(postgresql.insert(counters), src, kind, new).cte("cnt"),
     ]
-    if history:
+    if kind in HISTORY_KINDS:
         ctes.append(bk.add_to_history(postgresql.insert(history_table), src, now).cte("hist"))
     return ctes
 
@@ -154,7 +156,7 @@ def with_bookkeeping(
     src = bk.changes_select(
         upd.c.id,
         upd.c.queue,
-        const(kind.value, String()),
+        kind,
         upd.c.old_status,
         upd.c.status,
         actor,
@@ -162,7 +164,7 @@ def with_bookkeeping(
         message,
     )
     out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
-    ctes = _bookkeeping(src, now, kind in HISTORY_KINDS)
+    ctes = _bookkeeping(src, now, kind)
     if attempts:
         failed = insert(attempts_table).from_select(
             ["job_id", "attempt", "token", "worker_id", "error", "started_at", "finished_at"],

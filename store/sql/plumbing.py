@@ -16,11 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import Connection, CursorResult, Insert, Subquery, Table
+from sqlalchemy import CTE, Connection, CursorResult, Insert, Table
 from sqlalchemy.exc import DBAPIError
 
 from store.base import StoreSettings, Wakeups
-from store.counters import HISTORY_KINDS
 from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, refusal_recorded
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
@@ -40,8 +39,6 @@ _TX_ATTEMPTS = 4
 
 #: The parameters of the bookkeeping statements (``store/sql/bookkeeping.py``).
 BOOK_KEYS = ("changes", "shard")
-#: History kinds as their wire values (which changes reach the buckets).
-_HISTORY_VALUES = frozenset(k.value for k in HISTORY_KINDS)
 
 #: A recovery decision: the job's row, the retry decision, the error to record.
 Planned = tuple[Any, Any, dict[str, Any]]
@@ -81,6 +78,7 @@ def event_row(
         "token": token,
         "message": message,
         "logged": 1 if logged and kind is not None else 0,
+        "counted": bk.counted(kind, queue),
     }
 
 
@@ -136,10 +134,10 @@ class Dialect(abc.ABC):
         """This dialect's INSERT that supports ON CONFLICT."""
 
     @abc.abstractmethod
-    def changes_from(self) -> Subquery:
+    def changes_from(self) -> CTE:
         """The changes of ``SqlPlumbing.book`` read from one JSON array bound
         to ``changes`` (objects with the keys of ``bookkeeping.CHANGE_COLUMNS``),
-        as a subquery with those columns."""
+        as a CTE with those columns."""
 
     @abc.abstractmethod
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
@@ -258,7 +256,7 @@ class SqlPlumbing:
         if any(c["logged"] for c in changes):
             self._q_events.run(conn, params)
         self._q_counters.run(conn, params)
-        if any(c["queue"] is not None and c["kind"] in _HISTORY_VALUES for c in changes):
+        if any(c["counted"] for c in changes):
             self._q_history.run(conn, params)
 
     def refuse(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Insert, Subquery, Table, Text, bindparam, cast, column, func, select
+from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, cast, column, func, select
 from sqlalchemy.dialects import postgresql
 
 from store.lifecycle import EventKind, Operation, rule
@@ -54,12 +54,12 @@ class PostgresDialect(Dialect):
     def upsert(self, table: Table) -> Insert:
         return postgresql.insert(table)
 
-    def changes_from(self) -> Subquery:
+    def changes_from(self) -> CTE:
         """``jsonb_to_recordset`` of the array, typed by CHANGE_COLUMNS."""
         array = cast(bindparam("changes", type_=Text()), postgresql.JSONB)
         rows = func.jsonb_to_recordset(array).table_valued(*(column(n, t) for n, t in CHANGE_COLUMNS))
         derived = rows.render_derived(name="c", with_types=True)
-        return select(*derived.c).subquery("changes")
+        return select(*derived.c).cte("chg")
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert and return the jobs: what the caller sent (JSON columns read

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Insert, Subquery, Table, Text, bindparam, func, select
+from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, func, select
 from sqlalchemy.dialects import sqlite
 
 from store.lifecycle import JobStatus, Operation, rule
@@ -45,13 +45,13 @@ class SqliteDialect(Dialect):
     def upsert(self, table: Table) -> Insert:
         return sqlite.insert(table)
 
-    def changes_from(self) -> Subquery:
+    def changes_from(self) -> CTE:
         """``json_each`` of the array, one ``json_extract`` a column."""
         each = func.json_each(bindparam("changes", type_=Text())).table_valued("value")
         columns = (
             func.json_extract(each.c.value, const(f"$.{name}")).label(name) for name, _ in CHANGE_COLUMNS
         )
-        return select(*columns).select_from(each).subquery("changes")
+        return select(*columns).select_from(each).cte("chg")
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         texts = json_texts(rows)
