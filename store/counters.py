@@ -7,10 +7,11 @@ appended, and ``q:<event kind>:<queue>`` the number of events of a kind of
 HISTORY_KINDS ever appended for a queue's jobs (the monotonic twin of the
 history buckets, for Prometheus). The Lua twin is
 ``status_counter``/``event_counter``/``queue_event_counter`` in
-``store/redis/lua/lib/job.lua``; the SQL statements build the same text with
-``pg_statements.status_key_sql``/``queue_event_key_sql``. ``tests/store/test_redis_lua_static.py`` checks
-that the Lua and Python keys agree; the SQL statements are exercised by the
-contract suite, whose counts must match on every store.
+``store/redis/lua/lib/job.lua``; the SQL stores build the same text in SQL,
+in their one bookkeeping path (``store/sql/bookkeeping.py``).
+``tests/store/test_redis_lua_static.py`` checks that the Lua and Python keys
+agree; the SQL statements are exercised by the contract suite, whose counts
+must match on every store.
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ def parse_status_key(key: str) -> tuple[JobStatus, str] | None:
         return None
     code, _, queue = key[len(STATUS_PREFIX) :].partition(":")
     return JobStatus(int(code)), queue
+
+
+def derived_event_totals(rows: Iterable[tuple[str, int | str]]) -> dict[str, int]:
+    """Totals by event kind for a store that counts an event of HISTORY_KINDS
+    naming its queue only in ``q:<kind>:<queue>`` (the SQL stores: the total
+    is the sum of the queues', not a write of its own): ``e:<kind>`` plus
+    every ``q:<kind>:…`` of the kind (other keys skipped)."""
+    rows = list(rows)
+    totals = Counter(event_totals(rows))
+    for (_, kind), n in queue_event_totals(rows).items():
+        totals[kind] += n
+    return dict(totals)
 
 
 def event_totals(rows: Iterable[tuple[str, int | str]]) -> dict[str, int]:

@@ -135,8 +135,10 @@ def refusal_recorded(kind: EventKind, token: int, current_token: int, status: Jo
 
 
 class Operation(enum.Enum):
-    """The store operations that change a job's status."""
+    """The store operations that change a job's status (ENQUEUE: give a new
+    job its first)."""
 
+    ENQUEUE = "enqueue"  # a new job: Queued, or Scheduled while its delay runs
     CLAIM = "claim"  # worker takes a due job
     COMPLETE = "complete"  # ack
     FAIL = "fail"  # nack, timeout, lease expiry: through the retry decision
@@ -146,6 +148,23 @@ class Operation(enum.Enum):
     RETRY_NOW = "retry_now"  # operator: due now, retries kept
     DELETE = "delete"  # operator: the job, its events and keys removed (not while InProgress)
     UNBLOCK = "unblock"  # the last parent of a waiting job finished (store/flow.py decides)
+
+
+#: The job fields enqueue writes from its arguments (store/spec.py checks them).
+ENQUEUE_WRITES: Final = (
+    "id",
+    "name",
+    "queue",
+    "priority",
+    "payload",
+    "headers",
+    "route_params",
+    "query_params",
+    "max_retries",
+    "timeout_seconds",
+    "lease_ttl_seconds",
+    "idempotency_key",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +181,10 @@ class OperationRule:
     fields set to the store's clock; ``clears``: job fields set to null;
     ``writes``: fields it sets from its arguments or the retry decision (each
     store writes those itself; listed so the table says everything an
-    operation touches). Every operation also stamps ``last_updated_at``.
+    operation touches). ``zeroes``: fields set to 0; ``delays``: fields set
+    to the clock plus the operation's delay (seconds); ``held``: the same
+    while the delay holds the job Scheduled, null otherwise (ENQUEUE's
+    ``retry_delay_until``). Every operation also stamps ``last_updated_at``.
     """
 
     sources: frozenset[JobStatus]
@@ -172,6 +194,9 @@ class OperationRule:
     stamps: tuple[str, ...] = ()
     clears: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    zeroes: tuple[str, ...] = ()
+    delays: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
 
     @property
     def target(self) -> JobStatus:
@@ -184,12 +209,24 @@ class OperationRule:
 
 
 #: The one table the stores read to guard and shape their writes: SQL builds
-#: its guarded UPDATEs from it (store/sql/changes.py), the Lua scripts receive
-#: its target, event kind, stamped and cleared fields in ARGV
-#: (store/redis/plumbing.py), the console's buttons and bulk actions read its
+#: its INSERT of new jobs and its guarded UPDATEs from it (store/sql/changes.py),
+#: the Redis library has it compiled in (store/redis/scripts.py,
+#: ``operations_table``), the console's buttons and bulk actions read its
 #: sources. TRANSITIONS is the lifecycle's law; OPERATIONS is how the stores
 #: move along it, and uses only pairs TRANSITIONS allows (checked at import).
 OPERATIONS: Final[dict[Operation, OperationRule]] = {
+    # From no status: a new job, Queued or, while a delay holds it, Scheduled
+    # (``enqueue_target``); the job's own fields come from what enqueue takes.
+    Operation.ENQUEUE: OperationRule(
+        frozenset(),
+        frozenset({S.Queued, S.Scheduled}),
+        EventKind.ENQUEUED,
+        stamps=("created_at",),
+        writes=ENQUEUE_WRITES,
+        zeroes=("retry_count", "lease_expirations", "lease_token"),
+        delays=("due_at",),
+        held=("retry_delay_until",),
+    ),
     Operation.CLAIM: OperationRule(
         frozenset({S.Queued, S.Scheduled}),
         frozenset({S.InProgress}),
@@ -286,6 +323,26 @@ def rule(op: Operation) -> OperationRule:
 def target(op: Operation) -> JobStatus:
     """The one status ``op`` leads to (ValueError for FAIL)."""
     return OPERATIONS[op].target
+
+
+def enqueue_target(delay_s: float) -> JobStatus:
+    """ENQUEUE's target for a job due ``delay_s`` seconds after the store's
+    clock: Scheduled while a delay (> 0) holds it, else Queued."""
+    return S.Scheduled if delay_s > 0 else S.Queued
+
+
+def enqueue_times(now: float, delay_s: float) -> dict[str, float | None]:
+    """The times ENQUEUE's row gives a new job, from the store's clock ``now``
+    (epoch seconds) and its delay: ``stamps`` and ``last_updated_at`` = now,
+    ``delays`` = now + delay, ``held`` = the same when ``enqueue_target`` is
+    Scheduled, else None. A store that sets them in its engine returns these."""
+    row = OPERATIONS[Operation.ENQUEUE]
+    due = now + delay_s
+    times: dict[str, float | None] = {field: now for field in (*row.stamps, "last_updated_at")}
+    times.update({field: due for field in row.delays})
+    held = due if enqueue_target(delay_s) is S.Scheduled else None
+    times.update({field: held for field in row.held})
+    return times
 
 
 def failure_event_kind(decision_status: JobStatus, expired: bool) -> EventKind:

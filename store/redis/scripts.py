@@ -60,19 +60,21 @@ def operations_table() -> str:
     """``local OPERATIONS = {...}``: the rows of ``lifecycle.OPERATIONS`` as
     lib/job.lua ``operation(name)`` reads them (``sources`` a set of status
     codes, ``target`` a code or nil for FAIL, whose target is the retry
-    decision's, ``event`` a kind or nil, ``stamps`` and ``clears`` lists)."""
+    decision's, ENQUEUE's too, ``event`` a kind or nil, ``stamps``, ``clears``,
+    ``zeroes``, ``delays`` and ``held`` lists of field names)."""
     rows = []
     for op in Operation:
         row = lifecycle.rule(op)
         sources = ", ".join(f"[{code}] = true" for code in lifecycle.source_codes(op))
         target = str(int(lifecycle.target(op))) if len(row.targets) == 1 else "nil"
         event = "nil" if row.event is None else _lua_text(row.event.value)
-        stamps = ", ".join(_lua_text(f) for f in row.stamps)
-        clears = ", ".join(_lua_text(f) for f in row.clears)
-        rows.append(
-            f"  [{_lua_text(op.value)}] = {{sources = {{{sources}}}, target = {target}, "
-            f"event = {event}, stamps = {{{stamps}}}, clears = {{{clears}}}}},"
-        )
+        lists = {
+            name: ", ".join(_lua_text(f) for f in getattr(row, name))
+            for name in ("stamps", "clears", "zeroes", "delays", "held")
+        }
+        fields = ", ".join(f"{name} = {{{text}}}" for name, text in lists.items())
+        head = f"sources = {{{sources}}}, target = {target}, event = {event}"
+        rows.append(f"  [{_lua_text(op.value)}] = {{{head}, {fields}}},")
     return "local OPERATIONS = {\n" + "\n".join(rows) + "\n}"
 
 

@@ -101,10 +101,10 @@ class RedisStore(
         ``id`` (``''`` when the key is repeated inside the chunk). The unique
         check and the insert are one script (lua/enqueue.lua)."""
         rows = []
-        args = self._args(WAKEUP_KEPT, EventKind.ENQUEUED.value, HOLDING_UNIQUE)
+        args = self._args(WAKEUP_KEPT, Operation.ENQUEUE.value, HOLDING_UNIQUE)
         for spec in specs:
             job_id = str(uuid6.uuid7())
-            status = S.Scheduled if spec.delay_s > 0 else S.Queued
+            status = lifecycle.enqueue_target(spec.delay_s)
             fields = codec.spec_fields(spec, job_id, self.settings)
             args += [
                 int(status),
@@ -119,10 +119,10 @@ class RedisStore(
         now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
         jobs = []
         for fields, status, delay in rows:
-            due = repr(float(now) + delay)  # the same double Lua computed
-            fields.update(status=str(int(status)), created_at=now, last_updated_at=now, due_at=due)
-            if status is S.Scheduled:
-                fields["retry_delay_until"] = due
+            # The row's times: the same doubles Lua computed; ``now`` as the hashes hold it.
+            times = lifecycle.enqueue_times(float(now), delay)
+            fields.update({f: repr(t) for f, t in times.items() if t is not None})
+            fields.update(status=str(int(status)), created_at=now, last_updated_at=now)
             jobs.append(codec.job_from_hash(fields))
         return jobs, None
 

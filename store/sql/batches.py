@@ -6,7 +6,6 @@ batch. The dependencies themselves are ``store/sql/flow.py``'s."""
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import uuid6
 from sqlalchemy import Connection
 
-from store import counters, flow
+from store import flow
 from store.contract_flow import Batch
 from store.errors import JobNotFound, ValidationError
 from store.flow import ParentFailure
@@ -127,7 +126,6 @@ class SqlBatchesMixin:
     def _cancel_locked(self, conn: Connection, ids: Sequence[str], actor: str) -> None:
         finished: list[tuple[str, JobStatus]] = []
         events = []
-        deltas: Counter[str] = Counter()
         for row in conn.execute(fs.lock_jobs(), {"ids": list(ids)}).mappings().all():
             old = S(row["status"])
             if old not in sources(Operation.CANCEL) or old in (S.Completed, S.Failed):
@@ -143,10 +141,10 @@ class SqlBatchesMixin:
                     actor,
                     row["lease_token"],
                     "batch canceled",
+                    job.queue,
                 )
             )
-            deltas.update(counters.moved(job.queue, old, job.status))
             if row["has_children"]:
                 finished.append((job.id, S.Canceled))
-        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        self.book(conn, events)  # type: ignore[attr-defined]
         self._settle(conn, finished, actor)

@@ -1,7 +1,8 @@
 """The one guarded-update builder of the SQL store: an operation's UPDATE made
 from its row of ``lifecycle.OPERATIONS``.
 
-``guarded_update(op, now, ...)`` is ``UPDATE jobs SET status = <target>,
+``enqueue_values(now, delay, held)`` is the VALUES of a new job as ENQUEUE's
+row gives them. ``guarded_update(op, now, ...)`` is ``UPDATE jobs SET status = <target>,
 <stamps> = now, <clears> = NULL, last_updated_at = now, <values> WHERE status
 IN (<sources>) AND <where>``: the guard and every bookkeeping field come from
 the table, the caller adds only what the operation takes from its arguments
@@ -41,6 +42,22 @@ def table_values(op: Operation, now: ColumnElement[float]) -> dict[str, Any]:
     values["last_updated_at"] = now
     if len(row.targets) == 1:
         values["status"] = const(int(row.target))
+    return values
+
+
+def enqueue_values(
+    now: ColumnElement[float], delay: ColumnElement[float], held: ColumnElement[float]
+) -> dict[str, Any]:
+    """The columns ENQUEUE's row sets on a new job, as SQL expressions: its
+    stamps and ``last_updated_at`` = ``now``, its zeroes = 0, its delays =
+    ``now + delay``, its held fields = ``now + held`` (``held`` NULL unless the
+    job starts Scheduled: ``lifecycle.enqueue_target``). The status and the
+    fields of ``writes`` are the caller's (they come from what enqueue takes)."""
+    row = rule(Operation.ENQUEUE)
+    values: dict[str, Any] = {field: now for field in (*row.stamps, "last_updated_at")}
+    values.update({field: const(0) for field in row.zeroes})
+    values.update({field: now + delay for field in row.delays})
+    values.update({field: now + held for field in row.held})
     return values
 
 

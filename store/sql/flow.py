@@ -14,20 +14,20 @@ comes back short.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 from sqlalchemy import Connection
 
-from store import counters, flow
+from store import flow
 from store.errors import ValidationError
 from store.flow import ParentFailure, QueueLimits, Rate, Usage
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
 from store.sql import flow_statements as fs
 from store.sql.batches import SqlBatchesMixin
+from store.sql.changes import enqueue_values
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
 from store.sql.schema import jobs, queues
@@ -185,15 +185,14 @@ class SqlFlowMixin(SqlBatchesMixin):
                 fs.insert_starts(),
                 [{"queue": queue, "limit_key": r["limit_key"], "at": r["started_at"]} for r in leased],
             )
-        deltas: Counter[str] = Counter()
-        events = []
-        to = int(rule(Operation.CLAIM).target)
-        for r in leased:
-            deltas.update(counters.moved(r["queue"], old[r["id"]], to))
-            events.append(
-                event_row(r["id"], EventKind.CLAIMED, old[r["id"]], to, params["worker_id"], r["lease_token"])
+        to, worker = int(rule(Operation.CLAIM).target), params["worker_id"]
+        events = [
+            event_row(
+                r["id"], EventKind.CLAIMED, old[r["id"]], to, worker, r["lease_token"], queue=r["queue"]
             )
-        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+            for r in leased
+        ]
+        self.book(conn, events)  # type: ignore[attr-defined]
         return list(leased), admission.retry_after_s
 
     def limit_hold(self, job: Job) -> tuple[str, str] | None:
@@ -236,15 +235,12 @@ class SqlFlowMixin(SqlBatchesMixin):
         from sqlalchemy import Double, bindparam, insert
 
         now = self._now  # type: ignore[attr-defined]
+        delay, held = bindparam("delay", type_=Double()), bindparam("delay_until", type_=Double())
         stmt = insert(jobs).values(
-            created_at=now,
-            last_updated_at=now,
-            due_at=now + bindparam("delay", type_=Double()),
-            retry_delay_until=now + bindparam("delay_until", type_=Double()),
+            **enqueue_values(now, delay, held),
             completed_at=now + bindparam("done_in", type_=Double()),
         )
         created: list[Job] = []
-        deltas: Counter[str] = Counter()
         events = []
         params = [
             {**{k: v for k, v in row.items() if k != "reason"}, "done_in": row.get("done_in")} for row in rows
@@ -260,7 +256,6 @@ class SqlFlowMixin(SqlBatchesMixin):
         created.sort(key=lambda j: order[j.id])
         reasons = {r["id"]: r.get("reason") for r in rows}
         for job in created:
-            deltas.update(counters.moved(job.queue, None, job.status))
             events.append(
                 event_row(
                     job.id,
@@ -273,7 +268,7 @@ class SqlFlowMixin(SqlBatchesMixin):
                     queue=job.queue,
                 )
             )
-        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        self.book(conn, events)  # type: ignore[attr-defined]
         return created
 
     def _decide_new(
@@ -323,7 +318,6 @@ class SqlFlowMixin(SqlBatchesMixin):
         work = list(finished)
         ready: set[str] = set()
         events: list[dict[str, Any]] = []
-        deltas: Counter[str] = Counter()
         while work:
             parent_id, outcome = work.pop(0)
             child_ids = list(conn.execute(fs.open_children(), {"p_id": parent_id}).scalars())
@@ -351,14 +345,14 @@ class SqlFlowMixin(SqlBatchesMixin):
                     kind, message = EventKind.CANCELED, change.reason
                     if row["has_children"]:
                         work.append((job.id, S.Canceled))
+                token = row["lease_token"]
                 events.append(
                     event_row(
-                        job.id, kind, int(S.Scheduled), int(job.status), actor, row["lease_token"], message
+                        job.id, kind, int(S.Scheduled), int(job.status), actor, token, message, job.queue
                     )
                 )
-                deltas.update(counters.moved(job.queue, S.Scheduled, job.status))
         if events:
-            self.book(conn, events, deltas)  # type: ignore[attr-defined]
+            self.book(conn, events)  # type: ignore[attr-defined]
         if ready and self._pg:  # idle PostgreSQL workers LISTEN: wake them as an enqueue does
             for queue in sorted(ready):
                 conn.execute(fs.notify(), {"channel": WAKEUP_CHANNEL, "queue": queue})
@@ -371,7 +365,6 @@ class SqlFlowMixin(SqlBatchesMixin):
         in this transaction. Returns the acks applied."""
         done: dict[tuple[str, int], Job] = {}
         events = []
-        deltas: Counter[str] = Counter()
         finished: list[tuple[str, JobStatus]] = []
         kind = rule(Operation.COMPLETE).event
         assert kind is not None
@@ -389,9 +382,8 @@ class SqlFlowMixin(SqlBatchesMixin):
             events.append(
                 event_row(job_id, kind, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue)
             )
-            deltas.update(counters.moved(job.queue, S.InProgress, job.status))
             finished.append((job_id, S.Completed))
-        self.book(conn, events, deltas)  # type: ignore[attr-defined]
+        self.book(conn, events)  # type: ignore[attr-defined]
         self._settle(conn, finished, worker_id)
         return done
 

@@ -4,13 +4,11 @@ workers, the maintenance-run history and the periodic-job schedules."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
-from store import counters
 from store.counters import HISTORY_WIDTHS
 from store.errors import ScheduleNotFound, ValidationError
 from store.lifecycle import EventKind
@@ -35,10 +33,13 @@ class SqlOperatingMixin(SqlPlumbing):
         conn.execute(ops.delete_unique_keys_of(), {"ids": ids})
         conn.execute(ops.delete_attempts_of(), {"ids": ids})
         deleted = conn.execute(ops.delete_jobs(), {"ids": ids}).all()
-        deltas: Counter[str] = Counter()
-        for _, status, queue in deleted:
-            deltas[counters.status_key(status, queue)] -= 1
-        self.book(conn, [], deltas)
+        self.book(
+            conn,
+            [
+                event_row(job_id, None, status, None, None, None, queue=queue)
+                for job_id, status, queue in deleted
+            ],
+        )
         return len(deleted)
 
     def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:

@@ -7,7 +7,6 @@ store's clock; bind parameters named in each docstring).
 from __future__ import annotations
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     Delete,
     Double,
@@ -25,7 +24,7 @@ from sqlalchemy import (
 from store.sql.changes import const
 from store.sql.flow_statements import waiting_child_of
 from store.sql.schema import Json, attempts, failures, history, job_events, jobs, unique_keys
-from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, bucket_start, json_with_at
+from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, json_with_at
 
 
 def _purgeable(now: ColumnElement[float]) -> list[ColumnElement[bool]]:
@@ -142,25 +141,6 @@ def set_progress(now: ColumnElement[float]) -> Update:
         )
         .values(progress=json_with_at(bindparam("p_value", type_=Json), now))
         .returning(jobs.c.id)
-    )
-
-
-def add_history(ins: Insert, now: ColumnElement[float]) -> Insert:
-    """Add to the history counters of the current bucket of each width
-    (executemany); ``ins`` is the dialect's INSERT of ``history``. Params:
-    h_width, h_queue, h_kind, shard, n."""
-    width = bindparam("h_width", type_=BigInteger())
-    ins = ins.values(
-        width=width,
-        bucket=bucket_start(now, width),
-        queue=bindparam("h_queue"),
-        kind=bindparam("h_kind"),
-        shard=bindparam("shard"),
-        n=bindparam("n"),
-    )
-    return ins.on_conflict_do_update(
-        index_elements=[history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard],
-        set_={"n": history.c.n + ins.excluded.n},
     )
 
 

@@ -12,7 +12,6 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     Double,
-    Insert,
     Select,
     SmallInteger,
     String,
@@ -22,21 +21,20 @@ from sqlalchemy import (
     cast,
     func,
     insert,
-    null,
     select,
-    true,
-    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql
 
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, STATUS_PREFIX, event_key, queue_event_key
+from store.counters import HISTORY_KINDS
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.sql.changes import const, guarded_update
+from store.sql import bookkeeping as bk
+from store.sql.changes import const, enqueue_values, guarded_update
 from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import attempts as attempts_table
-from store.sql.schema import counters, history, job_events, jobs
-from store.sql.statements import IN_PROGRESS, bucket_start, due, failure_values, json_with_at, lease
+from store.sql.schema import counters, jobs
+from store.sql.schema import history as history_table
+from store.sql.statements import IN_PROGRESS, due, failure_values, json_with_at, lease
 
 #: Columns enqueue_jobs_pg takes as arrays: (bind parameter, column, array element type).
 ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
@@ -60,8 +58,9 @@ ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
 
 def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
     """PostgreSQL enqueue of a chunk as one statement (autocommit): the jobs
-    inserted from ``unnest`` of one array per column (a fixed number of bind
-    parameters whatever the chunk size), one ``enqueued`` event per job, the
+    inserted (Operation.ENQUEUE's values: ``changes.enqueue_values``) from
+    ``unnest`` of one array per column (a fixed number of bind parameters
+    whatever the chunk size), one ``enqueued`` event per job, the
     counter deltas, and one ``pg_notify`` per queue that got ready jobs
     (delivered at commit; workers LISTEN, see store/sql/wakeups.py). Params:
     the arrays of ENQUEUE_ARRAYS (JSON columns as JSON texts, None for SQL
@@ -82,38 +81,26 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
         src = func.unnest(*arrays).table_valued(*names).render_derived(name="u")
     columns = [c for c in names if c not in ("delay", "delay_until")]
     values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
-    zero = ("retry_count", "lease_expirations", "lease_token")
+    table = enqueue_values(now, src.c.delay, src.c.delay_until)
     times = NEW_JOB_TIMES
     ins = (
         insert(jobs)
-        .from_select(
-            [*columns, *zero, *times],
-            select(
-                *values, *(const(0) for _ in zero), now, now, now + src.c.delay, now + src.c.delay_until
-            ).select_from(src),
-        )
+        .from_select([*columns, *table], select(*values, *table.values()).select_from(src))
         # Only what the database decides: the caller has the rest. The
         # statement stays under psycopg's 4,096-character limit for caching
         # its parsed query text (with every column it was 4,806).
         .returning(jobs.c.id, jobs.c.status, jobs.c.queue, *(jobs.c[t] for t in times))
         .cte("ins")
     )
-    events = insert(job_events).from_select(
-        ["job_id", "at", "kind", "to_status", "token"],
-        select(ins.c.id, now, const(EventKind.ENQUEUED.value), ins.c.status, const(0)),
-    )
-    bump = _add_to_counters(
-        select(status_key_sql(ins.c.status, ins.c.queue).label("key"), const(1).label("d")),
-        select(const(event_key(EventKind.ENQUEUED)), const(1)).select_from(ins),
-        select(queue_event_key_sql(EventKind.ENQUEUED, ins.c.queue), const(1)),
+    src = bk.changes_select(
+        ins.c.id, ins.c.queue, EventKind.ENQUEUED, None, ins.c.status, None, const(0), None
     )
     queued = ins.c.status == const(int(JobStatus.Queued))
     ready = select(ins.c.queue).where(queued).distinct().subquery("ready")
     notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
-    counted = select(ins.c.queue, const(EventKind.ENQUEUED.value).label("kind"), const(1).label("d"))
     stamps = (ins.c.id, *(ins.c[t] for t in times))
     return select(*stamps, notified.scalar_subquery().label("notified")).add_cte(
-        events.cte("ev"), bump.cte("cnt"), _add_to_history(now, counted).cte("hist")
+        *_bookkeeping(src, now, EventKind.ENQUEUED, new=True)
     )
 
 
@@ -128,54 +115,17 @@ def claim_pg(now: ColumnElement[float], queues: int) -> Update:
     return lease(now, [jobs.c.id == picked.c.id], sources=False).returning(*jobs.c, picked.c.old_status)
 
 
-def _add_to_counters(*deltas: Select) -> Insert:
-    """PostgreSQL: an upsert adding ``(key, d)`` rows, summed per key, to this
-    process's shard of the counters (bind parameter ``shard``), in key order:
-    a fixed lock order on counter rows, so concurrent statements never deadlock."""
-    rows = union_all(*deltas).subquery("deltas")
-    totals = (
-        select(rows.c.key, bindparam("shard", type_=SmallInteger()), func.sum(rows.c.d))
-        .group_by(rows.c.key)
-        .order_by(rows.c.key)
-    )
-    bump = postgresql.insert(counters).from_select(["key", "shard", "n"], totals)
-    return bump.on_conflict_do_update(
-        index_elements=[counters.c.key, counters.c.shard], set_={"n": counters.c.n + bump.excluded.n}
-    )
-
-
-def _add_to_history(now: ColumnElement[float], rows: Select) -> Insert:
-    """PostgreSQL: an upsert adding ``(queue, kind, d)`` rows, summed, to this
-    process's shard of the history counters of the current bucket of every
-    width in HISTORY_WIDTHS (bind parameter ``shard``), in key order."""
-    r = rows.subquery("h")
-    # A UNION of literals, not VALUES: SQLAlchemy cannot cache a statement
-    # holding a VALUES construct, and would compile it on every execution.
-    widths = union_all(*(select(const(w, BigInteger()).label("w")) for w in HISTORY_WIDTHS)).subquery(
-        "widths"
-    )
-    bucket = bucket_start(now, widths.c.w)
-    totals = (
-        select(
-            widths.c.w, bucket, r.c.queue, r.c.kind, bindparam("shard", type_=SmallInteger()), func.sum(r.c.d)
-        )
-        .select_from(r.join(widths, true()))
-        .group_by(widths.c.w, bucket, r.c.queue, r.c.kind)
-        .order_by(widths.c.w, r.c.queue, r.c.kind)
-    )
-    ins = postgresql.insert(history).from_select(["width", "bucket", "queue", "kind", "shard", "n"], totals)
-    key = [history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard]
-    return ins.on_conflict_do_update(index_elements=key, set_={"n": history.c.n + ins.excluded.n})
-
-
-def status_key_sql(status: ColumnElement[Any], queue: ColumnElement[str]) -> ColumnElement[str]:
-    """SQL twin of ``store.counters.status_key``: ``'s:' || status || ':' || queue``."""
-    return func.concat(const(STATUS_PREFIX), status, const(":"), queue)
-
-
-def queue_event_key_sql(kind: EventKind, queue: ColumnElement[str]) -> ColumnElement[str]:
-    """SQL twin of ``store.counters.queue_event_key``: ``'q:<kind>:' || queue``."""
-    return func.concat(const(queue_event_key(kind, "")), queue)
+def _bookkeeping(src: Any, now: ColumnElement[float], kind: EventKind, new: bool = False) -> list[Any]:
+    """The bookkeeping of the ``kind`` changes ``src`` (``bookkeeping.changes_select``;
+    ``new``: new jobs) as CTEs: events, counters and, for HISTORY_KINDS, the
+    history buckets."""
+    ctes = [
+        bk.record_events(src, now).cte("ev"),
+        bk.add_to_counters(postgresql.insert(counters), src, kind, new).cte("cnt"),
+    ]
+    if kind in HISTORY_KINDS:
+        ctes.append(bk.add_to_history(postgresql.insert(history_table), src, now).cte("hist"))
+    return ctes
 
 
 def with_bookkeeping(
@@ -188,8 +138,10 @@ def with_bookkeeping(
     attempts: bool = False,
 ) -> Select:
     """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
-    the jobs columns and ``old_status``), appends one ``kind`` event per
-    changed job and adds the status and event deltas to the counters, so a
+    the jobs columns and ``old_status``) and writes its bookkeeping by the
+    statements every SQL change uses (``store/sql/bookkeeping.py``) as CTEs
+    over the changed rows: one ``kind`` event per changed job, the status and
+    event deltas, the history buckets, so a
     hot-path change is a single atomic round trip (autocommit). The event's
     actor is the job's worker_id, or with ``by_actor`` the bind parameter
     ``actor`` and its message the column ``message`` that ``change`` returns.
@@ -200,31 +152,19 @@ def with_bookkeeping(
     ``attempt_no``: recovery)."""
     upd = change.cte("upd")
     actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
-    message = upd.c.message if by_actor else null()
-    events = insert(job_events).from_select(
-        ["job_id", "at", "kind", "from_status", "to_status", "actor", "token", "message"],
-        select(
-            upd.c.id,
-            now,
-            const(kind.value),
-            upd.c.old_status,
-            upd.c.status,
-            actor,
-            upd.c.lease_token,
-            message,
-        ),
-    )
-    bump = _add_to_counters(
-        select(status_key_sql(upd.c.old_status, upd.c.queue).label("key"), const(-1).label("d")),
-        select(status_key_sql(upd.c.status, upd.c.queue), const(1)),
-        select(const(event_key(kind)), const(1)).select_from(upd),
-        *([select(queue_event_key_sql(kind, upd.c.queue), const(1))] if kind in HISTORY_KINDS else []),
+    message = upd.c.message if by_actor else None
+    src = bk.changes_select(
+        upd.c.id,
+        upd.c.queue,
+        kind,
+        upd.c.old_status,
+        upd.c.status,
+        actor,
+        upd.c.lease_token,
+        message,
     )
     out = select(upd.c.id, upd.c.lease_token) if ids_only else select(upd)
-    ctes = [events.cte("ev"), bump.cte("cnt")]
-    if kind in HISTORY_KINDS:
-        counted = select(upd.c.queue, const(kind.value).label("kind"), const(1).label("d"))
-        ctes.append(_add_to_history(now, counted).cte("hist"))
+    ctes = _bookkeeping(src, now, kind)
     if attempts:
         failed = insert(attempts_table).from_select(
             ["job_id", "attempt", "token", "worker_id", "error", "started_at", "finished_at"],

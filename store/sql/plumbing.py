@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import abc
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, CursorResult, Insert, Table
+import orjson
+from sqlalchemy import CTE, Connection, CursorResult, Insert, Table
 from sqlalchemy.exc import DBAPIError
 
-from store import counters
 from store.base import StoreSettings, Wakeups
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, queue_event_key
 from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, FailureDecision, JobStatus, refusal_recorded
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
+from store.sql import bookkeeping as bk
 from store.sql import operating_statements as ops
 from store.sql import schema
 from store.sql import statements as sql
@@ -38,10 +37,8 @@ T = TypeVar("T")
 _RETRYABLE_PG = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 _TX_ATTEMPTS = 4
 
-#: The parameters of one job event (``event_row`` without its ``queue``).
-EVENT_KEYS = ("job_id", "kind", "from_status", "to_status", "actor", "token", "message")
-#: The parameters of one history bucket (``operating_statements.add_history``).
-HISTORY_KEYS = ("h_width", "h_queue", "h_kind", "shard", "n")
+#: The parameters of the bookkeeping statements (``store/sql/bookkeeping.py``).
+BOOK_KEYS = ("changes", "shard")
 
 #: A recovery decision: the job's row, the retry decision, the error to record.
 Planned = tuple[Any, Any, dict[str, Any]]
@@ -56,25 +53,32 @@ class Refused(Exception):
 
 def event_row(
     job_id: str,
-    kind: EventKind,
+    kind: EventKind | None,
     source: int | None,
     target: int | None,
     actor: str | None,
     token: int | None,
     message: str | None = None,
     queue: str | None = None,
+    *,
+    logged: bool = True,
 ) -> dict[str, Any]:
-    """Parameters of ``statements.insert_events`` for one job event; with
-    ``queue``, ``SqlPlumbing.book`` also counts it in the history buckets."""
+    """One change for ``SqlPlumbing.book`` (``bookkeeping.CHANGE_COLUMNS``):
+    job ``job_id`` of ``queue`` moving ``source -> target`` with an event
+    ``kind`` (None: no event), appended as a job event unless ``logged`` is
+    False. Only a change that names its queue moves the status counts (and,
+    for HISTORY_KINDS, the per-queue totals and history buckets)."""
     return {
-        "queue": queue,
         "job_id": job_id,
-        "kind": kind.value,
+        "queue": queue,
+        "kind": None if kind is None else kind.value,
         "from_status": source,
         "to_status": target,
         "actor": actor,
         "token": token,
         "message": message,
+        "logged": 1 if logged and kind is not None else 0,
+        "counted": bk.counted(kind, queue),
     }
 
 
@@ -128,6 +132,12 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def upsert(self, table: Table) -> Insert:
         """This dialect's INSERT that supports ON CONFLICT."""
+
+    @abc.abstractmethod
+    def changes_from(self) -> CTE:
+        """The changes of ``SqlPlumbing.book`` read from one JSON array bound
+        to ``changes`` (objects with the keys of ``bookkeeping.CHANGE_COLUMNS``),
+        as a CTE with those columns."""
 
     @abc.abstractmethod
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
@@ -193,11 +203,13 @@ class SqlPlumbing:
         self._q_attempt = ops.insert_attempt(self._now)
         engine_dialect = self.write_engine.dialect
         offset = lambda: self.clock_offset_s  # noqa: E731
-        self._q_events = Precompiled(sql.insert_events(self._now), engine_dialect, EVENT_KEYS, offset)
-        counters_upsert = sql.upsert_counters(self.dialect.upsert(schema.counters))
-        self._q_counters = Precompiled(counters_upsert, engine_dialect, ("key", "shard", "n"), offset)
-        history_upsert = ops.add_history(self.dialect.upsert(schema.history), self._now)
-        self._q_history = Precompiled(history_upsert, engine_dialect, HISTORY_KEYS, offset)
+        src = self.dialect.changes_from()
+        upsert = self.dialect.upsert
+        self._q_events = Precompiled(bk.record_events(src, self._now), engine_dialect, BOOK_KEYS, offset)
+        counted = bk.add_to_counters(upsert(schema.counters), src)
+        self._q_counters = Precompiled(counted, engine_dialect, BOOK_KEYS, offset)
+        bucketed = bk.add_to_history(upsert(schema.history), src, self._now)
+        self._q_history = Precompiled(bucketed, engine_dialect, BOOK_KEYS, offset)
 
     def tx(self, fn: Callable[[Connection], T], write: bool = True, single: bool = False) -> T:
         """Run ``fn`` in one transaction; retry deadlocks, map outages to
@@ -232,35 +244,20 @@ class SqlPlumbing:
     def now(self) -> float:
         return self.tx(lambda conn: conn.execute(self._q_now).scalar_one(), write=False)
 
-    def book(
-        self, conn: Connection, events: list[dict[str, Any]], deltas: Counter[str] | None = None
-    ) -> None:
-        """Append ``events`` (``event_row``) and add their kinds and
-        ``deltas`` to the counters, and the events of HISTORY_KINDS that name
-        their queue to the history buckets and the per-queue event totals,
-        in ``conn``'s transaction;
-        counters in key order (a fixed lock order avoids deadlocks)."""
-        deltas = Counter(deltas or {})
-        history: Counter[tuple[str, str]] = Counter()
-        for row in events:
-            queue = row.pop("queue", None)
-            deltas[event_key(row["kind"])] += 1
-            if queue is not None and row["kind"] in HISTORY_KINDS:
-                history[(queue, row["kind"])] += 1
-                deltas[queue_event_key(row["kind"], queue)] += 1
-        if events:
-            self._q_events.run(conn, events)
-        shard = self.dialect.shard
-        rows = [{"key": k, "shard": shard, "n": n} for k, n in sorted(deltas.items()) if n]
-        if rows:
-            self._q_counters.run(conn, rows)
-        if history:
-            buckets = [
-                {"h_width": width, "h_queue": queue, "h_kind": kind, "shard": shard, "n": n}
-                for (queue, kind), n in sorted(history.items())
-                for width in HISTORY_WIDTHS
-            ]
-            self._q_history.run(conn, buckets)
+    def book(self, conn: Connection, changes: Sequence[dict[str, Any]]) -> None:
+        """Write the bookkeeping of ``changes`` (``event_row``) in ``conn``'s
+        transaction: their job events, counters and history buckets, by the
+        statements of ``store/sql/bookkeeping.py`` that PostgreSQL's
+        one-statement changes run as CTEs, over the changes sent as one JSON
+        array; a statement with nothing to add is not sent."""
+        if not changes:
+            return
+        params = [{"changes": orjson.dumps(changes).decode(), "shard": self.dialect.shard}]
+        if any(c["logged"] for c in changes):
+            self._q_events.run(conn, params)
+        self._q_counters.run(conn, params)
+        if any(c["counted"] for c in changes):
+            self._q_history.run(conn, params)
 
     def refuse(
         self, conn: Connection, refused: Sequence[Lease], kind: EventKind, actor: str | None
@@ -347,7 +344,7 @@ class SqlPlumbing:
             message,
             job.queue,
         )
-        self.book(conn, [event], counters.moved(job.queue, JobStatus.InProgress, job.status))
+        self.book(conn, [event])
         return job
 
     def make_dialect(self, name: str) -> Dialect:

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Insert, Table
+from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, cast, column, func, select
 from sqlalchemy.dialects import postgresql
 
 from store.lifecycle import EventKind, Operation, rule
 from store.models import Job, failure_event
 from store.sql import pg_statements as pg
 from store.sql import statements as sql
+from store.sql.bookkeeping import CHANGE_COLUMNS
 from store.sql.plumbing import Dialect, Planned, SqlPlumbing
 from store.sql.rows import job_from_row, json_texts, new_jobs
 from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
@@ -52,6 +53,13 @@ class PostgresDialect(Dialect):
 
     def upsert(self, table: Table) -> Insert:
         return postgresql.insert(table)
+
+    def changes_from(self) -> CTE:
+        """``jsonb_to_recordset`` of the array, typed by CHANGE_COLUMNS."""
+        array = cast(bindparam("changes", type_=Text()), postgresql.JSONB)
+        rows = func.jsonb_to_recordset(array).table_valued(*(column(n, t) for n, t in CHANGE_COLUMNS))
+        derived = rows.render_derived(name="c", with_types=True)
+        return select(*derived.c).cte("chg")
 
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         """Insert and return the jobs: what the caller sent (JSON columns read

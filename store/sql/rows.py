@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from store.lifecycle import JobStatus
+from store.lifecycle import JobStatus, Operation, rule
 from store.models import Attempt, Job, JobEvent, WorkerInfo, ts
 
 #: The JSON columns of ``jobs`` that enqueue sends as JSON texts.
@@ -22,18 +22,17 @@ INSERT_JOB_KEYS = (
     "status",
     "priority",
     *JSON_COLUMNS,
-    "retry_count",
     "max_retries",
-    "lease_expirations",
-    "lease_token",
     "timeout_seconds",
     "lease_ttl_seconds",
     "idempotency_key",
     "delay",
     "delay_until",
 )
-#: The columns of a new job that enqueue does not set.
+#: The columns of a new job that enqueue does not set, and those it sets to 0
+#: (Operation.ENQUEUE's ``zeroes``).
 _NEW_ROW: dict[str, Any] = {
+    **dict.fromkeys(rule(Operation.ENQUEUE).zeroes, 0),
     "result": None,
     "error": None,
     "worker_id": None,

@@ -1,24 +1,25 @@
 """The SQLite strategy of the SQL store: every write inside ``BEGIN
 IMMEDIATE`` (engine.py), one statement per job where SQLite has no arrays,
-and the bookkeeping of each change (events, counters) written by
-``SqlPlumbing.book`` in the same transaction. No wake-up channel: workers poll.
+and the bookkeeping of each change (events, counters, history) written by
+``SqlPlumbing.book`` in the same transaction: the statements PostgreSQL runs
+as CTEs (``store/sql/bookkeeping.py``), over the changes sent as JSON. No wake-up channel: workers poll.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Insert, Table
+from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, func, select
 from sqlalchemy.dialects import sqlite
 
-from store import counters
-from store.lifecycle import EventKind, JobStatus, Operation, rule
+from store.lifecycle import JobStatus, Operation, rule
 from store.models import Job
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
+from store.sql.bookkeeping import CHANGE_COLUMNS
+from store.sql.changes import const
 from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
 from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 
@@ -26,7 +27,7 @@ S = JobStatus
 
 
 class SqliteDialect(Dialect):
-    """SQLite: one writer at a time, bookkeeping in Python, polling workers."""
+    """SQLite: one writer at a time, bookkeeping after the change, polling workers."""
 
     def __init__(self, p: SqlPlumbing) -> None:
         super().__init__(p)
@@ -44,6 +45,14 @@ class SqliteDialect(Dialect):
     def upsert(self, table: Table) -> Insert:
         return sqlite.insert(table)
 
+    def changes_from(self) -> CTE:
+        """``json_each`` of the array, one ``json_extract`` a column."""
+        each = func.json_each(bindparam("changes", type_=Text())).table_valued("value")
+        columns = (
+            func.json_extract(each.c.value, const(f"$.{name}")).label(name) for name, _ in CHANGE_COLUMNS
+        )
+        return select(*columns).select_from(each).cte("chg")
+
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         texts = json_texts(rows)
         params = [{**r, **{c: t[i] for c, t in texts.items()}} for i, r in enumerate(rows)]
@@ -53,14 +62,10 @@ class SqliteDialect(Dialect):
             result = conn.execute(self._q_insert, params)
         stamped = {r["id"]: r for r in result.mappings()}
         created = new_jobs(rows, texts, stamped)
-        deltas: Counter[str] = Counter()
-        events = []
-        for job in created:
-            deltas.update(counters.moved(job.queue, None, job.status))
-            events.append(
-                event_row(job.id, EventKind.ENQUEUED, None, int(job.status), None, 0, queue=job.queue)
-            )
-        self.p.book(conn, events, deltas)
+        kind = rule(Operation.ENQUEUE).event
+        self.p.book(
+            conn, [event_row(j.id, kind, None, int(j.status), None, 0, queue=j.queue) for j in created]
+        )
         return created
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
@@ -71,17 +76,15 @@ class SqliteDialect(Dialect):
             if not old:
                 return []
             rows = conn.execute(self._q_claim, {**params, "ids": list(old)}).mappings().all()
-            deltas: Counter[str] = Counter()
-            events = []
-            to = int(rule(Operation.CLAIM).target)
-            for r in rows:
-                deltas.update(counters.moved(r["queue"], old[r["id"]], to))
-                events.append(
-                    event_row(
-                        r["id"], EventKind.CLAIMED, old[r["id"]], to, params["worker_id"], r["lease_token"]
-                    )
-                )
-            self.p.book(conn, events, deltas)
+            op = rule(Operation.CLAIM)
+            to, worker = int(op.target), params["worker_id"]
+            self.p.book(
+                conn,
+                [
+                    event_row(r["id"], op.event, old[r["id"]], to, worker, r["lease_token"], queue=r["queue"])
+                    for r in rows
+                ],
+            )
             return list(rows)
 
         return self.p.tx(body)
@@ -95,21 +98,15 @@ class SqliteDialect(Dialect):
 
         def body(conn: Connection) -> dict[tuple[str, int], Job | None]:  # one statement per ack
             done: dict[tuple[str, int], Job | None] = {}
-            per_queue: Counter[str] = Counter()
             events = []
             for job_id, token, text in acks:
                 params = {"j_id": job_id, "token": token, "new_result": _loads(text)}
                 for r in conn.execute(self._q_complete, params).mappings():
                     done[(job_id, token)] = job_from_row(r) if return_jobs else None
-                    per_queue[r["queue"]] += 1
                     events.append(
                         event_row(job_id, op.event, source, target, worker_id, token, queue=r["queue"])
                     )
-            deltas: Counter[str] = Counter()
-            for queue, n in per_queue.items():
-                deltas[counters.status_key(source, queue)] -= n
-                deltas[counters.status_key(target, queue)] += n
-            self.p.book(conn, events, deltas)
+            self.p.book(conn, events)
             return done
 
         return self.p.tx(body)

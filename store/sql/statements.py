@@ -31,7 +31,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from store.lifecycle import JobStatus, Operation, source_codes
-from store.sql.changes import const, guarded_update
+from store.sql.changes import const, enqueue_values, guarded_update
 from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import Json, counters, job_events, jobs
 from store.sql.schema import queues as queue_states
@@ -119,29 +119,19 @@ def select_now(now: ColumnElement[float]) -> Select:
 
 
 def insert_jobs(now: ColumnElement[float]) -> Insert:
-    """Insert jobs (executemany). Params: the job columns except times, the
-    JSON columns (``rows.JSON_COLUMNS``) as JSON texts (or None), ``delay``
+    """Insert jobs (executemany), Operation.ENQUEUE's values from the table
+    (``changes.enqueue_values``). Params: the job columns except times and
+    zeroes, the JSON columns (``rows.JSON_COLUMNS``) as JSON texts (or None), ``delay``
     (seconds until due) and ``delay_until`` (the same, or None when not
     delayed). Returns, in parameter order, each job's id and the times the
     database set (``rows.NEW_JOB_TIMES``): the caller has the rest."""
     texts = {column: bindparam(column, type_=Text()) for column in JSON_COLUMNS}
+    table = enqueue_values(now, bindparam("delay", type_=Double()), bindparam("delay_until", type_=Double()))
     return (
         insert(jobs)
-        .values(
-            **texts,
-            created_at=now,
-            last_updated_at=now,
-            due_at=now + bindparam("delay", type_=Double()),
-            retry_delay_until=now + bindparam("delay_until", type_=Double()),
-        )
+        .values(**texts, **table)
         .returning(jobs.c.id, *(jobs.c[t] for t in NEW_JOB_TIMES), sort_by_parameter_order=True)
     )
-
-
-def insert_events(now: ColumnElement[float]) -> Insert:
-    """Append job events (executemany). Params: job_id, kind, from_status,
-    to_status, actor, token, message."""
-    return insert(job_events).values(at=now)
 
 
 def job_by_id() -> Select:
@@ -375,15 +365,6 @@ def job_events_of() -> Select:
         .where(job_events.c.job_id == bindparam("job_id"))
         .order_by(job_events.c.id.desc())
         .limit(bindparam("limit"))
-    )
-
-
-def upsert_counters(ins: Insert) -> Insert:
-    """Add to sharded counters (executemany); ``ins`` is the dialect's INSERT
-    of ``counters`` (Dialect.upsert). Params: key, shard, n."""
-    return ins.on_conflict_do_update(
-        index_elements=[counters.c.key, counters.c.shard],
-        set_={"n": counters.c.n + ins.excluded.n},
     )
 
 

@@ -10,7 +10,6 @@ status change is built from the lifecycle table (``changes.py``).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -85,26 +84,23 @@ class SqlStore(
     # ------------------------------------------------------------- enqueue
     def _row_for(self, spec: JobSpec) -> dict[str, Any]:
         s = self.settings
-        delayed = spec.delay_s > 0
+        status = lifecycle.enqueue_target(spec.delay_s)
         return {
             "id": str(uuid6.uuid7()),
             "name": spec.name,
             "queue": spec.queue,
-            "status": int(S.Scheduled if delayed else S.Queued),
+            "status": int(status),
             "priority": spec.priority,
             "payload": spec.payload,
             "headers": spec.headers,
             "route_params": spec.route_params,
             "query_params": spec.query_params,
-            "retry_count": 0,
             "max_retries": s.max_retries if spec.max_retries is None else spec.max_retries,
-            "lease_expirations": 0,
-            "lease_token": 0,
             "timeout_seconds": s.job_timeout_s if spec.timeout_s is None else spec.timeout_s,
             "lease_ttl_seconds": spec.lease_ttl_s,
             "idempotency_key": spec.idempotency_key,
             "delay": spec.delay_s,
-            "delay_until": spec.delay_s if delayed else None,
+            "delay_until": spec.delay_s if status is S.Scheduled else None,
         }
 
     def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
@@ -192,6 +188,11 @@ class SqlStore(
 
     def _counter_rows(self) -> Iterable[tuple[str, int]]:
         return self.tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)
+
+    def event_counts(self) -> dict[str, int]:
+        """Totals by kind: ``e:`` plus the per-queue ``q:`` totals, which
+        alone count a queue's events of a history kind (store/sql/bookkeeping.py)."""
+        return counters.derived_event_totals(self._counter_rows())
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         rows = self.read(sql.job_events_of(), {"job_id": job_id, "limit": limit})
@@ -330,8 +331,10 @@ class SqlStore(
             if found is None:
                 raise Refused(job_id, token, op.refusal, worker_id)
             job = job_from_row(found)
-            event = event_row(job_id, op.event, int(S.InProgress), int(job.status), worker_id, token)
-            self.book(conn, [event], counters.moved(job.queue, S.InProgress, job.status))
+            event = event_row(
+                job_id, op.event, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue
+            )
+            self.book(conn, [event])
             return job
 
         try:
@@ -353,8 +356,10 @@ class SqlStore(
             lifecycle.check_operation(job_id, op, old)
             params = {"j_id": job_id, "old_status": int(old), **extra}
             job = job_from_row(conn.execute(self._q_operator[op], params).mappings().one())
-            event = event_row(job_id, kind, int(old), int(job.status), actor, row["lease_token"])
-            self.book(conn, [event], counters.moved(job.queue, old, job.status))
+            event = event_row(
+                job_id, kind, int(old), int(job.status), actor, row["lease_token"], queue=job.queue
+            )
+            self.book(conn, [event])
             if row["has_children"] and job.status is S.Canceled:
                 self._settle(conn, [(job_id, S.Canceled)], actor)
             return job
@@ -387,7 +392,7 @@ class SqlStore(
             if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
                 self.book(conn, [event_row(job_id, kind, int(old), None, actor, row["lease_token"])])
             else:  # counted only, like Redis: no event row of a job that is gone
-                self.book(conn, [], Counter({counters.event_key(kind): 1}))
+                self.book(conn, [event_row(job_id, kind, int(old), None, actor, None, logged=False)])
 
         self.tx(body)
 

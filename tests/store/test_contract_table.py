@@ -11,8 +11,17 @@ from datetime import UTC, datetime
 import pytest
 
 from store.base import JobStore, StoreSettings
-from store.lifecycle import OPERATIONS, EventKind, JobStatus, Operation, failure_event_kind, rule
-from store.models import Job, Lease, RecoveryRun
+from store.lifecycle import (
+    OPERATIONS,
+    EventKind,
+    JobStatus,
+    Operation,
+    enqueue_target,
+    enqueue_times,
+    failure_event_kind,
+    rule,
+)
+from store.models import Job, JobSpec, Lease, RecoveryRun
 from tests.store.helpers import ERROR, expire_leases, job_in
 
 S = JobStatus
@@ -33,6 +42,7 @@ def _unblocked(store: JobStore) -> Job:
 
 #: For each operation: put a job where it can start, run it, return the job after.
 DRIVE: dict[Operation, Callable[[JobStore], Job]] = {
+    Operation.ENQUEUE: lambda store: store.enqueue("t", {"n": 1}),
     Operation.CLAIM: lambda store: (job_in(store, S.Queued), store.claim("w-1", ["default"], 1)[0])[1],
     Operation.COMPLETE: lambda store: store.complete((j := _claimed(store)).id, j.lease_token, {"ok": 1}),
     Operation.FAIL: lambda store: store.fail((j := _claimed(store)).id, j.lease_token, ERROR),
@@ -60,6 +70,28 @@ def test_operation_does_what_the_table_says(store: JobStore, op: Operation) -> N
     assert event.kind == expected
     assert (event.to_status, event.kind in set(EventKind)) == (after.status, True)
     assert store.event_counts()[expected.value] >= 1
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 30.0], ids=["due", "delayed"])
+def test_enqueue_writes_what_its_row_says(store: JobStore, delay_s: float) -> None:
+    """ENQUEUE's row: its target by the delay, zeroes, stamps, delays and
+    held fields (retry_delay_until only while the delay holds the job), on
+    the job enqueue returns and the job read back, one job and a chunk."""
+    row = rule(Operation.ENQUEUE)
+    one = store.enqueue("t", {"n": 1}, delay_s=delay_s)
+    [many, _] = store.enqueue_many([JobSpec("t", {"n": n}, delay_s=delay_s) for n in (2, 3)])
+    for job in (one, store.get(one.id), many, store.get(many.id)):
+        assert job.status is enqueue_target(delay_s) and job.status in row.targets
+        assert {f: getattr(job, f) for f in row.zeroes} == dict.fromkeys(row.zeroes, 0)
+        assert job.created_at is not None
+        times = enqueue_times(job.created_at.timestamp(), delay_s)
+        wanted = {f: t for f, t in times.items() if hasattr(job, f)}  # due_at is the store's
+        assert "retry_delay_until" in wanted
+        got = {f: None if getattr(job, f) is None else getattr(job, f).timestamp() for f in wanted}
+        assert got == pytest.approx(wanted, abs=2e-3), job
+        assert (row.held and job.retry_delay_until is None) == (delay_s == 0)
+    first = store.events(one.id)[0]
+    assert (first.kind, first.from_status, first.to_status) == (row.event, None, one.status)
 
 
 def test_every_operation_is_driven() -> None:

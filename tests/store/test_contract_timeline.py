@@ -13,6 +13,7 @@ from store.lifecycle import EventKind as E
 from store.lifecycle import JobStatus
 from store.models import Lease
 from store.redis.store import RedisStore
+from store.sql.store import SqlStore
 from tests.store.helpers import ERROR, expire_leases
 
 S = JobStatus
@@ -93,3 +94,20 @@ def test_redis_writes_no_happy_path_event(store: JobStore) -> None:
     store.cancel(job.id, actor="operator:ann")  # the run's events are written before the cancel's
     assert store._client.llen(store.keys.events(job.id)) == 3
     assert [e.kind for e in store.events(job.id)] == ["enqueued", "claimed", "completed", "canceled"]
+
+
+def test_sql_counts_a_queues_events_once(store: JobStore) -> None:
+    """The SQL stores write no total another counter implies: an event of a
+    history kind naming its queue is counted per queue only, and its total
+    is read as the sum of the queues' (store/sql/bookkeeping.py)."""
+    if not isinstance(store, SqlStore):
+        pytest.skip("the SQL stores' counters")
+    for queue in ("a", "b"):
+        job = store.enqueue("t", queue=queue)
+        [c] = store.claim("w", [queue], 1)
+        store.complete(job.id, c.lease_token, None, worker_id="w")
+    keys = {key for key, _ in store._counter_rows()}
+    assert {"q:enqueued:a", "q:enqueued:b", "q:completed:a", "e:claimed"} <= keys
+    assert not {"e:enqueued", "e:completed"} & keys
+    counts = store.event_counts()
+    assert (counts["enqueued"], counts["claimed"], counts["completed"]) == (2, 2, 2)

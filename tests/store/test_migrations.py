@@ -441,3 +441,42 @@ def test_failed_upgrade_leaves_the_0001_database_as_it_was(empty_url: str) -> No
     assert _tables(empty_url) == {"alembic_version", "blocker", *LEGACY_TABLES}
     assert _rows(empty_url, "SELECT version_num FROM alembic_version") == [("0001",)]
     assert _scalar(empty_url, "SELECT count(*) FROM jobs") == 4
+
+
+def test_0011_moves_queue_counted_totals_out_of_the_event_totals_and_back(empty_url: str) -> None:
+    """0011: an event kind counted per queue has no total of its own; every
+    total reads the same after the upgrade, and the downgrade restores the
+    rows as they were."""
+    from alembic import command
+
+    config = alembic_config(empty_url)
+    command.upgrade(config, "0009")
+    rows = [("e:completed", 3, 10), ("q:completed:a", 1, 4), ("q:completed:b", 2, 3), ("e:claimed", 0, 7)]
+    rows += [("q:failed:a", 0, 2), ("e:failed", 1, 2), ("s:100:a", 0, 5)]  # as 0009 wrote them: e: >= its q:
+    engine = create_engine(empty_url)
+    try:
+        with engine.begin() as conn:
+            for key, shard, n in rows:
+                conn.execute(
+                    text("INSERT INTO leasehold_counters (key, shard, n) VALUES (:k, :s, :n)"),
+                    {"k": key, "s": shard, "n": n},
+                )
+    finally:
+        engine.dispose()
+    migrate(empty_url)
+    store = open_store(empty_url)
+    try:
+        assert store.event_counts() == {"completed": 10, "claimed": 7, "failed": 2}
+        store.enqueue("t", queue="a")  # counted per queue only from now on
+        assert store.event_counts() == {"completed": 10, "claimed": 7, "failed": 2, "enqueued": 1}
+        assert store.queue_event_counts()[("a", "enqueued")] == 1
+    finally:
+        store.close()
+    sums = "SELECT COALESCE(SUM(n), 0) FROM leasehold_counters WHERE key = '{}'"
+    assert _scalar(empty_url, sums.format("e:completed")) == 10 - 7
+    assert _scalar(empty_url, sums.format("e:enqueued")) == 0
+    command.downgrade(config, "0009")
+    assert _scalar(empty_url, sums.format("e:completed")) == 10
+    assert _scalar(empty_url, sums.format("e:failed")) == 2
+    assert _scalar(empty_url, sums.format("e:enqueued")) == 1
+    assert _scalar(empty_url, sums.format("e:claimed")) == 7

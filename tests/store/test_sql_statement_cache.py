@@ -85,3 +85,27 @@ def test_the_console_reads_only_cacheable_statements(store: JobStore, uncached: 
     store.operations()
     store.schedules()
     assert uncached == []
+
+
+def test_postgresql_hot_path_statements_fit_psycopgs_query_cache() -> None:
+    """psycopg caches the parsing of a query text up to 4,096 characters
+    (``_queries.MAX_CACHED_STATEMENT_LENGTH``); a longer one is parsed again
+    on every execution. The one-statement changes carry their bookkeeping
+    as CTEs (store/sql/bookkeeping.py), which must keep them under it."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+    from sqlalchemy.dialects.postgresql import psycopg
+
+    from store.lifecycle import EventKind
+    from store.sql import pg_statements as pg
+    from store.sql import statements as sql
+
+    now = sql.clock(lambda: 0.0)
+    statements = {
+        "enqueue": pg.enqueue_jobs_pg(now),
+        "enqueue one": pg.enqueue_jobs_pg(now, one=True),
+        "claim": pg.with_bookkeeping(pg.claim_pg(now, 1), now, EventKind.CLAIMED),
+        "ack": pg.with_bookkeeping(pg.complete_jobs_pg(now), now, EventKind.COMPLETED, ids_only=True),
+    }
+    dialect = psycopg.dialect()
+    lengths = {name: len(str(stmt.compile(dialect=dialect))) for name, stmt in statements.items()}
+    assert max(lengths.values()) <= MAX_CACHED_STATEMENT_LENGTH, lengths

@@ -9,15 +9,17 @@
 --              (undelayed) job gets one entry on its wake-up list, the job's
 --              ready member when the call made one job of that queue ready,
 --              else '*' (a worker's blocking pop hands it to one idle worker)
--- ARGV[5]      event kind of each new job's first event (EventKind.ENQUEUED)
+-- ARGV[5]      the operation's name ('enqueue'): its row of the compiled
+--              lifecycle table gives the event kind, the stamped, zeroed,
+--              delayed and held fields
 -- ARGV[6]      statuses that hold a unique key whatever its age ("100 200 300")
 -- then 16 values per job, ARGV[7 + 16(i-1)] ...: status code, delay (s),
 --              unique_for (s, '' for none), and the hash fields of FIELDS below
 --              in that order (store/redis/codec.py, ENQUEUE_FIELDS); '' leaves
 --              an optional field out (null)
--- Writes each job hash with status, due_at = now + delay, created_at,
--- last_updated_at, retry_delay_until (delayed jobs), rank, enqueued_as (its
--- enqueued event, lib/job.lua `happen`) and zero counters; a
+-- Writes each job hash with status, rank, enqueued_as (its enqueued event,
+-- lib/job.lua `happen`) and the fields of the row: stamps and last_updated_at
+-- = now, zeroes = 0, delays = now + delay, held = the same for a delayed job; a
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of ARGV[6] (read
@@ -44,6 +46,7 @@ for j, field in ipairs(FIELDS) do
   AT[field] = 2 + j
 end
 local n = (#ARGV - 6) / PER_JOB
+local op = operation(ARGV[5])
 local holding = status_set(ARGV[6])
 
 -- The value of `name` in job i's ARGV.
@@ -112,11 +115,16 @@ for i = 1, n do
   local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
   local due = now + delay
   local member = rank(arg(i, 'priority'), due, id)
-  local hash = {
-    'status', status, 'due_at', due, 'created_at', now_text, 'last_updated_at', now_text, 'rank', member,
-    'enqueued_as', status,
-    'retry_count', 0, 'lease_expirations', 0, 'lease_token', 0,
-  }
+  local hash = {'status', status, 'last_updated_at', now_text, 'rank', member, 'enqueued_as', status}
+  for _, field in ipairs(op.stamps) do
+    hash[#hash + 1], hash[#hash + 2] = field, now_text
+  end
+  for _, field in ipairs(op.zeroes) do
+    hash[#hash + 1], hash[#hash + 2] = field, 0
+  end
+  for _, field in ipairs(op.delays) do
+    hash[#hash + 1], hash[#hash + 2] = field, due
+  end
   for _, field in ipairs(FIELDS) do
     local value = arg(i, field)
     if value ~= '' then
@@ -125,8 +133,9 @@ for i = 1, n do
     end
   end
   if delay > 0 then
-    hash[#hash + 1] = 'retry_delay_until'
-    hash[#hash + 1] = due
+    for _, field in ipairs(op.held) do
+      hash[#hash + 1], hash[#hash + 2] = field, due
+    end
     redis.call('ZADD', P .. 'scheduled:' .. queue, due, member)
   else
     redis.call('ZADD', P .. 'ready:' .. queue, 0, member)
@@ -142,8 +151,8 @@ for i = 1, n do
     redis.call('HSET', P .. 'unique_until', unique, fmt(now + (tonumber(arg(i, 'unique_for')) or 0)))
   end
   move(id, queue, nil, status, arg(i, 'name'))
-  happen(id, ARGV[5], nil, status, nil, 0)
-  count_history(queue, ARGV[5])
+  happen(id, op.event, nil, status, nil, 0)
+  count_history(queue, op.event)
 end
 flush_counts()
 local kept = tonumber(ARGV[4])
