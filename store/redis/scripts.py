@@ -213,6 +213,8 @@ class Scripts:
     purge: Function
     purge_count: Function
     trim_history: Function
+    history: Function
+    counts: Function
     delete: Function
     queue_state: Function
     lock_acquire: Function

@@ -35,7 +35,7 @@ SCRIPT_BATCH.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import uuid6
@@ -49,6 +49,7 @@ from store.redis import codec
 from store.redis.audit import AuditMixin
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
+from store.redis.history import HistoryMixin
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import (
     GUARD_ATTEMPTS,
@@ -76,6 +77,7 @@ class RedisStore(
     OperatingMixin,
     BulkMixin,
     FailuresMixin,
+    HistoryMixin,
     RecoveryMixin,
     RegistryMixin,
     SearchMixin,
@@ -148,11 +150,6 @@ class RedisStore(
         if not fields:
             raise JobNotFound(job_id)
         return codec.job_from_hash(fields)
-
-    def _counter_rows(self) -> Iterable[tuple[str, str]]:
-        """The counters hash (store/counters.py keys, lua/lib/job.lua writes them)."""
-        [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
-        return counters.items()
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         """The job's event list with its happy path's events, which the
