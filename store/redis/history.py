@@ -6,7 +6,7 @@ from what is already written (docs/architecture.md, Redis key schema):
 * jobs by status and queue: ZLEXCOUNT of each queue's range in the status's
   listing zset by queue, and the leases zset for InProgress (lua/counts.lua);
 * the total of a kind of HISTORY_KINDS: the sum of its per-queue totals
-  ``q:<kind>:<queue>``, plus the ``e:<kind>`` an upgraded store kept of
+  ``q:<kind>:<queue>``, plus the ``b:<kind>`` an upgraded store keeps of
   the events counted before those totals existed (store/redis/upgrade.py);
 * history buckets wider than the first width of HISTORY_WIDTHS: the narrow
   buckets' sums, rolled up by trim_history once a wide bucket has ended and
@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, QUEUE_EVENT_PREFIX, event_key, status_key
+from store.counters import (
+    BEFORE_PREFIX,
+    HISTORY_KINDS,
+    HISTORY_WIDTHS,
+    QUEUE_EVENT_PREFIX,
+    event_key,
+    status_key,
+)
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.redis.keys import parse_history_field
@@ -51,12 +58,12 @@ class HistoryMixin(RedisPlumbing):
         totals, and ``s:<status>:<queue>`` rows counted by lua/counts.lua."""
         [stored] = self._pipe(lambda p: p.hgetall(self.keys.counters))
         rows = self._eval(self._lua.counts, self._route, [LISTED, int(JobStatus.InProgress)])
-        totals = {event_key(kind): int(stored.get(event_key(kind), 0)) for kind in HISTORY_KINDS}
+        totals = {event_key(kind): int(stored.get(f"{BEFORE_PREFIX}{kind}", 0)) for kind in HISTORY_KINDS}
         for key, value in stored.items():
             if key.startswith(QUEUE_EVENT_PREFIX):
                 kind = key[len(QUEUE_EVENT_PREFIX) :].partition(":")[0]
                 totals[event_key(kind)] = totals.get(event_key(kind), 0) + int(value)
-        out: dict[str, int | str] = dict(stored)
+        out: dict[str, int | str] = {k: v for k, v in stored.items() if k not in totals}
         out.update({key: n for key, n in totals.items() if n})
         for i in range(0, len(rows), 3):
             out[status_key(int(rows[i]), rows[i + 1])] = int(rows[i + 2])

@@ -15,7 +15,9 @@ other's.
 A line ``-- @include lib/NAME.lua`` in a body says the function starts that
 section's per-call state before its body runs: ``lib/clock.lua`` reads Redis
 TIME (+ ARGV[1], the clock offset) into ``now``, ``lib/job.lua`` resets the
-counter, history and listing state and reads ARGV[2..3].
+counter, history and listing state and reads ARGV[2..3]. ``lib/claim.lua``
+and ``lib/ack.lua`` keep no per-call state: they define the claim and the ack
+of one job, which several functions call.
 
 ``Scripts.load`` makes one callable per function for a client: an FCALL, and
 on the first "function not found" (a new server, a FUNCTION FLUSH, a new
@@ -40,8 +42,8 @@ from store.errors import StoreUnavailable
 from store.lifecycle import Operation
 
 LUA_DIR = Path(__file__).with_name("lua")
-#: The library's sections, in the order they are pasted (job uses keys and clock).
-SECTIONS = ("keys", "clock", "job")
+#: The library's sections, in the order they are pasted (job uses keys and clock; claim and ack use job).
+SECTIONS = ("keys", "clock", "job", "claim", "ack")
 _INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -203,6 +205,7 @@ class Scripts:
     heartbeat: Function
     progress: Function
     complete: Function
+    complete_claim: Function
     apply_failures: Function
     release: Function
     cancel: Function
@@ -234,6 +237,7 @@ class Scripts:
     schedule_enable: Function
     schedule_tick: Function
     reindex: Function
+    upgrade_counts: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:
