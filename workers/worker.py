@@ -35,12 +35,14 @@ heartbeat, leave the registry. A second signal exits at once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from leasehold.logs import job_fields
@@ -115,7 +117,9 @@ class Worker:
         self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.progress = ProgressReporter(store)
-        self.acker = Acker(store, self.id, progress=self.progress)
+        #: One claim at a time: the claim loop's, or the acker's with its acks (fetch-next).
+        self._claiming = threading.Lock()
+        self.acker = Acker(store, self.id, progress=self.progress, claimer=self)
         self.outcomes = Outcomes(
             store, self.id, self.inflight, self.acker, self.progress, log_success=config.log_success
         )
@@ -315,8 +319,12 @@ class Worker:
     def _slot_freed(self) -> None:
         """A run gave its slot back (called from a pool thread). Wake the claim
         loop only when enough slots are free to claim a batch, or none is
-        busy (burst mode's end, shutdown): not once per job."""
-        if self.runner.free(self._ahead_now) >= self._claim_at or self.runner.busy() == 0:
+        busy (burst mode's end, shutdown): not once per job; nor while acks
+        are being recorded by an acker that claims with them (fetch-next)."""
+        acker_claims = self.acker.claimer is not None and self.acker.pending() > 0
+        if self.runner.busy() == 0 or (
+            not acker_claims and self.runner.free(self._ahead_now) >= self._claim_at
+        ):
             self._wakeup.set()
         if self.listener is not None:
             self.listener.nudge()
@@ -349,12 +357,36 @@ class Worker:
 
     def _claim(self, free: int) -> list[Job]:
         """Claim from the queue whose turn it is; if it is empty, from the others."""
-        first, others = self._queues.order()
-        ttl = self.config.lease_ttl_s
-        jobs = self.store.claim(self.id, [first], free, ttl)
-        if not jobs and others:
-            jobs = self.store.claim(self.id, others, free, ttl)
-        return jobs
+        with self._claiming:
+            first, others = self._queues.order()
+            ttl = self.config.lease_ttl_s
+            jobs = self.store.claim(self.id, [first], free, ttl)
+            if not jobs and others:
+                jobs = self.store.claim(self.id, others, free, ttl)
+            return jobs
+
+    @contextlib.contextmanager
+    def claiming(self, acked: list[Running]) -> Iterator[tuple[list[list[str]], int, float]]:
+        """The acker's claim with its acks (``acker.Claimer``): the queue whose
+        turn it is then the others, as ``_claim``, for every free slot, the
+        acked runs' counted free even before their slot threads free them
+        (none while quiet or stopping); the claim loop's claims wait meanwhile."""
+        with self._claiming:
+            free = 0
+            if not (self._quiet.is_set() or self._stopping.is_set()):
+                ending = sum(1 for run in acked if self.runner.holds(run))
+                free = max(0, self.runner.free(self._ahead()) + ending)
+            first, others = self._queues.order() if free else (self._queues.names[0], [])
+            if free:
+                self._last_claim = time.monotonic()
+            yield [[first], others], free, self.config.lease_ttl_s
+
+    def claimed(self, jobs: list[Job]) -> None:
+        """Start the jobs the acker's call leased (``acker.Claimer``)."""
+        if jobs:
+            self._idle.reset()
+        for job in jobs:
+            self._start(job)
 
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)
