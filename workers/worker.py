@@ -10,8 +10,10 @@ with a short backoff (5 ms -> 200 ms); a notice that names one job, when every
 slot is idle, is leased in one round trip and started by the wake-up thread
 itself (``JobStore.claim_notified``). A busy worker claims when half its
 slots are free (or after CLAIM_LINGER_S), and ahead of its slots as many jobs
-as they run in CLAIM_AHEAD_S, leased and renewed like running ones; a job's
-execution timeout starts when a slot starts it.
+as they run in CLAIM_AHEAD_S, leased and renewed like running ones; on a
+store that ``fetches_next`` (Redis) that batch is claimed by the acker's
+call that acks the runs freeing the slots (``claiming``, one claim at a
+time). A job's execution timeout starts when a slot starts it.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the
@@ -369,13 +371,18 @@ class Worker:
     def claiming(self, acked: list[Running]) -> Iterator[tuple[list[list[str]], int, float]]:
         """The acker's claim with its acks (``acker.Claimer``): the queue whose
         turn it is then the others, as ``_claim``, for every free slot, the
-        acked runs' counted free even before their slot threads free them
-        (none while quiet or stopping); the claim loop's claims wait meanwhile."""
+        acked runs' counted free even before their slot threads free them;
+        none while quiet or stopping, or while fewer slots than a batch are
+        free and some still run (as ``_want``: claims come in batches). The
+        claim loop's claims wait meanwhile."""
         with self._claiming:
             free = 0
             if not (self._quiet.is_set() or self._stopping.is_set()):
                 ending = sum(1 for run in acked if self.runner.holds(run))
-                free = max(0, self.runner.free(self._ahead()) + ending)
+                ahead = self._ahead()
+                free = max(0, self.runner.free(ahead) + ending)
+                if free < max(1, (self.config.concurrency + ahead) // 2) and self.runner.busy() > ending:
+                    free = 0
             first, others = self._queues.order() if free else (self._queues.names[0], [])
             if free:
                 self._last_claim = time.monotonic()
