@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from store.contract_flow import FlowContract
-from store.contract_operating import OperatingContract
+from store.contract_operating import OperatingContract, ProgressReport
 from store.errors import (
     InvalidTransition,
     JobNotFound,
@@ -279,6 +279,44 @@ class JobStore(FlowContract, OperatingContract):
         A job that no longer exists is refused too (LeaseLost with no current
         token).
         Raises ValidationError (a result not JSON; nothing written)."""
+
+    #: Whether ``complete_and_claim`` acks and claims in one atomic call (a
+    #: worker then claims through its acks); else it makes the two calls.
+    fetches_next: bool = False
+
+    def complete_and_claim(
+        self,
+        acks: Sequence[tuple[str, int, Any]],
+        worker_id: str,
+        queues: Sequence[Sequence[str]],
+        limit: int,
+        lease_ttl_s: float | None = None,
+        progress: Sequence[ProgressReport] = (),
+    ) -> tuple[list[LeaseLost | None], list[Job]]:
+        """A worker's acks and its next claim (BullMQ's fetch-next): the runs'
+        last ``progress`` reports ``(job_id, token, fraction, message)``, each
+        of a run in ``acks``, written fenced by its ack (refused with it);
+        ``acks`` as ``complete_many(acks, worker_id, return_jobs=False)``; then
+        up to ``limit`` jobs (0: none) leased to ``worker_id`` as ``claim``
+        does, from the first group of ``queues`` that yields any (a worker's
+        weighted turn, then the others). Returns ``(one None or LeaseLost per
+        ack, the jobs leased)``. Raises ValidationError (a result not JSON, a
+        report of no ack, or no queue named while ``limit`` > 0; nothing
+        written). This default makes the calls one after another; a store with
+        ``fetches_next`` makes them one atomic call."""
+        named = {(job_id, token) for job_id, token, _ in acks}
+        if any((job_id, token) not in named for job_id, token, _, _ in progress):
+            raise ValidationError("progress", "every report must be of a run being acked")
+        if limit > 0 and not any(queues):
+            raise ValidationError("queues", "name at least one queue")
+        if progress:
+            self.report_progress_many(progress, worker_id=worker_id)
+        outcomes = self.complete_many(acks, worker_id=worker_id, return_jobs=False)
+        jobs: list[Job] = []
+        for group in queues if limit > 0 else ():
+            if group and (jobs := self.claim(worker_id, group, limit, lease_ttl_s)):
+                break
+        return [o if isinstance(o, LeaseLost) else None for o in outcomes], jobs
 
     @abc.abstractmethod
     def attempts(self, job_id: str) -> list[Attempt]:

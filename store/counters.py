@@ -38,6 +38,10 @@ HISTORY_WIDTHS: dict[int, float] = {60: 48 * 3600.0, 3600: 30 * 86400.0}
 STATUS_PREFIX = "s:"
 EVENT_PREFIX = "e:"
 QUEUE_EVENT_PREFIX = "q:"
+#: ``b:<kind>``: a Redis store upgraded from key layout 2 keeps here the events
+#: of a HISTORY_KINDS kind counted before its ``q:`` totals existed (the kind's
+#: total is this plus the sum of its ``q:`` totals: store/redis/history.py).
+BEFORE_PREFIX = "b:"
 
 
 def status_key(status: JobStatus | int, queue: str) -> str:

@@ -11,6 +11,11 @@ when the store is slow).
 Before ``complete_many`` it writes the pending progress reports of the
 batch's runs (``workers.progress``: one batched call, none when no run has
 one), so a completed job holds its last report.
+On a store that ``fetches_next`` (Redis), with a ``Claimer`` (the worker),
+the acks, those reports and the worker's next claim are one call
+(``JobStore.complete_and_claim``, BullMQ's fetch-next): the worker says
+which queues and how many jobs its free slots take, holding off its own
+claims meanwhile, and starts what the call leased.
 A store outage is retried (every ack is guarded by its token, so a retry is
 safe); after the last retry the leases expire and recovery retries the jobs.
 """
@@ -21,7 +26,8 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from store.base import MAX_BATCH, JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable, ValidationError
@@ -38,6 +44,21 @@ RETRY_DELAYS_S = OUTAGE_RETRY_DELAYS_S
 Item = tuple[Running, Any, Callable[[], None]]
 
 
+class Claimer(Protocol):
+    """What an acker that fetches the next jobs asks of its worker
+    (workers/worker.py)."""
+
+    def claiming(self, acked: list[Running]) -> AbstractContextManager[tuple[list[list[str]], int, float]]:
+        """Held while the acks' call claims (no other claim of the worker
+        meanwhile): ``(queue groups in the order to try, jobs wanted (0:
+        none), lease TTL s)``; the slots of the ``acked`` runs count as free."""
+        ...
+
+    def claimed(self, jobs: list[Job]) -> None:
+        """Start the jobs the acks' call leased."""
+        ...
+
+
 class Acker(threading.Thread):
     """The thread that records completions for one worker process."""
 
@@ -48,16 +69,20 @@ class Acker(threading.Thread):
         max_batch: int = MAX_BATCH,
         max_pending: int = MAX_BATCH,
         progress: ProgressReporter | None = None,
+        claimer: Claimer | None = None,
     ) -> None:
         super().__init__(name="leasehold-acker", daemon=True)
         self.store = store
         self.worker_id = worker_id
         self.progress = progress
+        #: Fetches the next jobs with the acks when the store does it in one call.
+        self.claimer = claimer if store.fetches_next else None
         self.max_batch = max_batch
         self.max_pending = max_pending
         self._queue: deque[Item] = deque()
         self._cond = threading.Condition()
         self._stopping = False
+        self._recording = 0  # acks of the batch being recorded
 
     def submit(self, run: Running, result: Any, finish: Callable[[], None]) -> None:
         """Queue the completion of ``run``; ``finish()`` runs once it is recorded
@@ -67,6 +92,11 @@ class Acker(threading.Thread):
                 self._cond.wait(0.1)
             self._queue.append((run, result, finish))
             self._cond.notify_all()
+
+    def pending(self) -> int:
+        """Acks queued or being recorded."""
+        with self._cond:
+            return len(self._queue) + self._recording
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Record what is queued, then end the thread."""
@@ -84,12 +114,15 @@ class Acker(threading.Thread):
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch))]
+                self._recording = len(batch)
                 self._cond.notify_all()  # slots blocked on max_pending may go on
             try:
                 self._record(batch)
             except Exception:  # never lose the thread; the leases expire and recovery retries
                 log.exception("worker %s: recording %d completions failed", self.worker_id, len(batch))
             finally:
+                with self._cond:
+                    self._recording = 0
                 for _, _, finish in batch:
                     try:
                         finish()
@@ -98,10 +131,20 @@ class Acker(threading.Thread):
 
     def _record(self, batch: list[Item]) -> None:
         acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]
+        keys = [(job_id, token) for job_id, token, _ in acks]
+        claimer = self.claimer
+        reports = self.progress.take(keys) if claimer is not None and self.progress is not None else []
 
         def record() -> list[Job | LeaseLost | None]:
+            if claimer is not None:  # acks, their last reports and the next claim in one call
+                with claimer.claiming([run for run, _, _ in batch]) as (queues, want, ttl_s):
+                    outcomes, jobs = self.store.complete_and_claim(
+                        acks, self.worker_id, queues, want, ttl_s, progress=reports
+                    )
+                    claimer.claimed(jobs)
+                return list(outcomes)
             if self.progress is not None:  # the last reports first; put back if the store is out
-                self.progress.flush([(job_id, token) for job_id, token, _ in acks])
+                self.progress.flush(keys)
             return self.store.complete_many(acks, worker_id=self.worker_id, return_jobs=False)
 
         outcomes: list[object]
@@ -110,6 +153,9 @@ class Acker(threading.Thread):
                 retry_unavailable(record, RETRY_DELAYS_S, f"worker {self.worker_id}: recording completions")
             )
         except ValidationError:  # some result the store will not take: ack one by one
+            if reports and self.progress is not None:
+                self.progress.restore(reports, self.worker_id)
+                self.progress.flush(keys)
             outcomes = [self._one(*ack) for ack in acks]
         except StoreUnavailable as exc:
             log.error("worker %s: could not record %d completions (%s)", self.worker_id, len(acks), exc)

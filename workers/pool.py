@@ -62,6 +62,10 @@ class Runner(Protocol):
         """Runs taken and not finished."""
         ...
 
+    def holds(self, run: Running) -> bool:
+        """Whether ``run`` still holds its slot (it ended, not yet freed: an ack's run)."""
+        ...
+
     def abandoned(self, older_than_s: float = 0.0) -> int:
         """Runs given up on at least ``older_than_s`` seconds ago that still hold a slot."""
         ...
@@ -117,6 +121,10 @@ class ThreadRunner:
         """Runs taken and not finished (running or waiting for a slot)."""
         with self._lock:
             return len(self._busy)
+
+    def holds(self, run: Running) -> bool:
+        with self._lock:
+            return run in self._busy
 
     def abandoned(self, older_than_s: float = 0.0) -> int:
         """Runs the worker gave up on (timed out, dropped or released) at least
@@ -212,6 +220,10 @@ class ProcessRunner:
     def busy(self) -> int:
         with self._lock:
             return len(self._busy)
+
+    def holds(self, run: Running) -> bool:
+        with self._lock:
+            return run in self._busy
 
     def abandoned(self, older_than_s: float = 0.0) -> int:
         return 0  # a process pool kills what it gives up on

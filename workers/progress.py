@@ -9,8 +9,9 @@ by the store and only logged here, the heartbeat is what stops a run that lost
 its lease):
 
 * before a run's outcome is written: the acker flushes the runs of its batch
-  before their ``complete_many``, and ``workers.outcomes`` a run's report
-  before its nack or release, so a finished job holds its last report;
+  before their ``complete_many`` (or, on a store that ``fetches_next``, takes
+  them to ride its acks' call: ``take``), and ``workers.outcomes`` a run's
+  report before its nack or release, so a finished job holds its last report;
 * every FLUSH_INTERVAL_S by the reporter's own flusher thread (started with
   the first report), so the console sees a long job move.
 
@@ -116,6 +117,22 @@ class ProgressReporter:
                     for key, report in taken.items():
                         self._pending.setdefault(key, report)
                 raise
+
+    def take(self, keys: Iterable[RunKey]) -> list[tuple[str, int, float, str | None]]:
+        """Take the pending reports of the runs ``keys`` out, to be written by
+        the caller with their acks (``JobStore.complete_and_claim``):
+        ``(job_id, token, fraction, message)`` each. Waits for a flush in
+        progress, so no older report of these runs is written after them."""
+        with self._writing, self._lock:
+            taken = {k: p for k in keys if (p := self._pending.pop(k, None)) is not None}
+        return [(job_id, token, f, m) for (job_id, token), (_, f, m) in taken.items()]
+
+    def restore(self, reports: Iterable[tuple[str, int, float, str | None]], worker_id: str) -> None:
+        """Put reports ``take`` gave back (their acks were not written), unless
+        a newer one came meanwhile."""
+        with self._lock:
+            for job_id, token, fraction, message in reports:
+                self._pending.setdefault((job_id, token), (worker_id, fraction, message))
 
     def _write(self, taken: dict[RunKey, Pending]) -> int:
         store, written = self._handle(), 0

@@ -10,8 +10,10 @@ with a short backoff (5 ms -> 200 ms); a notice that names one job, when every
 slot is idle, is leased in one round trip and started by the wake-up thread
 itself (``JobStore.claim_notified``). A busy worker claims when half its
 slots are free (or after CLAIM_LINGER_S), and ahead of its slots as many jobs
-as they run in CLAIM_AHEAD_S, leased and renewed like running ones; a job's
-execution timeout starts when a slot starts it.
+as they run in CLAIM_AHEAD_S, leased and renewed like running ones; on a
+store that ``fetches_next`` (Redis) that batch is claimed by the acker's
+call that acks the runs freeing the slots (``claiming``, one claim at a
+time). A job's execution timeout starts when a slot starts it.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the
@@ -35,12 +37,14 @@ heartbeat, leave the registry. A second signal exits at once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from leasehold.logs import job_fields
@@ -115,7 +119,9 @@ class Worker:
         self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.progress = ProgressReporter(store)
-        self.acker = Acker(store, self.id, progress=self.progress)
+        #: One claim at a time: the claim loop's, or the acker's with its acks (fetch-next).
+        self._claiming = threading.Lock()
+        self.acker = Acker(store, self.id, progress=self.progress, claimer=self)
         self.outcomes = Outcomes(
             store, self.id, self.inflight, self.acker, self.progress, log_success=config.log_success
         )
@@ -315,8 +321,12 @@ class Worker:
     def _slot_freed(self) -> None:
         """A run gave its slot back (called from a pool thread). Wake the claim
         loop only when enough slots are free to claim a batch, or none is
-        busy (burst mode's end, shutdown): not once per job."""
-        if self.runner.free(self._ahead_now) >= self._claim_at or self.runner.busy() == 0:
+        busy (burst mode's end, shutdown): not once per job; nor while acks
+        are being recorded by an acker that claims with them (fetch-next)."""
+        acker_claims = self.acker.claimer is not None and self.acker.pending() > 0
+        if self.runner.busy() == 0 or (
+            not acker_claims and self.runner.free(self._ahead_now) >= self._claim_at
+        ):
             self._wakeup.set()
         if self.listener is not None:
             self.listener.nudge()
@@ -349,12 +359,41 @@ class Worker:
 
     def _claim(self, free: int) -> list[Job]:
         """Claim from the queue whose turn it is; if it is empty, from the others."""
-        first, others = self._queues.order()
-        ttl = self.config.lease_ttl_s
-        jobs = self.store.claim(self.id, [first], free, ttl)
-        if not jobs and others:
-            jobs = self.store.claim(self.id, others, free, ttl)
-        return jobs
+        with self._claiming:
+            first, others = self._queues.order()
+            ttl = self.config.lease_ttl_s
+            jobs = self.store.claim(self.id, [first], free, ttl)
+            if not jobs and others:
+                jobs = self.store.claim(self.id, others, free, ttl)
+            return jobs
+
+    @contextlib.contextmanager
+    def claiming(self, acked: list[Running]) -> Iterator[tuple[list[list[str]], int, float]]:
+        """The acker's claim with its acks (``acker.Claimer``): the queue whose
+        turn it is then the others, as ``_claim``, for every free slot, the
+        acked runs' counted free even before their slot threads free them;
+        none while quiet or stopping, or while fewer slots than a batch are
+        free and some still run (as ``_want``: claims come in batches). The
+        claim loop's claims wait meanwhile."""
+        with self._claiming:
+            free = 0
+            if not (self._quiet.is_set() or self._stopping.is_set()):
+                ending = sum(1 for run in acked if self.runner.holds(run))
+                ahead = self._ahead()
+                free = max(0, self.runner.free(ahead) + ending)
+                if free < max(1, (self.config.concurrency + ahead) // 2) and self.runner.busy() > ending:
+                    free = 0
+            first, others = self._queues.order() if free else (self._queues.names[0], [])
+            if free:
+                self._last_claim = time.monotonic()
+            yield [[first], others], free, self.config.lease_ttl_s
+
+    def claimed(self, jobs: list[Job]) -> None:
+        """Start the jobs the acker's call leased (``acker.Claimer``)."""
+        if jobs:
+            self._idle.reset()
+        for job in jobs:
+            self._start(job)
 
     def _start(self, job: Job) -> None:
         spec = get_handler(job.name)

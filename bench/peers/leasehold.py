@@ -29,6 +29,7 @@ from bench.peers.lh_handlers import PROGRESS
 from bench.stores import FreshStores
 from bench.worker_throughput import check_ran, worker_env
 from store import open_store
+from store.lifecycle import JobStatus
 from store.models import JobSpec
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -112,7 +113,7 @@ class Leasehold(common.System):
             self.ids += [job.id for job in self.store.enqueue_many(specs)]
 
     def count(self) -> int:
-        return self.store.counts().by_status["Completed"]
+        return self.store.count_jobs(JobStatus.Completed)
 
     def check(self) -> None:
         check_ran(self.store, self.ids, progress=PROGRESS if self.features else None)

@@ -126,7 +126,9 @@ def system_command(name: str, spec: dict, env: dict[str, str]) -> tuple[list[str
     script, python, _args, _package = SYSTEMS[name]
     if name.startswith("leasehold"):
         module = f"bench.peers.{Path(script).stem}"
-        return [str(python), "-m", module, json.dumps(spec)], REPO, env
+        # bench/peers on the path too: the instructions measure imports its modules top-level
+        path = os.pathsep.join(p for p in (str(REPO), str(HERE), env.get("PYTHONPATH", "")) if p)
+        return [str(python), "-m", module, json.dumps(spec)], REPO, dict(env, PYTHONPATH=path)
     return [str(python), str(HERE / script), json.dumps(spec)], HERE, dict(env, PYTHONPATH=str(HERE))
 
 

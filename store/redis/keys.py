@@ -20,9 +20,10 @@ Key schema (``P`` = prefix):
 ``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
                           moved here by a claim once due), member ``rank``
 ``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
-``{P}:leases``            zset: InProgress jobs, score lease_expires_at: the
-                          only index of InProgress jobs (listings of InProgress
-                          read it, store/redis/listing.py)
+``{P}:leases``            zset: InProgress jobs, score lease_expires_at in whole
+                          microseconds (an integer: lua/lib/clock.lua ``micros``):
+                          the only index of InProgress jobs (listings and counts
+                          of InProgress read it, store/redis/listing.py, lua/counts.lua)
 ``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
                           last_updated_at
 ``{P}:updated:<status>:<by>`` zset, every score 0, for ``by`` in ``queue``,
@@ -32,16 +33,24 @@ Key schema (``P`` = prefix):
                           (``<at>`` = ``%017d`` of last_updated_at in µs): a
                           BYLEX range is one queue/name's jobs in listing order
                           (lua/lib/job.lua ``list_job``, store/redis/listing.py)
-``{P}:counters``          hash: ``s:<status>:<queue>`` counts, ``e:<kind>`` totals
+``{P}:counters``          hash: ``e:<kind>`` totals of the kinds not in HISTORY_KINDS,
+                          ``q:<kind>:<queue>`` totals of those in it, ``b:<kind>``
+                          an upgraded store's earlier events (store/counters.py);
+                          no status counts (lua/counts.lua counts the indexes)
 ``{P}:idempotency``       hash: idempotency key -> job id
 ``{P}:unique``            hash: unique key -> id of the job holding it (the job
                           hash keeps its ``unique_key`` too)
 ``{P}:unique_until``      hash: unique key -> epoch seconds (created_at +
                           unique_for) it stays held after its job finished
 ``{P}:history:<width>``   hash: ``<bucket start>|<queue>|<kind>`` -> events of a
-                          HISTORY_KINDS kind in that bucket (store/counters.py)
+                          HISTORY_KINDS kind in that bucket (store/counters.py);
+                          written for the narrowest width, the wider ones rolled up
+                          from it (store/redis/history.py)
 ``{P}:history_index:<width>`` zset: the fields of that hash, score their bucket
                           start (history reads and trims by score, never scans)
+``{P}:history_rolled:<width>`` string: a wider width's first bucket not rolled
+                          up yet (lua/trim_history.lua moves it, lua/history.lua
+                          sums the narrow buckets from it)
 ``{P}:audit_log``         zset: operators' events as JSON (with the job id), score
                           their time; pruned by age (store/redis/audit.py)
 ``{P}:audit``             list of earlier releases (newest first, capped): moved into

@@ -178,9 +178,20 @@ class ListingMixin(RedisPlumbing):
         entries.sort(reverse=not ascending)
         return entries
 
-    def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
-        """ZLEXCOUNT of the name's (or queue and name's) members in the listing
-        zset of ``status``; for InProgress, the count of ``_leased``."""
+    def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
+        """See OperatingContract.count_jobs: one index read, not counts() of
+        every queue and status: ZCARD of ``updated:<status>`` (the leases
+        zset for InProgress) without a filter, else ``_count_named``."""
+        status = JobStatus(status)
+        if queue or name:
+            return self._count_named(status, queue or None, name or None)
+        index = self.keys.leases if status is JobStatus.InProgress else self.keys.updated(status)
+        [n] = self._pipe(lambda p: p.zcard(index))
+        return int(n)
+
+    def _count_named(self, status: JobStatus, queue: str | None, name: str | None) -> int:
+        """ZLEXCOUNT of the queue's, name's (or queue and name's) members in
+        the listing zset of ``status``; for InProgress, the count of ``_leased``."""
         if status is JobStatus.InProgress:
             return len(self._leased(queue, name, None, True))
         index, prefix = lex_source(self.keys, status, queue, name)

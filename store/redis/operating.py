@@ -1,13 +1,11 @@
 """What the Redis store needs to be operated for months (a mixin of
 ``RedisStore``): removing jobs (delete, purge by status and age), paused
-queues, the history buckets (read and trimmed; written by the scripts of the
-events they count), pruning dead workers, the maintenance-run history and the periodic-job
+queues, pruning dead workers, the maintenance-run history and the periodic-job
 schedules. Key schema in keys.py; one script per change in ``lua/``.
 
 Round trips: delete 2 (read, guarded script); purge 1 + 1 per SCRIPT_BATCH
 jobs; count_purgeable, pause and resume 1; prune_workers 2 + 1 per
-SCRIPT_BATCH dead workers; schedules 2; history 2; trim_history 1 per
-TRIM_BATCH fields of the widest backlog.
+SCRIPT_BATCH dead workers; schedules 2.
 """
 
 from __future__ import annotations
@@ -16,18 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from store import lifecycle
-from store.counters import HISTORY_WIDTHS
-from store.errors import InvalidTransition, JobNotFound, ScheduleNotFound, ValidationError
+from store.errors import InvalidTransition, JobNotFound, ScheduleNotFound
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MaintenanceRun, QueueState, Schedule
 from store.redis import codec
-from store.redis.keys import parse_history_field
 from store.redis.plumbing import GUARD_ATTEMPTS, RedisPlumbing, chunks, codes, op_args
 from store.spec import check_actor
 
 S = JobStatus
-#: Most history fields one trim_history script call removes per width.
-TRIM_BATCH = 1000
 
 
 class OperatingMixin(RedisPlumbing):
@@ -82,39 +76,6 @@ class OperatingMixin(RedisPlumbing):
     def queue_states(self) -> list[QueueState]:
         [states] = self._pipe(lambda p: p.hgetall(self.keys.queues))
         return [codec.queue_state_from_json(name, states[name]) for name in sorted(states)]
-
-    # ------------------------------------------------------------- history
-    def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
-        """Two reads: the fields of the width's history zset with a bucket
-        start >= ``since``, then their counts (HMGET), summed per bucket and
-        kind over every queue or the one named (the fields of every queue are
-        read either way). A field trimmed between the reads is skipped."""
-        if width_s not in HISTORY_WIDTHS:
-            raise ValidationError("width", f"must be one of {sorted(HISTORY_WIDTHS)}")
-        hash_key, index = self.keys.history(width_s)
-        [fields] = self._pipe(lambda p: p.zrangebyscore(index, repr(float(since)), "+inf"))
-        if not fields:
-            return {}
-        [values] = self._pipe(lambda p: p.hmget(hash_key, fields))
-        out: dict[str, dict[float, int]] = {}
-        for field, n in zip(fields, values, strict=True):
-            bucket, q, kind = parse_history_field(field)
-            if n is None or (queue is not None and q != queue):
-                continue
-            buckets = out.setdefault(kind, {})
-            buckets[bucket] = buckets.get(bucket, 0) + int(n)
-        return out
-
-    def trim_history(self) -> int:
-        """lua/trim_history.lua, TRIM_BATCH fields per width a call, until no
-        width had more."""
-        args = [self._offset(), TRIM_BATCH, *(x for width in HISTORY_WIDTHS.items() for x in width)]
-        removed = 0
-        while True:
-            counts = self._eval(self._lua.trim_history, self._route, args)
-            removed += sum(counts)
-            if max(counts, default=0) < TRIM_BATCH:
-                return removed
 
     # ------------------------------------------------------------- workers
     def prune_workers(self, older_than_s: float) -> list[str]:

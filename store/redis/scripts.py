@@ -15,7 +15,9 @@ other's.
 A line ``-- @include lib/NAME.lua`` in a body says the function starts that
 section's per-call state before its body runs: ``lib/clock.lua`` reads Redis
 TIME (+ ARGV[1], the clock offset) into ``now``, ``lib/job.lua`` resets the
-counter, history and listing state and reads ARGV[2..3].
+counter, history and listing state and reads ARGV[2..3]. ``lib/claim.lua``
+and ``lib/ack.lua`` keep no per-call state: they define the claim and the ack
+of one job, which several functions call.
 
 ``Scripts.load`` makes one callable per function for a client: an FCALL, and
 on the first "function not found" (a new server, a FUNCTION FLUSH, a new
@@ -43,8 +45,8 @@ from store.redis.wakeups import WAKEUP_KEPT
 
 LUA_DIR = Path(__file__).with_name("lua")
 #: The library's sections, in the order they are pasted (job uses keys and
-#: clock; flow uses job and has no per-call state: no function includes it).
-SECTIONS = ("keys", "clock", "job", "flow")
+#: clock; flow uses job; claim and ack use job and flow).
+SECTIONS = ("keys", "clock", "job", "flow", "claim", "ack")
 _INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -221,6 +223,7 @@ class Scripts:
     heartbeat: Function
     progress: Function
     complete: Function
+    complete_claim: Function
     apply_failures: Function
     release: Function
     cancel: Function
@@ -231,6 +234,8 @@ class Scripts:
     purge: Function
     purge_count: Function
     trim_history: Function
+    history: Function
+    counts: Function
     delete: Function
     queue_state: Function
     lock_acquire: Function
@@ -254,6 +259,7 @@ class Scripts:
     flow_limits: Function
     flow_usage: Function
     cancel_batch: Function
+    upgrade_counts: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

@@ -35,21 +35,23 @@ SCRIPT_BATCH.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import uuid6
 
 from store import lifecycle
 from store.base import MAX_BATCH, Notice
+from store.contract_operating import ProgressReport
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import EventKind, JobStatus, Operation
-from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
+from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
 from store.redis import codec
 from store.redis.audit import AuditMixin
 from store.redis.batches import BatchesMixin
 from store.redis.bulk import BulkMixin
 from store.redis.failures import FailuresMixin
+from store.redis.history import HistoryMixin
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import (
     GUARD_ATTEMPTS,
@@ -64,7 +66,7 @@ from store.redis.recovery import RecoveryMixin
 from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
-from store.shared import CheckedProgress, EncodedAck, SharedStore
+from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
 from store.spec import check_actor, clean_error
 
 S = JobStatus
@@ -78,6 +80,7 @@ class RedisStore(
     OperatingMixin,
     BulkMixin,
     FailuresMixin,
+    HistoryMixin,
     RecoveryMixin,
     RegistryMixin,
     SearchMixin,
@@ -153,11 +156,6 @@ class RedisStore(
         if not fields:
             raise JobNotFound(job_id)
         return codec.job_from_hash(fields)
-
-    def _counter_rows(self) -> Iterable[tuple[str, str]]:
-        """The counters hash (store/counters.py keys, lua/lib/job.lua writes them)."""
-        [counters] = self._pipe(lambda p: p.hgetall(self.keys.counters))
-        return counters.items()
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         """The job's event list with its happy path's events, which the
@@ -247,16 +245,72 @@ class RedisStore(
         for chunk in chunks(acks):
             args = self._args(*op_args(Operation.COMPLETE), worker_id or "", want)
             for job_id, token, text in chunk:
-                args += [job_id, token, codec.NULL if text is None else text]
+                args += [job_id, token, codec.NULL if text is None else text, ""]
             replies = self._eval(self._lua.complete, self._route, args)
-            stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(chunk, replies, strict=True) if r[0] == 0]
-            lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
-            for (job_id, token, _), reply in zip(chunk, replies, strict=True):
-                if reply[0] == 1:
-                    out.append(codec.job_from_flat(reply[1]) if return_jobs else None)
-                else:
-                    out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
+            for outcome in self._ack_outcomes(chunk, replies, worker_id):
+                out.append(codec.job_from_flat(outcome) if isinstance(outcome, list) else outcome)
         return out
+
+    def _ack_outcomes(
+        self, acks: Sequence[EncodedAck], replies: list[Any], worker_id: str | None
+    ) -> list[Any]:
+        """Per ack of lua/complete.lua's ``replies``: the completed job's flat
+        array (None when not returned), or its LeaseLost, the refusals
+        recorded (one call when there are any)."""
+        stale = [(a[0], a[1], r[1], r[2]) for a, r in zip(acks, replies, strict=True) if r[0] == 0]
+        lost = iter(self._refusals(refusal(Operation.COMPLETE), worker_id, stale))
+        out: list[Any] = []
+        for (job_id, token, _), reply in zip(acks, replies, strict=True):
+            if reply[0] == 1:
+                out.append(reply[1] if len(reply) > 1 else None)
+            else:
+                out.append(next(lost) if reply[0] == 0 else LeaseLost(job_id, token, None, None))
+        return out
+
+    #: complete_and_claim is one function call (lua/complete_claim.lua).
+    fetches_next = True
+
+    def complete_and_claim(
+        self,
+        acks: Sequence[tuple[str, int, Any]],
+        worker_id: str,
+        queues: Sequence[Sequence[str]],
+        limit: int,
+        lease_ttl_s: float | None = None,
+        progress: Sequence[ProgressReport] = (),
+    ) -> tuple[list[LeaseLost | None], list[Job]]:
+        """See JobStore.complete_and_claim: one call of lua/complete_claim.lua
+        (acks, their progress reports and the claim in one atomic step), plus
+        one to record refusals when there are any. Queue groups past the
+        second, more than SCRIPT_BATCH acks or jobs, fall back to the calls
+        one after another."""
+        groups = [list(dict.fromkeys(g)) for g in queues if g]
+        if len(acks) > SCRIPT_BATCH or limit > SCRIPT_BATCH or len(groups) > 2:
+            return super().complete_and_claim(acks, worker_id, queues, limit, lease_ttl_s, progress)
+        if limit > 0 and not groups:
+            raise ValidationError("queues", "name at least one queue")
+        encoded = encode_results(acks)
+        reports = {(job_id, token): progress_value(f, m) for job_id, token, f, m in progress}
+        if set(reports) - {(job_id, token) for job_id, token, _ in encoded}:
+            raise ValidationError("progress", "every report must be of a run being acked")
+        ttl = lease_ttl_s or self.settings.lease_ttl_s
+        first = groups[0] if groups else []
+        args = self._args(*op_args(Operation.COMPLETE), *op_args(Operation.CLAIM), worker_id, ttl)
+        args += [max(limit, 0) if groups else 0, SCRIPT_BATCH, len(encoded)]
+        for job_id, token, text in encoded:
+            report = reports.get((job_id, token))
+            args += [
+                job_id,
+                token,
+                codec.NULL if text is None else text,
+                "" if report is None else codec.dumps(report),
+            ]
+        args += [len(first), *first, *(groups[1] if len(groups) > 1 else [])]
+        replies, flats = self._eval(self._lua.complete_claim, self._route, args)
+        outcomes = self._ack_outcomes(encoded, replies, worker_id)
+        return [o if isinstance(o, LeaseLost) else None for o in outcomes], [
+            codec.job_from_flat(f) for f in flats
+        ]
 
     def _report_progress(
         self, reports: Sequence[CheckedProgress], worker_id: str | None

@@ -2,42 +2,108 @@
 layouts to this one. Run it once every process runs this version (as a SQL
 migration): the previous version still reads what this removes.
 
-What it does, each step idempotent and safe while workers run:
+The upgrade is the steps of STEPS, each a function of the store returning
+what it did (``{name: count}``, summed over the steps); each is idempotent
+(a second run finds nothing left to do), independent of the others' order,
+works in bounded batches or one bounded call, and is safe while workers run:
 
-1. ``reindex`` (store/redis/reindex.py): the listing zsets for jobs written
-   before they existed, BATCH jobs a call.
-2. What the previous layout kept and this one does not go: the InProgress
-   indexes ``{P}:updated:300`` and its three listing zsets (``:queue``,
-   ``:name``, ``:queue_name``; this layout indexes InProgress jobs by the
-   leases zset alone) and the all-jobs ``{P}:updated`` zset (a listing with
-   no filter merges the statuses' zsets). ``UNLINK``: the server frees them
-   in the background, whatever their size.
+``listing_indexes`` (from layout 1, told by its all-jobs ``updated`` zset)
+    ``reindex`` (store/redis/reindex.py): the listing zsets for jobs written
+    before they existed, BATCH jobs a call; then what layout 1 kept and later
+    ones do not go: the InProgress indexes ``{P}:updated:300`` and its three
+    listing zsets (InProgress jobs are indexed by the leases zset alone) and
+    the all-jobs ``{P}:updated`` zset. ``UNLINK``: the server frees them in
+    the background, whatever their size.
+``counts`` (from layouts 1 and 2)
+    lua/upgrade_counts.lua, one call: the status counters go (counts are read
+    from the indexes), a history kind's ``e:`` total becomes ``b:``, what it
+    counted beyond the kind's per-queue totals, and each wider history width
+    drops its buckets from the current one on and marks where its roll-up
+    stands (store/redis/history.py).
+``lease_scores`` (from layouts 1 and 2)
+    the leases zset's scores from float seconds to whole microseconds
+    (lib/clock.lua ``micros``): SCORE_BATCH members a call, those below
+    MICROS_FROM (a score in seconds) rescored with ``ZADD XX`` (a lease the
+    worker renewed or dropped meanwhile is not brought back).
 
-What needs no step: jobs keep their events (a job written by the previous
+What needs no step: jobs keep their events (a job written by an earlier
 layout has its enqueued and claimed events in its list and no ``enqueued_as``
-or ``run`` field; lua/complete.lua appends the completed event of a job the
-previous version claimed), attempts, counters, history, schedules, locks and
-the unique and idempotency keys are the same keys as before; the Lua is a new
-library (store/redis/scripts.py), loaded beside the previous one.
+or ``run`` field; lib/ack.lua appends the completed event of a job an earlier
+version claimed), attempts, per-queue event totals, the minute history,
+schedules, locks and the unique and idempotency keys are the same keys as
+before; the Lua is a new library (store/redis/scripts.py), loaded beside the
+previous one.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
+
+from store.counters import BEFORE_PREFIX, HISTORY_KINDS, HISTORY_WIDTHS, QUEUE_EVENT_PREFIX, STATUS_PREFIX
 from store.lifecycle import JobStatus
 from store.redis.keys import LISTING_BY
 from store.redis.reindex import reindex
 from store.redis.store import RedisStore
 
+#: A step of the upgrade: what it did, by name.
+Step = Callable[[RedisStore], dict[str, int]]
+#: Leases rescored a call.
+SCORE_BATCH = 1000
+#: Lowest lease score read as microseconds (1e12 µs is 1970-01-12; 1e12 s is far beyond any lease).
+MICROS_FROM = 1e12
+
 
 def stale_keys(store: RedisStore) -> list[str]:
-    """The previous layout's keys this one does not keep."""
+    """Layout 1's keys later layouts do not keep."""
     k, running = store.keys, JobStatus.InProgress
     return [k.updated(), k.updated(running), *(k.listed(running, by) for by in LISTING_BY)]
 
 
-def upgrade(store: RedisStore) -> dict[str, int]:
-    """Upgrade ``store`` in place. Returns ``{"indexed": jobs indexed,
-    "removed": stale keys removed}``. Raises StoreUnavailable."""
+def listing_indexes(store: RedisStore) -> dict[str, int]:
+    """Layout 1's jobs into the listing zsets, then its stale indexes removed;
+    nothing when the all-jobs ``updated`` zset, layout 1's mark, is gone
+    (removed last: an interrupted run reindexes again)."""
+    [layout_1] = store._pipe(lambda p: p.exists(store.keys.updated()))
+    if not layout_1:
+        return {"indexed": 0, "removed": 0}
     indexed = reindex(store)
     [removed] = store._pipe(lambda p: p.unlink(*stale_keys(store)))
     return {"indexed": indexed, "removed": int(removed)}
+
+
+def counts(store: RedisStore) -> dict[str, int]:
+    """Status counters and history kinds' totals out, wide history marked."""
+    kinds = " ".join(sorted(k.value for k in HISTORY_KINDS))
+    wider = list(HISTORY_WIDTHS)[1:]
+    args = [store._offset(), STATUS_PREFIX, QUEUE_EVENT_PREFIX, BEFORE_PREFIX, kinds, *wider]
+    fields, buckets = store._eval(store._lua.upgrade_counts, store._route, args)
+    return {"counters_removed": int(fields), "history_fields_moved": int(buckets)}
+
+
+def lease_scores(store: RedisStore) -> dict[str, int]:
+    """The leases zset's scores in seconds rescored in microseconds."""
+    rescored, leases = 0, store.keys.leases
+    while True:
+        [got] = store._pipe(
+            lambda p: p.zrangebyscore(leases, "-inf", f"({MICROS_FROM!r}", 0, SCORE_BATCH, True)
+        )
+        if not got:
+            return {"leases_rescored": rescored}
+        scores = {job_id: round(score * 1_000_000) for job_id, score in got}
+        [n] = store._pipe(lambda p, s=scores: p.zadd(leases, s, xx=True, ch=True))
+        rescored += int(n)
+
+
+#: The upgrade's steps, in the order run (any order gives the same result).
+STEPS: tuple[Step, ...] = (listing_indexes, counts, lease_scores)
+
+
+def upgrade(store: RedisStore) -> dict[str, int]:
+    """Upgrade ``store`` in place: every step of STEPS. Returns what they
+    did, summed by name (``indexed``: jobs indexed, ``removed``: stale keys
+    removed, and the other steps' counts). Raises StoreUnavailable."""
+    done: Counter[str] = Counter()
+    for step in STEPS:
+        done.update(step(store))
+    return dict(done)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from store.base import JobStore
+from store.counters import HISTORY_WIDTHS
 from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerNotFound, WorkerStopping
 from store.lifecycle import EventKind, JobStatus
 from store.models import MAX_TRACEBACK_CHARS, JobSpec, WorkerInfo
@@ -256,6 +257,32 @@ def test_history_keeps_minutes_48_hours_and_hours_30_days(store: JobStore) -> No
     store.clock_offset_s += 31 * 86400
     store.trim_history()
     assert store.history(3600, now - 3600) == {}
+
+
+def test_history_reads_the_same_before_and_after_a_trim_rolls_it_up(store: JobStore) -> None:
+    """Wide buckets are kept however the store likes (the Redis store rolls
+    minutes up into hours at trim time and sums the rest at read time): a
+    trim never changes what any width reads, and counts nothing twice."""
+    since = store.now() - 7200
+    store.enqueue("t", queue="a")
+    store.enqueue("t", queue="b")
+    store.clock_offset_s += 3600
+    store.enqueue("t", queue="a")
+
+    def read() -> dict:
+        return {(w, q): store.history(w, since, queue=q) for w in HISTORY_WIDTHS for q in (None, "a")}
+
+    before = read()
+    assert sum(before[(3600, None)]["enqueued"].values()) == 3
+    store.trim_history()
+    assert read() == before
+    store.enqueue("t", queue="a")  # after the roll-up: still counted once
+    store.trim_history()
+    store.trim_history()
+    for width in HISTORY_WIDTHS:
+        assert sum(store.history(width, since, queue="a")["enqueued"].values()) == 3
+    assert store.event_counts()["enqueued"] == 4
+    assert store.queue_event_counts()[("a", "enqueued")] == 3
 
 
 def test_failures_count_in_a_fixed_window_shared_by_every_handle(handle) -> None:

@@ -271,6 +271,21 @@ def test_counts_and_list_paging(store: RedisStore) -> None:
     assert len(store.list_jobs(status=S.Queued, queue="qb", limit=50).items) == 3
 
 
+def test_acks_claiming_the_next_jobs_on_the_cluster(store: RedisStore) -> None:
+    """lua/complete_claim.lua: acks, their progress and the next claim in one call."""
+    first, second = store.enqueue("t", queue="qa"), store.enqueue("t", queue="qa")
+    [run] = store.claim("w", ["qa"], 1)
+    progress = [(run.id, run.lease_token, 1.0, "done")]
+    outcomes, jobs = store.complete_and_claim(
+        [(run.id, run.lease_token, {"ok": 1})], "w", [["qa"]], 2, progress=progress
+    )
+    assert (outcomes, [j.id for j in jobs]) == ([None], [second.id])
+    done = store.get(first.id)
+    assert (done.status, done.result, done.progress["message"]) == (S.Completed, {"ok": 1}, "done")
+    assert store.counts().by_queue == {"qa": {"Completed": 1, "InProgress": 1}}
+    assert store.count_jobs(S.InProgress) == 1
+
+
 def test_locks_workers_clock_and_script_reload(store: RedisStore, cluster_ports: list[int]) -> None:
     assert abs(store.now() - time.time()) < 5
     assert store.acquire_lock("recovery", "a", 10) and not store.acquire_lock("recovery", "b", 10)

@@ -16,13 +16,16 @@ from collections.abc import Iterator
 import pytest
 
 from store import open_store
+from store.counters import HISTORY_WIDTHS
 from store.lifecycle import JobStatus
 from store.models import Job
-from store.redis.keys import LISTING_BY
+from store.redis.keys import LISTING_BY, parse_history_field
+from store.redis.layout import layout_key
 from store.redis.listing import stamp
 from store.redis.store import RedisStore
 from store.redis.upgrade import stale_keys, upgrade
 from tests.backends import BACKENDS, delete_redis_prefix, redis_url_with_prefix
+from tests.store.helpers import expire_leases
 from tests.workers.test_cli import make_cli
 
 S = JobStatus
@@ -88,12 +91,19 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
         result = invoke("db", "upgrade")
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == (
-            "upgraded the key layout from version 1 to 2 (1 jobs indexed, 5 old indexes removed)"
+            "upgraded the key layout from version 1 to 3 (1 jobs indexed, 5 old indexes removed)"
         )
     finally:
         close()
     assert not any(store._client.exists(key) for key in stale_keys(store))
-    assert upgrade(store) == {"indexed": 1, "removed": 0}  # idempotent (the running job needs none)
+    again = upgrade(store)  # idempotent: nothing left to do
+    assert again == {
+        "indexed": 0,
+        "removed": 0,
+        "counters_removed": 0,
+        "history_fields_moved": 0,
+        "leases_rescored": 0,
+    }
 
     assert [j.id for j in store.list_jobs(status=S.InProgress, queue="up").items] == [running.id]
     assert store.count_jobs(S.InProgress, name="old", queue="up") == 1
@@ -112,3 +122,79 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
     done = store.list_jobs(status=S.Completed, queue="up").items
     assert {j.id for j in done} == {running.id, waiting.id, new.id}
     assert store.counts().by_queue["up"] == {"Completed": 3}
+
+
+def _as_layout_2(store: RedisStore) -> None:
+    """Rewrite the store's counts and lease scores as layout 2 kept them:
+    status counters, ``e:`` totals of every kind (the history kinds' with
+    ``extra`` events counted before the per-queue totals existed), hour
+    buckets written with the minutes (the current hour's too), lease scores
+    in float seconds, no roll-up mark, version "2"."""
+    c, k = store._client, store.keys
+    rows = dict(store._counter_rows())
+    for key in [key for key in rows if key.startswith("e:")]:
+        c.hset(k.counters, key, int(rows[key]) + (EXTRA if key == "e:enqueued" else 0))
+    for key in [key for key in rows if key.startswith("s:")]:
+        c.hset(k.counters, key, rows[key])
+    minutes, hours = k.history(60), k.history(3600)
+    c.delete(*hours, k._key("history_rolled", "3600"))
+    for field, n in c.hgetall(minutes[0]).items():
+        bucket, queue, kind = parse_history_field(field)
+        hour = bucket // 3600 * 3600
+        member = f"{hour:.17g}|{queue}|{kind}"  # as lib/job.lua's fmt wrote it
+        c.hincrby(hours[0], member, int(n))
+        c.zadd(hours[1], {member: hour})
+    for job_id, score in c.zrange(k.leases, 0, -1, withscores=True):
+        c.zadd(k.leases, {job_id: score / 1_000_000})
+    c.set(layout_key(store), "2")
+
+
+EXTRA = 5
+
+
+def test_upgrade_from_layout_2_keeps_counts_history_and_leases(url_and_store: tuple[str, RedisStore]) -> None:
+    url, store = url_and_store
+    since = store.now() - 7200
+    for queue in ("a", "a", "b", "b", "b"):
+        store.enqueue("old", queue=queue, max_retries=0)
+    [done, failing] = store.claim("w-old", ["a"], 2)
+    store.complete(done.id, done.lease_token, None, worker_id="w-old")
+    store.fail(failing.id, failing.lease_token, {"type": "E", "message": "m"}, worker_id="w-old")
+    store.clock_offset_s += 3600  # a second hour
+    store.enqueue("old", queue="a")
+    [running] = store.claim("w-old", ["b"], 1)
+    reads = lambda: (  # noqa: E731
+        store.counts(),
+        {(w, q): store.history(w, since, queue=q) for w in HISTORY_WIDTHS for q in (None, "a", "b")},
+        store.queue_event_counts(),
+    )
+    before, events = reads(), store.event_counts()
+    _as_layout_2(store)
+
+    invoke, close = make_cli(url)
+    try:
+        result = invoke("db", "upgrade")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith("upgraded the key layout from version 2 to 3")
+    finally:
+        close()
+    fields = store._client.hkeys(store.keys.counters)
+    assert not [f for f in fields if f.startswith("s:") or f in ("e:enqueued", "e:completed", "e:failed")]
+    assert reads() == before
+    assert store.event_counts() == {**events, "enqueued": events["enqueued"] + EXTRA}
+    assert upgrade(store) == {
+        "indexed": 0, "removed": 0, "counters_removed": 0, "history_fields_moved": 0, "leases_rescored": 0
+    }  # fmt: skip
+    assert reads() == before
+
+    store.trim_history()  # rolls the first hour up: the same reads
+    assert reads() == before
+    new = store.enqueue("new", queue="b")
+    [next_b] = store.claim("w-new", ["b"], 1)
+    store.complete(running.id, running.lease_token, None, worker_id="w-old")
+    assert store.counts().by_queue["b"] == {"Queued": 2, "InProgress": 1, "Completed": 1}
+    expire_leases(store)
+    assert store.expired_lease_count() == 1  # the lease taken after the upgrade, in microseconds
+    assert {j.id for j in store.list_jobs(status=S.InProgress).items} == {next_b.id}
+    assert new.id != next_b.id  # FIFO: an old job first
+    assert sum(store.history(3600, since, queue="b")["enqueued"].values()) == 4

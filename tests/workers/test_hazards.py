@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -82,14 +82,21 @@ def test_shutdown_keeps_renewing_leases_until_the_acks_are_flushed(handle: Store
     store = handle.store
     flushing, go_on = threading.Event(), threading.Event()
 
-    def held_complete_many(acks: Sequence[tuple[str, int, Any]], *args: Any, **kwargs: Any) -> Any:
-        flushing.set()
-        go_on.wait(WAIT_S)
-        return store.complete_many(acks, *args, **kwargs)
+    def held(ack: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            flushing.set()
+            go_on.wait(WAIT_S)
+            return ack(*args, **kwargs)
+
+        return call
 
     job = store.enqueue("noop")
     config = make_worker(handle, concurrency=1).config
-    worker = Worker(config, WrappedStore(store, complete_many=held_complete_many), install_signals=False)  # type: ignore[arg-type]
+    # the acks go through complete_many, or with the next claim on a store that fetches_next
+    wrapped = WrappedStore(
+        store, complete_many=held(store.complete_many), complete_and_claim=held(store.complete_and_claim)
+    )
+    worker = Worker(config, wrapped, install_signals=False)  # type: ignore[arg-type]
     ttl = worker.config.lease_ttl_s
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()

@@ -7,11 +7,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import Any
 
 import pytest
 
 from store.base import RECOVERY_LOCK
+from store.lifecycle import JobStatus
 from store.recovery import RecoveryBusy, run_recovery
 from tests.backends import StoreHandle
 from tests.store.helpers import expire_leases
@@ -219,3 +221,20 @@ def test_a_full_worker_leaves_notices_to_an_idle_one(handle: StoreHandle, tmp_pa
             release.touch()
     finally:
         release.touch()
+
+
+def test_acks_claim_the_next_jobs_where_the_store_does_it_in_one_call(handle: StoreHandle) -> None:
+    """On a store that ``fetches_next`` the acker's call that completes a run
+    also leases the next job (its started_at is the ack's completed_at: one
+    call, one clock reading) and carries the run's last progress report; on
+    the others the claim loop claims, as before. Either way every job runs
+    once, holding its last report."""
+    store = handle.store
+    ids = [store.enqueue("progress_hold").id for _ in range(6)]
+    assert make_worker(handle, concurrency=1, prefetch=0, burst=True).run() == 0
+    jobs = sorted((store.get(job_id) for job_id in ids), key=lambda j: j.started_at)
+    assert [(j.status, j.lease_token, j.progress["message"]) for j in jobs] == [
+        (JobStatus.Completed, 1, "almost")
+    ] * 6
+    fused = [b.started_at == a.completed_at for a, b in pairwise(jobs)]
+    assert any(fused) is store.fetches_next

@@ -1,14 +1,14 @@
 -- expired_leases: the expired leases, oldest first (recovery step 1; read only).
 --
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: leases (zset: InProgress
---              jobs, score lease_expires_at, member id)
+--              jobs, score lease_expires_at in whole microseconds, member id)
 -- ARGV[1]      clock offset, seconds
 -- ARGV[2]      most ids returned (0: only count)
 -- Returns:     {count of leases with lease_expires_at < now, id_1, id_2, ...}
 --
 -- @include lib/clock.lua
 
-local below = '(' .. fmt(now)
+local below = '(' .. micros(now)
 local leases = P .. 'leases'
 local out = {redis.call('ZCOUNT', leases, '-inf', below)}
 local limit = tonumber(ARGV[2])

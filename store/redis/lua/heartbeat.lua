@@ -23,7 +23,7 @@ for i = 1, (#ARGV - 3) / 2 do
   elseif tonumber(f[1]) == held and tonumber(f[2]) == token and tonumber(f[3]) >= now then
     local expires = now + (tonumber(f[4]) or ttl)
     redis.call('HSET', job, 'lease_expires_at', expires, 'last_heartbeat_at', now)
-    redis.call('ZADD', P .. 'leases', expires, id)
+    redis.call('ZADD', P .. 'leases', micros(expires), id)
     out[i] = {1, fmt(expires)}
   else
     out[i] = {0, f[2], f[1]}

@@ -15,16 +15,21 @@
 -- event, stamps, clears). HISTORY_WIDTHS and HISTORY_KINDS (store/counters.py)
 -- are compiled in too.
 -- Keys written (keys.py): counters, updated:<status>, the listing
--- zsets updated:<status>:queue|name|queue_name, leases, audit_log, history:<width>,
--- history_index:<width>, and per job job:<id>, events:<id>, attempts:<id>,
+-- zsets updated:<status>:queue|name|queue_name, leases, audit_log, history:60,
+-- history_index:60, and per job job:<id>, events:<id>, attempts:<id>,
 -- ready:<queue>, scheduled:<queue>; idempotency, unique, unique_until when a
 -- job is removed.
 -- Listing zsets: every score 0, members "<queue>\0<at>:<id>", "<name>\0<at>:<id>",
 -- "<queue>\0<name>\0<at>:<id>" with <at> = %017d of last_updated_at in
 -- microseconds, so byte order within one queue/name is (last_updated_at, id),
 -- the order of listings (store/redis/listing.py reads them BYLEX).
+-- Counts written (docs/architecture.md, Redis key schema): no status
+-- counts (a status's listing zsets and the leases zset are counted:
+-- lua/counts.lua), no event total of a HISTORY_KINDS kind (the sum of its
+-- q:<kind>:<queue> totals is), history in the narrowest width only (the
+-- wider ones are rolled up from it: lua/trim_history.lua, lua/history.lua).
 -- Returns: nothing. Defines start_job, status_set, none, words, operation,
--- rank, status_counter, event_counter, queue_event_counter, count,
+-- rank, event_counter, queue_event_counter, count,
 -- count_history, flush_counts, list_job, move, change, operator_guard,
 -- unqueue, append_event, audit_event, LEASED, RUN_CLAIMED, RUN_COMPLETED, happen,
 -- settle, remove_job. A function that counts
@@ -75,11 +80,8 @@ local function rank(priority, due, id)
   return string.format('%07d%017d:%s', 1000000 - tonumber(priority), math.floor(due * 1000000 + 0.5), id)
 end
 
--- Counter keys of the counters hash; store/counters.py (status_key,
--- event_key) writes the same text in Python.
-local function status_counter(status, queue)
-  return 's:' .. status .. ':' .. queue
-end
+-- Counter keys of the counters hash; store/counters.py (event_key,
+-- queue_event_key) writes the same text in Python.
 local function event_counter(kind)
   return 'e:' .. kind
 end
@@ -95,8 +97,10 @@ local function count(field, n)
 end
 
 -- History: events of a kind of HISTORY_KINDS per queue in this call, written
--- once by flush_counts into the current bucket of every width (one HINCRBY
--- per width, queue and kind, not per job, and a ZADD when that made a new field).
+-- once by flush_counts into the current bucket of the narrowest width,
+-- HISTORY_WIDTHS[1] (one HINCRBY per queue and kind, not per job, and a ZADD
+-- when that made a new field); the wider widths are its roll-ups. Its
+-- q:<kind>:<queue> total is counted too, and is the kind's only total.
 local history_deltas = {}
 local function count_history(queue, kind)
   if HISTORY_KINDS[kind] then
@@ -113,14 +117,13 @@ local function flush_counts()
     end
   end
   deltas = {}
-  for _, width in ipairs(HISTORY_WIDTHS) do
-    local bucket = fmt(math.floor(now / width) * width)
-    for field, n in pairs(history_deltas) do
-      local member = bucket .. '|' .. field
-      -- The zset (for trimming) learns a field once: when this call made it.
-      if redis.call('HINCRBY', P .. 'history:' .. width, member, n) == n then
-        redis.call('ZADD', P .. 'history_index:' .. width, bucket, member)
-      end
+  local width = HISTORY_WIDTHS[1]
+  local bucket = fmt(math.floor(now / width) * width)
+  for field, n in pairs(history_deltas) do
+    local member = bucket .. '|' .. field
+    -- The zset (for trimming) learns a field once: when this call made it.
+    if redis.call('HINCRBY', P .. 'history:' .. width, member, n) == n then
+      redis.call('ZADD', P .. 'history_index:' .. width, bucket, member)
     end
   end
   history_deltas = {}
@@ -159,7 +162,7 @@ local function list_job(command, status, queue, name, at, id)
   end
 end
 
--- Index and count job `id` of `queue` under status `new`, last updated now:
+-- Index job `id` of `queue` under status `new`, last updated now:
 -- out of the `old` status's zsets (`old` nil for a new job). `name` and `at`
 -- are the job's name and previous last_updated_at when the caller read them
 -- (a new job's name is given); else they are read here. Call it before
@@ -176,14 +179,10 @@ local function move(id, queue, old, new, name, at)
   elseif old and not name then
     name = redis.call('HGET', P .. 'job:' .. id, 'name')
   end
-  if old then
-    count(status_counter(old, queue), -1)
-  end
   if new ~= LEASED then
     redis.call('ZADD', P .. 'updated:' .. new, now_text, id)
   end
   list_job('ZADD', new, queue, name, now_text, id)
-  count(status_counter(new, queue), 1)
 end
 
 -- The job-hash change of operation `op` on job `id`: status = `target`,
@@ -264,11 +263,14 @@ local function encode_event(event)
   return table.concat(out)
 end
 
--- Count `event`'s kind and, when its actor is an operator, copy it with job
+-- Count `event`'s kind (not one of HISTORY_KINDS: count_history counts
+-- those) and, when its actor is an operator, copy it with job
 -- id `id` ('' when no job: a queue paused) to the audit log zset, scored by
 -- its time (never trimmed here: maintenance prunes it by age).
 local function record(event, id)
-  count(event_counter(event.kind), 1)
+  if not HISTORY_KINDS[event.kind] then
+    count(event_counter(event.kind), 1)
+  end
   if event.actor and string.sub(event.actor, 1, 9) == 'operator:' then
     event.job = id
     redis.call('ZADD', P .. 'audit_log', now_text, encode_event(event))
@@ -306,7 +308,7 @@ local RUN_CLAIMED, RUN_COMPLETED = '1', '2'
 local function happen(id, kind, from, to, actor, token)
   if actor and string.sub(actor, 1, 9) == 'operator:' then
     record(new_event(kind, from, to, actor, token, nil), id)
-  else
+  elseif not HISTORY_KINDS[kind] then
     count(event_counter(kind), 1)
   end
 end
@@ -336,8 +338,8 @@ end
 
 -- Remove job `id` (`status`, `queue`): its hash, event list and attempts
 -- list, its entries in the updated:<status>, listing and leases zsets, its
--- idempotency key `idem` and unique key `unique` when they still name it,
--- and its status count. The caller takes its rank out of the
+-- idempotency key `idem` and unique key `unique` when they still name it.
+-- The caller takes its rank out of the
 -- ready/scheduled zsets (`unqueue`); audit entries stay.
 local function remove_job(id, status, queue, idem, unique)
   local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
@@ -345,7 +347,6 @@ local function remove_job(id, status, queue, idem, unique)
   redis.call('DEL', P .. 'job:' .. id, P .. 'events:' .. id, P .. 'attempts:' .. id)
   redis.call('ZREM', P .. 'updated:' .. status, id)
   redis.call('ZREM', P .. 'leases', id)
-  count(status_counter(status, queue), -1)
   if idem and redis.call('HGET', P .. 'idempotency', idem) == id then
     redis.call('HDEL', P .. 'idempotency', idem)
   end

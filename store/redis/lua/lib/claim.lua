@@ -1,0 +1,105 @@
+-- lib/claim.lua: the claim, a section of the library's top level after
+-- lib/job.lua (store/redis/scripts.py), called by lua/claim.lua and by the
+-- ack that claims the next jobs (lua/complete_claim.lua). Its caller
+-- includes lib/clock.lua and lib/job.lua and calls flush_counts().
+--
+-- KEYS, ARGV: none of its own.
+-- Keys written: paused (read), ready:<queue>, scheduled:<queue>, job:<id>,
+-- leases, and what lib/job.lua `move` writes.
+-- Returns: nothing. Defines claim_jobs.
+
+-- Lease up to `want` due jobs of `queues` (a list of names) to `worker` for
+-- `ttl` seconds (a job's own lease_ttl_seconds wins): promote at most
+-- `promote` due scheduled jobs to ready per queue, skip paused queues, take
+-- the heads of the ready zsets in claim order (priority descending, then
+-- oldest due, then id: the byte order of the ready members, lib/job.lua
+-- `rank`, merged across queues), lease each; or only the ready member
+-- `notified` of queues[1] (a wake-up notice names it) when not nil.
+-- A promoted job stays Scheduled until claimed. A member is leased only when
+-- ZREM of it returns 1 (a notice may name a job another worker took);
+-- lease_token goes up by one at every claim, and the lease (worker_id,
+-- lease_token, lease_expires_at) is written here, with `run` and
+-- `claimed_from`, which stand for the claimed event (lib/job.lua `happen`).
+-- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
+-- claimed after the others, by `flow.claim_queue` (store.flow.admit in Lua).
+-- `op` is the claim's row of the lifecycle table. Returns the leased jobs,
+-- each as a flat HGETALL array, and the seconds until a rate limit that held
+-- jobs reopens (nil when none held any).
+local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
+  local paused = P .. 'paused'
+  local candidates = {}  -- {ready member, queue}, in claim order
+  local limited = {}  -- {queue, its limits}: claimed after the others (lib/flow.lua)
+  if notified then
+    if redis.call('SISMEMBER', paused, queues[1]) == 0 then
+      local limits = flow.limits(queues[1])
+      if limits then
+        limited[1] = {queues[1], limits}
+      else
+        candidates[1] = {notified, queues[1]}
+      end
+    end
+  else
+    for _, queue in ipairs(queues) do
+      if redis.call('SISMEMBER', paused, queue) == 0 then
+        local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', 0, promote)) do
+          redis.call('ZADD', ready, 0, member)
+          redis.call('ZREM', scheduled, member)
+        end
+        local limits = flow.limits(queue)
+        if limits then
+          limited[#limited + 1] = {queue, limits}
+        else
+          for _, member in ipairs(redis.call('ZRANGE', ready, 0, want - 1)) do
+            candidates[#candidates + 1] = {member, queue}
+          end
+        end
+      end
+    end
+    if #queues > 1 then
+      table.sort(candidates, function(a, b) return a[1] < b[1] end)
+    end
+  end
+
+  local out = {}
+  -- Lease ready `member` of `queue`; its id and new token, or nil.
+  local function lease(member, queue)
+    if redis.call('ZREM', P .. 'ready:' .. queue, member) == 1 then
+      -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
+      local id = string.sub(member, 26)
+      local job = P .. 'job:' .. id
+      local f = redis.call('HMGET', job, 'status', 'lease_ttl_seconds', 'lease_token', 'name', 'last_updated_at')
+      local old = tonumber(f[1])
+      if old and op.sources[old] then
+        local token = tonumber(f[3]) + 1
+        local expires = now + (tonumber(f[2]) or ttl)
+        move(id, queue, old, op.target, f[4], f[5])
+        change(id, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', fmt(expires),
+          'run', RUN_CLAIMED, 'claimed_from', old}, {'rank'})
+        redis.call('ZADD', P .. 'leases', micros(expires), id)
+        happen(id, op.event, old, op.target, worker, token)
+        out[#out + 1] = redis.call('HGETALL', job)
+        return id, token
+      end
+    end
+    return nil
+  end
+
+  for _, c in ipairs(candidates) do
+    if #out >= want then
+      break
+    end
+    lease(c[1], c[2])
+  end
+  local retry
+  for _, q in ipairs(limited) do
+    if #out >= want then
+      break
+    end
+    local _, wait = flow.claim_queue(q[1], q[2], want - #out, lease)
+    if wait and (not retry or wait < retry) then
+      retry = wait
+    end
+  end
+  return out, retry
+end
