@@ -10,7 +10,6 @@ spirit (a store overrides them only to say more in a docstring).
 from __future__ import annotations
 
 import abc
-import hashlib
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
+from store.bookings import Bookings
 from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
@@ -35,6 +35,7 @@ from store.models import (
     validate_spec,
 )
 from store.records import UNQUIET, WORKER_COMMANDS, QueueState, WorkerInfo
+from store.registry import RegistryRecords
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
 from store.spec import check_actor, check_queue_name, refuse_nul, scrub_nul, unique_key_of
 
@@ -71,17 +72,7 @@ def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
     return tuple(sorted(int(s) for s in chosen))
 
 
-#: Longest failure-counting window, seconds (one day).
-MAX_FAILURE_WINDOW_S = 86400.0
-
-
-def failure_digest(key: str) -> str:
-    """What stores keep of a failure key: its SHA-256, 64 hex characters
-    (bounded, and no user-provided text in key names)."""
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-class SharedStore(JobStore):
+class SharedStore(RegistryRecords, Bookings, JobStore):
     """The shared concrete half of every JobStore."""
 
     #: Most jobs one ``_insert_chunk`` call takes (one atomic unit).
@@ -241,30 +232,6 @@ class SharedStore(JobStore):
     def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
         """Engine half of count_purgeable."""
 
-    # ------------------------------------------------------ failure counters
-    def record_failure(self, key: str, window_s: float) -> int:
-        if not (isinstance(window_s, int | float) and 0 < window_s <= MAX_FAILURE_WINDOW_S):
-            raise ValidationError("window_s", f"must be within (0, {MAX_FAILURE_WINDOW_S:g}] seconds")
-        return self._record_failure(failure_digest(key), float(window_s))
-
-    def failure_count(self, key: str) -> tuple[int, float]:
-        return self._failure_count(failure_digest(key))
-
-    def clear_failures(self, key: str) -> None:
-        self._clear_failures(failure_digest(key))
-
-    @abc.abstractmethod
-    def _record_failure(self, digest: str, window_s: float) -> int:
-        """Engine half of record_failure (atomic increment, window opened on the first)."""
-
-    @abc.abstractmethod
-    def _failure_count(self, digest: str) -> tuple[int, float]:
-        """Engine half of failure_count."""
-
-    @abc.abstractmethod
-    def _clear_failures(self, digest: str) -> None:
-        """Engine half of clear_failures."""
-
     # ------------------------------------------------------------ recovery
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
         limit = self._recovery_limit(limit)
@@ -371,10 +338,3 @@ class SharedStore(JobStore):
             raise WorkerStopping(worker_id)
         self.record_audit(EventKind.WORKER_COMMANDED, actor, f"{command} worker {worker_id}")
         return info
-
-    @abc.abstractmethod
-    def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
-        """Engine half of command_worker (``command`` is valid), one atomic
-        change: set the worker's command and who sent it, or for UNQUIET
-        clear both when the command is ``quiet`` (anything else is left as
-        it is). Returns the entry afterwards. Raises WorkerNotFound."""

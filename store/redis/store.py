@@ -47,8 +47,6 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, ts
 from store.redis import codec
 from store.redis.audit import AuditMixin
-from store.redis.bulk import BulkMixin
-from store.redis.failures import FailuresMixin
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import (
     GUARD_ATTEMPTS,
@@ -59,8 +57,8 @@ from store.redis.plumbing import (
     op_args,
     refusal,
 )
+from store.redis.records import RecordsMixin
 from store.redis.recovery import RecoveryMixin
-from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore
@@ -74,10 +72,8 @@ HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 class RedisStore(
     AuditMixin,
     OperatingMixin,
-    BulkMixin,
-    FailuresMixin,
     RecoveryMixin,
-    RegistryMixin,
+    RecordsMixin,
     SearchMixin,
     SharedStore,
 ):

@@ -3,7 +3,7 @@
 Each public method is one transaction (or one per chunk): the guarded change,
 its job events and the counters commit together. The shape mirrors
 ``store/redis/``: ``plumbing.py`` (transactions, outages, bookkeeping),
-``registry.py`` (locks, workers, runs), ``recovery.py``, and where the two
+``records.py`` (the record port), ``recovery.py``, and where the two
 engines differ a ``Dialect`` strategy (``sqlite.py``, ``postgres.py``); every
 status change is built from the lifecycle table (``changes.py``).
 """
@@ -32,8 +32,8 @@ from store.sql.audit import SqlAuditMixin
 from store.sql.flow import SqlFlowMixin
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Dialect, Refused, event_row
+from store.sql.records import SqlRecordsMixin
 from store.sql.recovery import SqlRecoveryMixin
-from store.sql.registry import SqlRegistryMixin
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
 from store.sql.search import SqlSearchMixin
@@ -46,7 +46,7 @@ class SqlStore(
     SqlFlowMixin,
     SqlOperatingMixin,
     SqlRecoveryMixin,
-    SqlRegistryMixin,
+    SqlRecordsMixin,
     SqlSearchMixin,
     SharedStore,
 ):

@@ -66,7 +66,9 @@ KEY_POSITIONS: dict[str, int | str] = {
     "EXISTS": "all",
     "DEL": "all",
     **dict.fromkeys(["HGET", "HMGET", "HGETALL", "HSET", "HSETNX", "HDEL", "HINCRBY"], 1),
-    **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZSCORE", "ZREMRANGEBYRANK"], 1),
+    **dict.fromkeys(
+        ["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZSCORE", "ZREMRANGEBYRANK", "ZCARD"], 1
+    ),
     **dict.fromkeys(["SADD", "SREM", "SISMEMBER"], 1),
     **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "LRANGE", "LLEN", "PEXPIRE"], 1),
 }
@@ -238,7 +240,10 @@ def test_the_python_keys_match_the_prefix() -> None:
         and k.listed(JobStatus.Queued, "queue") == k.route + "updated:100:queue"
     )
     assert k.history(60) == (k.route + "history:60", k.route + "history_index:60")
-    assert k.lock("r") == k.route + "lock:r" and k.maintenance_runs("t") == k.route + "maintenance_runs:t"
+    assert (
+        k.record("hold", "r") == k.route + "rec:hold:r"
+        and k.record_index("worker") == k.route + "recs:worker"
+    )
 
 
 def test_forbidden_commands_in_the_python_store() -> None:
