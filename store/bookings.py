@@ -33,7 +33,8 @@ def failure_digest(key: str) -> str:
 
 def operation_from(record: Record) -> BulkOperation:
     """An ``operation`` record as a BulkOperation."""
-    return BulkOperation.from_record({"created_at": None, "updated_at": None, **record.value})
+    absent = dict.fromkeys(("cursor", "error", "created_at", "updated_at"))  # None fields are not kept
+    return BulkOperation.from_record({**absent, **record.value})
 
 
 def schedule_from(record: Record) -> Schedule:

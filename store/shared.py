@@ -22,7 +22,7 @@ from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
 from store.errors import LeaseLost, ValidationError, WorkerStopping
-from store.lifecycle import TERMINAL, EventKind, JobStatus
+from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation
 from store.models import (
     Counts,
     Job,
@@ -222,15 +222,33 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
         return self._purge(older_than_s, min(limit, MAX_BATCH), finished_codes(statuses))
 
     def count_purgeable(self, older_than_s: float, statuses: Collection[JobStatus] | None = None) -> int:
-        return self._count_purgeable(older_than_s, finished_codes(statuses))
+        return self._purge(older_than_s, None, finished_codes(statuses))
 
     @abc.abstractmethod
-    def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
-        """Engine half of purge (``statuses`` checked, as sorted codes)."""
+    def _purge(self, older_than_s: float, limit: int | None, statuses: tuple[int, ...]) -> int:
+        """Engine half of purge (``statuses`` checked, as sorted codes): how
+        many were deleted; with ``limit`` None, how many would be with no
+        limit, deleting nothing (count_purgeable, from an index)."""
+
+    # ------------------------------------------------------------ operator
+    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
+        return self._operator_change(job_id, Operation.CANCEL, check_actor(actor), reset_retries=False)
+
+    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
+        return self._operator_change(
+            job_id, Operation.REQUEUE, check_actor(actor), reset_retries=reset_retries
+        )
+
+    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
+        return self._operator_change(job_id, Operation.RETRY_NOW, check_actor(actor), reset_retries=False)
 
     @abc.abstractmethod
-    def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
-        """Engine half of count_purgeable."""
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+        """Engine half of cancel, requeue and retry_now (``actor`` checked):
+        one atomic change guarded by ``op``'s row of the lifecycle table
+        (its sources, target, event, stamps); ``reset_retries`` zeroes
+        retry_count and lease_expirations (REQUEUE only). Raises JobNotFound,
+        InvalidTransition."""
 
     # ------------------------------------------------------------ recovery
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
@@ -243,7 +261,7 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
     def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
         limit = self._recovery_limit(limit)
         t0 = time.perf_counter()
-        planned, more = self._plan_recovery(limit)
+        planned, more = self._recover(limit, None)
         ms = (time.perf_counter() - t0) * 1000
         return RecoveryReport.from_outcomes(planned, dry_run=True, more=more, owner=None, duration_ms=ms)
 
@@ -252,13 +270,10 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
         return min(limit or self.settings.recovery_batch, MAX_BATCH)
 
     @abc.abstractmethod
-    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
+    def _recover(self, limit: int, owner: str | None) -> tuple[list[RecoveredJob], bool]:
         """Engine half of recover_expired: the jobs recovered, and whether
-        the batch was full (``limit`` expired leases read)."""
-
-    @abc.abstractmethod
-    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
-        """Engine half of preview_recovery; reads only."""
+        the batch was full (``limit`` expired leases read). With ``owner``
+        None, preview_recovery's: what it would do now, reading only."""
 
     # -------------------------------------------------------------- search
     def search_jobs(

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
+#: 3: records of the record port (``rec:<kind>:<key>``, store/redis/records.py).
 #: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
 #: listed through ``leases``). 1: the layout before it, which kept no version
 #: key and is told by its all-jobs ``{P}:updated`` zset.
-LAYOUT_VERSION = "2"
+LAYOUT_VERSION = "3"
 #: Versions ``leasehold db upgrade`` moves to LAYOUT_VERSION (store/redis/upgrade.py).
-UPGRADABLE = ("1",)
+UPGRADABLE = ("1", "2")
 
 
 def layout_key(store: Any) -> str:

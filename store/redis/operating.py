@@ -51,22 +51,21 @@ class OperatingMixin(RedisPlumbing):
         status = S(int(code or 0)).name
         raise InvalidTransition(job_id, status, "deleted", operation=Operation.DELETE.value)
 
-    def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
+    def _purge(self, older_than_s: float, limit: int | None, statuses: tuple[int, ...]) -> int:
         """Engine half of purge: a read of candidates (lua/purge_candidates.lua,
         by status then oldest first), then guarded deletes (lua/purge.lua,
-        SCRIPT_BATCH jobs a script call)."""
+        SCRIPT_BATCH jobs a script call). With ``limit`` None: ZCOUNT of the
+        updated:<status> zsets below now - age (lua/purge_count.lua)."""
         age = repr(float(older_than_s))
+        if limit is None:
+            args = [self._offset(), age, codes(statuses)]
+            return int(self._eval(self._lua.purge_count, self._route, args))
         args = [self._offset(), age, codes(statuses), limit]
         ids = self._eval(self._lua.purge_candidates, self._route, args)
         deleted = 0
         for chunk in chunks(ids):
             deleted += int(self._eval(self._lua.purge, self._route, self._args(age, codes(statuses), *chunk)))
         return deleted
-
-    def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
-        """ZCOUNT of the updated:<status> zsets below now - age (lua/purge_count.lua)."""
-        args = [self._offset(), repr(float(older_than_s)), codes(statuses)]
-        return int(self._eval(self._lua.purge_count, self._route, args))
 
     # -------------------------------------------------------------- queues
     def _set_paused(self, queue: str, paused: bool, actor: str) -> QueueState:

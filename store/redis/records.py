@@ -4,7 +4,7 @@ as JSON text (a field set to None is removed), plus ``~s`` (its score) and
 ``~x`` (its expiry, epoch seconds); a kind with scores is indexed by the zset
 ``{P}:recs:<kind>``. Changes are three functions of the library:
 lua/record_change.lua, lua/record_hold.lua, lua/record_prune.lua; reads are
-plain commands pipelined with ``TIME`` (the store's clock).
+plain commands, and the store's clock (lua/now.lua) where an expiry is compared.
 """
 
 from __future__ import annotations
@@ -74,16 +74,16 @@ class RecordsMixin(RedisPlumbing, RecordPort):
         fields = dict(zip(flat[::2], flat[1::2], strict=True))
         return _record(key, fields, now), applied == 1
 
-    def _now_and(self, fill: Any) -> tuple[float, list[Any]]:
-        """The store's clock and the replies of the reads ``fill`` queues, one round trip."""
-        replies = self._pipe(lambda p: (p.time(), fill(p)))
-        seconds, micros = replies[0]
-        return seconds + micros / 1e6 + self.clock_offset_s, replies[1:]
+    def _alive(self, key: str, fields: dict[str, str]) -> Record | None:
+        """The record of ``fields``, reading the store's clock (one more round
+        trip) only when it can expire: TIME is not pipelined, which Redis
+        Cluster clients refuse."""
+        return _record(key, fields, self.now() if "~x" in fields else 0.0)
 
     def record_get(self, kind: str, key: str) -> Record | None:
         check_kind(kind)
-        now, [fields] = self._now_and(lambda p: p.hgetall(self.keys.record(kind, key)))
-        return _record(key, fields, now)
+        [fields] = self._pipe(lambda p: p.hgetall(self.keys.record(kind, key)))
+        return self._alive(key, fields)
 
     def record_page(self, kind: str, limit: int, *, oldest_first: bool = False) -> list[Record]:
         """Two round trips: the index's keys, then their hashes."""
@@ -93,7 +93,8 @@ class RecordsMixin(RedisPlumbing, RecordPort):
             return []
         index = self.keys.record_index(kind)
         [keys] = self._pipe(lambda p: p.zrange(index, 0, limit - 1, desc=not oldest_first))
-        now, hashes = self._now_and(lambda p: [p.hgetall(self.keys.record(kind, k)) for k in keys])
+        hashes = self._pipe(lambda p: [p.hgetall(self.keys.record(kind, k)) for k in keys])
+        now = self.now() if any("~x" in h for h in hashes) else 0.0
         found = [r for k, h in zip(keys, hashes, strict=True) if (r := _record(k, h, now)) is not None]
         sign = 1.0 if oldest_first else -1.0
         return sorted(found, key=lambda r: (sign * (r.score or 0.0), r.key))
@@ -120,9 +121,7 @@ class RecordsMixin(RedisPlumbing, RecordPort):
 
     def held(self, name: str) -> Hold | None:
         key = self.keys.record(HOLD, name)
-        now, [(holder, expires_at, token)] = self._now_and(
-            lambda p: p.hmget(key, "holder", "expires_at", "token")
-        )
-        if holder is None or float(expires_at) < now:
+        [(holder, expires_at, token)] = self._pipe(lambda p: p.hmget(key, "holder", "expires_at", "token"))
+        if holder is None or float(expires_at) < self.now():
             return None
         return Hold(name, orjson.loads(holder), float(expires_at), int(token))

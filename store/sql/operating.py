@@ -42,17 +42,17 @@ class SqlOperatingMixin(SqlPlumbing):
         self.book(conn, [], deltas)
         return len(deleted)
 
-    def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
+    def _purge(self, older_than_s: float, limit: int | None, statuses: tuple[int, ...]) -> int:
+        if limit is None:  # count_purgeable
+            stmt, params = ops.count_purgeable(self._now), {"age": older_than_s, "statuses": list(statuses)}
+            return self.tx(lambda c: c.execute(stmt, params).scalar_one(), write=False)
+
         def body(conn: Connection) -> int:
             params = {"age": older_than_s, "limit": limit, "statuses": list(statuses)}
             rows = conn.execute(ops.purge_candidates(self._now), params).all()
             return self.remove_jobs(conn, [tuple(r) for r in rows]) if rows else 0
 
         return self.tx(body)
-
-    def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
-        stmt, params = ops.count_purgeable(self._now), {"age": older_than_s, "statuses": list(statuses)}
-        return self.tx(lambda c: c.execute(stmt, params).scalar_one(), write=False)
 
     # -------------------------------------------------------------- queues
     def _set_paused(self, queue: str, paused: bool, actor: str) -> QueueState:

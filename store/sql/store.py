@@ -340,10 +340,12 @@ class SqlStore(
             raise self.refusal(refused) from None
 
     # ------------------------------------------------------------ operator
-    def _operator(self, job_id: str, op: Operation, actor: str, extra: dict[str, Any]) -> Job:
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+        """One transaction: the row locked, ``op`` checked with the lifecycle,
+        the UPDATE built from its row (``changes.py``), its event and counters."""
         kind = rule(op).event
         assert kind is not None
-        check_actor(actor)
+        extra = {"keep": 0 if reset_retries else 1} if op is Operation.REQUEUE else {}
 
         def body(conn: Connection) -> Job:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
@@ -360,15 +362,6 @@ class SqlStore(
             return job
 
         return self.tx(body)
-
-    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.CANCEL, actor, {})
-
-    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
-        return self._operator(job_id, Operation.REQUEUE, actor, {"keep": 0 if reset_retries else 1})
-
-    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.RETRY_NOW, actor, {})
 
     def delete(self, job_id: str, *, actor: str = "operator") -> None:
         kind = rule(Operation.DELETE).event

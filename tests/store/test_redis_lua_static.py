@@ -246,8 +246,16 @@ def test_the_python_keys_match_the_prefix() -> None:
     )
 
 
+#: The one module allowed to SCAN: ``leasehold db upgrade``'s move of layout-2
+#: records, run once outside the serving path, finds keys no index of that
+#: layout lists (failure windows, locks) by SCAN under the prefix.
+SCAN_ALLOWED = {"upgrade_records.py"}
+
+
 def test_forbidden_commands_in_the_python_store() -> None:
     for path in (LUA_DIR.parent).glob("*.py"):
+        if path.name in SCAN_ALLOWED:
+            continue
         text = path.read_text()
         assert not re.search(r"\.(scan|scan_iter|[hsz]scan(_iter)?|keys|flushdb|flushall)\(", text), path.name
 
