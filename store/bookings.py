@@ -62,12 +62,14 @@ class Bookings(RecordPort):
     # ----------------------------------------------------- bulk operations
     def save_operation(self, operation: BulkOperation) -> BulkOperation:
         """Insert or replace by id: ``updated_at`` stamped, ``created_at``
-        kept (stamped when new). An unfinished operation is entered in
-        ``operation.open`` before its record is written and a finished one
-        leaves it after, so a crash in between leaves at worst an entry that
-        ``operations(unfinished=True)`` skips, never an unlisted runnable one."""
+        kept (stamped when new). A new unfinished operation (no
+        ``created_at`` yet) is entered in ``operation.open`` before its record
+        is written, and a finished one leaves it after, so a crash in between
+        leaves at worst an entry that ``operations(unfinished=True)`` skips,
+        never an unlisted runnable one; the saves of its progress in between
+        change the record alone."""
         value = {k: v for k, v in operation.to_record().items() if k not in ("created_at", "updated_at")}
-        if not operation.finished:
+        if not operation.finished and operation.created_at is None:
             opened = Change(stamp_new=("created_at",), score_field="created_at")
             self.record_change(OPEN_OPERATION, operation.id, opened)
         change = Change(set=value, stamp=("updated_at",), stamp_new=("created_at",), score_field="created_at")

@@ -3,8 +3,10 @@ halves of the JobStore operations (validation, chunking, the JSON check of
 results, limits and timing of recovery, counters read back as totals).
 
 A store subclasses ``SharedStore`` and implements the engine halves, the
-abstract ``_``-methods below; the public operations here are final in
-spirit (a store overrides them only to say more in a docstring).
+abstract ``_``-methods below, and the record port (store/ports.py), over
+which the record-keeping operations are written once (``RegistryRecords``,
+``Bookings``); the public operations here are final in spirit (a store
+overrides them only to say more in a docstring).
 """
 
 from __future__ import annotations

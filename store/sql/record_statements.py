@@ -67,8 +67,9 @@ def trim_kind() -> Delete:
 
 
 def get_record(now: ColumnElement[float]) -> Select:
-    """One unexpired record. Params: kind, key. Returns value, score, expires_in."""
-    stmt = select(r.value, r.score, (r.expires_at - now).label("expires_in"))
+    """One unexpired record. Params: kind, key. Returns value, score,
+    expires_in, now (the store's clock)."""
+    stmt = select(r.value, r.score, (r.expires_at - now).label("expires_in"), now.label("now"))
     return stmt.where(r.kind == bindparam("kind"), r.key == bindparam("key"), _alive(now))
 
 

@@ -131,12 +131,9 @@ class SqlRecordsMixin(SqlPlumbing, RecordPort):
         return released
 
     def held(self, name: str) -> Hold | None:
-        def read(conn: Connection) -> tuple[Record | None, float]:
-            row = conn.execute(rs.get_record(self._now), {"kind": HOLD, "key": name}).mappings().first()
-            return (_record(name, row) if row else None), self.clock(conn)
-
-        record, now = self.tx(read, write=False)
-        v = record.value if record else {}
-        if v.get("holder") is None or float(v["expires_at"]) < now:
+        """One read: the hold's row with the store's clock."""
+        rows = self.read(rs.get_record(self._now), {"kind": HOLD, "key": name})
+        v = rows[0]["value"] if rows else {}
+        if v.get("holder") is None or float(v["expires_at"]) < float(rows[0]["now"]):
             return None
         return Hold(name, v["holder"], float(v["expires_at"]), int(v["token"]))
