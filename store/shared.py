@@ -3,14 +3,15 @@ halves of the JobStore operations (validation, chunking, the JSON check of
 results, limits and timing of recovery, counters read back as totals).
 
 A store subclasses ``SharedStore`` and implements the engine halves, the
-abstract ``_``-methods below; the public operations here are final in
-spirit (a store overrides them only to say more in a docstring).
+abstract ``_``-methods below, and the record port (store/ports.py), over
+which the record-keeping operations are written once (``RegistryRecords``,
+``Bookings``); the public operations here are final in spirit (a store
+overrides them only to say more in a docstring).
 """
 
 from __future__ import annotations
 
 import abc
-import hashlib
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -18,11 +19,12 @@ from typing import Any
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
+from store.bookings import Bookings
 from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import event_totals, queue_event_totals
 from store.errors import LeaseLost, ValidationError, WorkerStopping
-from store.lifecycle import TERMINAL, EventKind, JobStatus
+from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation
 from store.models import (
     Counts,
     Job,
@@ -35,6 +37,7 @@ from store.models import (
     validate_spec,
 )
 from store.records import UNQUIET, WORKER_COMMANDS, QueueState, WorkerInfo
+from store.registry import RegistryRecords
 from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
 from store.spec import check_actor, check_queue_name, refuse_nul, scrub_nul, unique_key_of
 
@@ -71,17 +74,7 @@ def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
     return tuple(sorted(int(s) for s in chosen))
 
 
-#: Longest failure-counting window, seconds (one day).
-MAX_FAILURE_WINDOW_S = 86400.0
-
-
-def failure_digest(key: str) -> str:
-    """What stores keep of a failure key: its SHA-256, 64 hex characters
-    (bounded, and no user-provided text in key names)."""
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-class SharedStore(JobStore):
+class SharedStore(RegistryRecords, Bookings, JobStore):
     """The shared concrete half of every JobStore."""
 
     #: Most jobs one ``_insert_chunk`` call takes (one atomic unit).
@@ -231,39 +224,33 @@ class SharedStore(JobStore):
         return self._purge(older_than_s, min(limit, MAX_BATCH), finished_codes(statuses))
 
     def count_purgeable(self, older_than_s: float, statuses: Collection[JobStatus] | None = None) -> int:
-        return self._count_purgeable(older_than_s, finished_codes(statuses))
+        return self._purge(older_than_s, None, finished_codes(statuses))
 
     @abc.abstractmethod
-    def _purge(self, older_than_s: float, limit: int, statuses: tuple[int, ...]) -> int:
-        """Engine half of purge (``statuses`` checked, as sorted codes)."""
+    def _purge(self, older_than_s: float, limit: int | None, statuses: tuple[int, ...]) -> int:
+        """Engine half of purge (``statuses`` checked, as sorted codes): how
+        many were deleted; with ``limit`` None, how many would be with no
+        limit, deleting nothing (count_purgeable, from an index)."""
+
+    # ------------------------------------------------------------ operator
+    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
+        return self._operator_change(job_id, Operation.CANCEL, check_actor(actor), reset_retries=False)
+
+    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
+        return self._operator_change(
+            job_id, Operation.REQUEUE, check_actor(actor), reset_retries=reset_retries
+        )
+
+    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
+        return self._operator_change(job_id, Operation.RETRY_NOW, check_actor(actor), reset_retries=False)
 
     @abc.abstractmethod
-    def _count_purgeable(self, older_than_s: float, statuses: tuple[int, ...]) -> int:
-        """Engine half of count_purgeable."""
-
-    # ------------------------------------------------------ failure counters
-    def record_failure(self, key: str, window_s: float) -> int:
-        if not (isinstance(window_s, int | float) and 0 < window_s <= MAX_FAILURE_WINDOW_S):
-            raise ValidationError("window_s", f"must be within (0, {MAX_FAILURE_WINDOW_S:g}] seconds")
-        return self._record_failure(failure_digest(key), float(window_s))
-
-    def failure_count(self, key: str) -> tuple[int, float]:
-        return self._failure_count(failure_digest(key))
-
-    def clear_failures(self, key: str) -> None:
-        self._clear_failures(failure_digest(key))
-
-    @abc.abstractmethod
-    def _record_failure(self, digest: str, window_s: float) -> int:
-        """Engine half of record_failure (atomic increment, window opened on the first)."""
-
-    @abc.abstractmethod
-    def _failure_count(self, digest: str) -> tuple[int, float]:
-        """Engine half of failure_count."""
-
-    @abc.abstractmethod
-    def _clear_failures(self, digest: str) -> None:
-        """Engine half of clear_failures."""
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+        """Engine half of cancel, requeue and retry_now (``actor`` checked):
+        one atomic change guarded by ``op``'s row of the lifecycle table
+        (its sources, target, event, stamps); ``reset_retries`` zeroes
+        retry_count and lease_expirations (REQUEUE only). Raises JobNotFound,
+        InvalidTransition."""
 
     # ------------------------------------------------------------ recovery
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
@@ -276,7 +263,7 @@ class SharedStore(JobStore):
     def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
         limit = self._recovery_limit(limit)
         t0 = time.perf_counter()
-        planned, more = self._plan_recovery(limit)
+        planned, more = self._recover(limit, None)
         ms = (time.perf_counter() - t0) * 1000
         return RecoveryReport.from_outcomes(planned, dry_run=True, more=more, owner=None, duration_ms=ms)
 
@@ -285,13 +272,10 @@ class SharedStore(JobStore):
         return min(limit or self.settings.recovery_batch, MAX_BATCH)
 
     @abc.abstractmethod
-    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
+    def _recover(self, limit: int, owner: str | None) -> tuple[list[RecoveredJob], bool]:
         """Engine half of recover_expired: the jobs recovered, and whether
-        the batch was full (``limit`` expired leases read)."""
-
-    @abc.abstractmethod
-    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
-        """Engine half of preview_recovery; reads only."""
+        the batch was full (``limit`` expired leases read). With ``owner``
+        None, preview_recovery's: what it would do now, reading only."""
 
     # -------------------------------------------------------------- search
     def search_jobs(
@@ -371,10 +355,3 @@ class SharedStore(JobStore):
             raise WorkerStopping(worker_id)
         self.record_audit(EventKind.WORKER_COMMANDED, actor, f"{command} worker {worker_id}")
         return info
-
-    @abc.abstractmethod
-    def _command_worker(self, worker_id: str, command: str, actor: str) -> WorkerInfo:
-        """Engine half of command_worker (``command`` is valid), one atomic
-        change: set the worker's command and who sent it, or for UNQUIET
-        clear both when the command is ``quiet`` (anything else is left as
-        it is). Returns the entry afterwards. Raises WorkerNotFound."""

@@ -53,7 +53,8 @@ def _upgrade_redis(url: str) -> str:
             done = upgrade_layout(store)
             return (
                 f"upgraded the key layout from version {found} to {LAYOUT_VERSION} "
-                f"({done['indexed']} jobs indexed, {done['removed']} old indexes removed)"
+                f"({done['indexed']} jobs indexed, {done['removed']} old indexes removed, "
+                f"{done['records_moved']} records moved)"
             )
     if written:
         return f"created the key layout at version {LAYOUT_VERSION}"

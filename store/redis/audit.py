@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from store.contract_operating import MAX_AUDIT_PAGE
 from store.errors import ValidationError
+from store.lifecycle import EventKind
 from store.models import AuditPage
 from store.redis import codec
 from store.redis.plumbing import RedisPlumbing
@@ -92,6 +93,5 @@ class AuditMixin(RedisPlumbing):
         [removed] = self._pipe(lambda p: p.zrem(self.keys.audit, *old))
         return int(removed)
 
-    def prune_failures(self, limit: int = 1000) -> int:
-        """Nothing: a failure counter's key expires with its window (lua/failure_record.lua)."""
-        return 0
+    def _record_audit(self, kind: EventKind, actor: str, message: str) -> None:
+        self._eval(self._lua.audit, self._route, self._args(kind.value, actor, message))

@@ -19,11 +19,7 @@ from store.models import (
     Job,
     JobEvent,
     JobSpec,
-    MaintenanceRun,
     QueueState,
-    RecoveryRun,
-    Schedule,
-    WorkerInfo,
     ts,
 )
 from store.spec import unique_key_of
@@ -229,56 +225,7 @@ def attempt_from_json(text: str) -> Attempt:
     )
 
 
-def worker_from_hash(h: Mapping[str, str]) -> WorkerInfo:
-    """A worker hash (lua/worker_heartbeat.lua, command_worker.lua) as a WorkerInfo."""
-    return WorkerInfo(
-        id=h["id"],
-        host=h["host"],
-        pid=int(h["pid"]),
-        queues=orjson.loads(h["queues"]),
-        concurrency=int(h["concurrency"]),
-        jobs_in_hand=orjson.loads(h["jobs_in_hand"]),
-        started_at=ts(_float(h, "started_at")),
-        last_seen_at=ts(_float(h, "last_seen_at")),
-        command=h.get("command"),
-        command_by=h.get("command_by"),
-        handlers=orjson.loads(h["handlers"]) if h.get("handlers") else [],
-    )
-
-
-def run_to_json(run: RecoveryRun) -> str:
-    """A recovery run as the JSON member of the runs zset (RecoveryRun.to_record)."""
-    return dumps(run.to_record())
-
-
-def run_from_json(text: str) -> RecoveryRun:
-    """Inverse of run_to_json."""
-    return RecoveryRun.from_record(orjson.loads(text))
-
-
-def maintenance_run_from_json(text: str) -> MaintenanceRun:
-    """A member of a maintenance-runs zset (MaintenanceRun.to_record as JSON)."""
-    return MaintenanceRun.from_record(orjson.loads(text))
-
-
 def queue_state_from_json(name: str, text: str) -> QueueState:
     """A field of the queues hash (lua/queue_state.lua) as a QueueState."""
     s = orjson.loads(text)
     return QueueState(name, bool(s["paused"]), s.get("changed_by"), ts(float(s["changed_at"])))
-
-
-def schedule_from_hash(h: Mapping[str, str]) -> Schedule:
-    """A schedule hash (lua/schedule_save.lua, schedule_enable.lua,
-    schedule_tick.lua) as a Schedule."""
-    return Schedule(
-        name=h["name"],
-        handler=h["handler"],
-        cron=h["cron"],
-        timezone=h["timezone"],
-        queue=h["queue"],
-        payload=orjson.loads(h["payload"]),
-        catch_up=h["catch_up"] == "1",
-        enabled=h.get("enabled", "1") == "1",
-        last_tick_at=ts(_float(h, "last_tick_at")),
-        last_job_id=h.get("last_job_id"),
-    )

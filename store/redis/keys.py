@@ -55,19 +55,16 @@ Key schema (``P`` = prefix):
                           their time; pruned by age (store/redis/audit.py)
 ``{P}:audit``             list of earlier releases (newest first, capped): moved into
                           ``audit_log`` by the first audit read or prune, then gone
-``{P}:worker:<id>``       hash: a worker's registry entry
-``{P}:workers``           zset: worker ids, score last_seen_at
-``{P}:lock:<name>``       hash: owner, expires_at
-``{P}:failure:<sha256>``  hash: n, window_end (a failure count's window; expires with it)
-``{P}:operations``        hash: bulk operation id -> its record as JSON
-``{P}:operations:created`` zset: operation ids, score created_at
-``{P}:operations:unfinished`` zset: queued and running operation ids, score created_at
-``{P}:recovery_runs``     zset: runs as JSON, score started_at
-``{P}:maintenance_runs:<task>`` zset: a maintenance task's runs as JSON, score started_at
+``{P}:rec:<kind>:<key>``  hash: a record of the record port (store/redis/records.py):
+                          its fields as JSON texts, ``~s`` its score, ``~x`` its
+                          expiry; kinds: ``worker`` (the registry), ``hold``
+                          (locks: holder, expires_at, token), ``recovery_run``,
+                          ``maintenance_run.<task>``, ``operation``,
+                          ``operation.open``, ``schedule``, ``failure`` (a
+                          counting window, expiring with it)
+``{P}:recs:<kind>``       zset: a kind's record keys by score
 ``{P}:queues``            hash: queue name -> pause state JSON (paused, changed_by, changed_at)
 ``{P}:paused``            set: names of the paused queues (read by the claim scripts)
-``{P}:schedules``         zset: schedule names, every score 0 (byte order = by name)
-``{P}:schedule:<name>``   hash: a periodic job's definition, ``enabled``, last tick
 ``{P}:wakeup:<queue>``    list: wake-up entries of idle workers, at most
                           WAKEUP_KEPT (store/redis/wakeups.py): a ready job's
                           ``rank``, or ``*`` for several
@@ -236,37 +233,13 @@ class Keys:
         """The audit list of earlier releases (store/redis/audit.py moves it)."""
         return self._key("audit")
 
-    def worker(self, worker_id: str) -> str:
-        return self._key("worker", worker_id)
+    def record(self, kind: str, key: str) -> str:
+        """A record of the record port (store/redis/records.py)."""
+        return self._key("rec", kind, key)
 
-    @property
-    def workers(self) -> str:
-        return self._key("workers")
-
-    def lock(self, name: str) -> str:
-        return self._key("lock", name)
-
-    def failure(self, digest: str) -> str:
-        return self._key("failure", digest)
-
-    @property
-    def operations(self) -> str:
-        return self._key("operations")
-
-    @property
-    def operations_created(self) -> str:
-        return self._key("operations", "created")
-
-    @property
-    def operations_unfinished(self) -> str:
-        return self._key("operations", "unfinished")
-
-    @property
-    def recovery_runs(self) -> str:
-        return self._key("recovery_runs")
-
-    def maintenance_runs(self, task: str) -> str:
-        return self._key("maintenance_runs", task)
+    def record_index(self, kind: str) -> str:
+        """The zset of a record kind's keys by score."""
+        return self._key("recs", kind)
 
     @property
     def queues(self) -> str:
@@ -275,13 +248,6 @@ class Keys:
     @property
     def paused(self) -> str:
         return self._key("paused")
-
-    @property
-    def schedules(self) -> str:
-        return self._key("schedules")
-
-    def schedule(self, name: str) -> str:
-        return self._key("schedule", name)
 
     def wakeup(self, queue: str) -> str:
         """The queue's wake-up list (store/redis/wakeups.py)."""

@@ -13,7 +13,8 @@ from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
 #: 3: counts from the indexes (no status counters, no history kinds' ``e:``
-#: totals, hours rolled up from minutes), lease scores in microseconds.
+#: totals, hours rolled up from minutes), lease scores in microseconds, and
+#: records of the record port (``rec:<kind>:<key>``, store/redis/records.py).
 #: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
 #: listed through ``leases``). 1: the layout before it, which kept no version
 #: key and is told by its all-jobs ``{P}:updated`` zset.

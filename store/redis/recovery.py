@@ -39,9 +39,13 @@ class RecoveryMixin(RedisPlumbing):
             plan.append((job, int(retries)))
         return plan, len(ids) >= limit
 
-    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
-        """One batch (SharedStore.recover_expired); see the module docstring."""
+    def _recover(self, limit: int, owner: str | None) -> tuple[list[RecoveredJob], bool]:
+        """One batch (SharedStore.recover_expired), or with ``owner`` None
+        what it would do now, reading only (preview_recovery); see the
+        module docstring."""
         plan, more = self._recovery_plan(limit)
+        if owner is None:
+            return [r for r, _ in plan], more
         items = []
         for r, retries in plan:
             decision = FailureDecision(r.outcome, r.retry_count, r.delay_s)
@@ -49,8 +53,3 @@ class RecoveryMixin(RedisPlumbing):
             items.append(Failure(r.job_id, r.queue, r.token, retries, decision, error, True, owner))
         replies = self._apply_failures(items, want_jobs=False) if items else []
         return [r for (r, _), ok in zip(plan, replies, strict=True) if ok], more
-
-    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
-        """What _recover would do now (SharedStore.preview_recovery); reads only."""
-        plan, more = self._recovery_plan(limit)
-        return [r for r, _ in plan], more

@@ -238,28 +238,17 @@ class Scripts:
     counts: Function
     delete: Function
     queue_state: Function
-    lock_acquire: Function
-    lock_release: Function
-    lock_info: Function
-    failure_record: Function
     audit: Function
     audit_migrate: Function
-    operation_save: Function
-    failure_count: Function
-    worker_heartbeat: Function
-    command_worker: Function
-    worker_remove: Function
-    prune_workers: Function
-    record_run: Function
-    schedule_save: Function
-    schedule_enable: Function
-    schedule_tick: Function
     reindex: Function
     enqueue_flow: Function
     flow_limits: Function
     flow_usage: Function
     cancel_batch: Function
     upgrade_counts: Function
+    record_change: Function
+    record_hold: Function
+    record_prune: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

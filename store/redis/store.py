@@ -49,8 +49,6 @@ from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease
 from store.redis import codec
 from store.redis.audit import AuditMixin
 from store.redis.batches import BatchesMixin
-from store.redis.bulk import BulkMixin
-from store.redis.failures import FailuresMixin
 from store.redis.history import HistoryMixin
 from store.redis.operating import OperatingMixin
 from store.redis.plumbing import (
@@ -62,12 +60,12 @@ from store.redis.plumbing import (
     op_args,
     refusal,
 )
+from store.redis.records import RecordsMixin
 from store.redis.recovery import RecoveryMixin
-from store.redis.registry import RegistryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
-from store.spec import check_actor, clean_error
+from store.spec import clean_error
 
 S = JobStatus
 #: Statuses in which a job holds its unique key whatever its age (lua/enqueue.lua ARGV[6]).
@@ -78,11 +76,9 @@ class RedisStore(
     BatchesMixin,
     AuditMixin,
     OperatingMixin,
-    BulkMixin,
-    FailuresMixin,
     HistoryMixin,
     RecoveryMixin,
-    RegistryMixin,
+    RecordsMixin,
     SearchMixin,
     SharedStore,
 ):
@@ -387,12 +383,13 @@ class RedisStore(
         return RedisWakeups(self._client, self.keys, queues)
 
     # ------------------------------------------------------------ operator
-    def _operator(self, job_id: str, op: Operation, actor: str, script: Any, *extra: Any) -> Job:
-        """Read the status, check ``op`` with the lifecycle, run ``script``
-        guarded by that status; re-read when it changed meanwhile. Raises
-        JobNotFound, InvalidTransition (also when the job kept changing),
-        ValidationError (actor)."""
-        check_actor(actor)
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+        """Read the status, check ``op`` with the lifecycle, run its function
+        (lua/cancel.lua, or lua/requeue.lua for REQUEUE and RETRY_NOW) guarded
+        by that status; re-read when it changed meanwhile. Raises JobNotFound,
+        InvalidTransition (also when the job kept changing)."""
+        script = self._lua.cancel if op is Operation.CANCEL else self._lua.requeue
+        extra = () if op is Operation.CANCEL else (1 if reset_retries and op is Operation.REQUEUE else 0,)
         code = None
         for _ in range(GUARD_ATTEMPTS):
             [code] = self._fields(job_id, "status")
@@ -405,13 +402,3 @@ class RedisStore(
             if reply[0] == -1:
                 raise JobNotFound(job_id)
         raise InvalidTransition(job_id, S(int(code or 0)).name, lifecycle.target(op).name, operation=op.value)
-
-    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.CANCEL, actor, self._lua.cancel)
-
-    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
-        reset = 1 if reset_retries else 0
-        return self._operator(job_id, Operation.REQUEUE, actor, self._lua.requeue, reset)
-
-    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.RETRY_NOW, actor, self._lua.requeue, 0)

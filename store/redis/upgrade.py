@@ -25,6 +25,9 @@ works in bounded batches or one bounded call, and is safe while workers run:
     (lib/clock.lua ``micros``): SCORE_BATCH members a call, those below
     MICROS_FROM (a score in seconds) rescored with ``ZADD XX`` (a lease the
     worker renewed or dropped meanwhile is not brought back).
+``move_records`` (store/redis/upgrade_records.py, from layout 2)
+    locks, the worker registry, run histories, bulk operations, schedules and
+    failure windows become records of the record port.
 
 What needs no step: jobs keep their events (a job written by an earlier
 layout has its enqueued and claimed events in its list and no ``enqueued_as``
@@ -45,6 +48,7 @@ from store.lifecycle import JobStatus
 from store.redis.keys import LISTING_BY
 from store.redis.reindex import reindex
 from store.redis.store import RedisStore
+from store.redis.upgrade_records import move_records
 
 #: A step of the upgrade: what it did, by name.
 Step = Callable[[RedisStore], dict[str, int]]
@@ -96,7 +100,7 @@ def lease_scores(store: RedisStore) -> dict[str, int]:
 
 
 #: The upgrade's steps, in the order run (any order gives the same result).
-STEPS: tuple[Step, ...] = (listing_indexes, counts, lease_scores)
+STEPS: tuple[Step, ...] = (listing_indexes, counts, lease_scores, move_records)
 
 
 def upgrade(store: RedisStore) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """The audit log of the SQL store (a mixin of SqlStore): operator actions are
 job events whose actor starts with ``operator:``, read and pruned through the
 partial index leasehold_ix_job_events_audit (by id, the order they were
-written in), and the pruning of closed failure windows (login throttling).
+written in).
 
 An entry stays for its retention (LEASEHOLD_RETENTION_AUDIT), whatever the
 number written meanwhile: ``purge`` and ``delete`` keep operator actions, and
@@ -22,7 +22,7 @@ _FIRST = 2**62
 
 
 class SqlAuditMixin(SqlPlumbing):
-    """``audit_page``, ``prune_audit`` and ``prune_failures``."""
+    """``audit_page`` and ``prune_audit``."""
 
     def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:
         """See the contract; the cursor is the last entry's event id."""
@@ -42,7 +42,3 @@ class SqlAuditMixin(SqlPlumbing):
         """One DELETE of the old entries among the ``limit`` oldest."""
         stmt = ops.prune_audit(self._now)
         return int(self.tx(lambda c: c.execute(stmt, {"age": float(older_than_s), "limit": limit}).rowcount))
-
-    def prune_failures(self, limit: int = 1000) -> int:
-        stmt = ops.prune_failures(self._now)
-        return int(self.tx(lambda c: c.execute(stmt, {"limit": limit}).rowcount))

@@ -12,18 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import Index, text
 
-from store.sql.schema import (
-    attempts,
-    failures,
-    job_deps,
-    job_events,
-    jobs,
-    maintenance_runs,
-    metadata,
-    operations,
-    rate_starts,
-)
-from store.sql.schema import recovery_runs as runs
+from store.sql.schema import attempts, job_deps, job_events, jobs, metadata, rate_starts, records
 from store.sql.schema import unique_keys as keys
 
 j = jobs.c
@@ -67,13 +56,17 @@ INDEXES: tuple[Index, ...] = (
         postgresql_where=text("actor LIKE 'operator:%'"),
         sqlite_where=text("actor LIKE 'operator:%'"),
     ),
-    Index("leasehold_ix_recovery_runs_started", runs.c.started_at),
     Index("leasehold_ix_unique_keys_job", keys.c.job_id),
-    Index("leasehold_ix_maintenance_runs_task", maintenance_runs.c.task, maintenance_runs.c.started_at),
     Index("leasehold_ix_attempts_job", attempts.c.job_id, attempts.c.id),
-    Index("leasehold_ix_operations_created", operations.c.created_at),
-    # Maintenance deletes closed failure windows (login throttling) through it.
-    Index("leasehold_ix_failures_window_end", failures.c.window_end),
+    # Records: a kind paged and pruned by score; expired records pruned by expiry.
+    Index("leasehold_ix_records_score", records.c.kind, records.c.score),
+    Index(
+        "leasehold_ix_records_expires",
+        records.c.kind,
+        records.c.expires_at,
+        postgresql_where=text("expires_at IS NOT NULL"),
+        sqlite_where=text("expires_at IS NOT NULL"),
+    ),
     # Flow control: a batch's jobs (only jobs of a batch are in it), a child's
     # parents, the rate window of a queue and of its limit keys.
     Index(

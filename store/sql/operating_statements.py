@@ -23,7 +23,7 @@ from sqlalchemy import (
 
 from store.sql.changes import const
 from store.sql.flow_statements import waiting_child_of
-from store.sql.schema import Json, attempts, failures, history, job_events, jobs, unique_keys
+from store.sql.schema import Json, attempts, history, job_events, jobs, queues, unique_keys
 from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, json_with_at
 
 
@@ -194,13 +194,18 @@ def prune_audit(now: ColumnElement[float]) -> Delete:
     return delete(job_events).where(job_events.c.id.in_(select(oldest.c.id).where(oldest.c.at < now - age)))
 
 
-def prune_failures(now: ColumnElement[float]) -> Delete:
-    """Delete up to ``limit`` failure counters whose window has closed
-    (ix_failures_window_end). Params: limit."""
-    closed = (
-        select(failures.c.key)
-        .where(failures.c.window_end <= now)
-        .order_by(failures.c.window_end)
-        .limit(bindparam("limit"))
+def set_queue_paused(ins: Insert, now: ColumnElement[float]) -> Insert:
+    """Pause or resume a queue (upsert); ``ins`` is the dialect's INSERT of
+    ``queues``. Params: name, paused (0/1), actor. Returns the row."""
+    ins = ins.values(
+        name=bindparam("name"), paused=bindparam("paused"), changed_by=bindparam("actor"), changed_at=now
     )
-    return delete(failures).where(failures.c.key.in_(closed.scalar_subquery()))
+    return ins.on_conflict_do_update(
+        index_elements=[queues.c.name],
+        set_={"paused": ins.excluded.paused, "changed_by": ins.excluded.changed_by, "changed_at": now},
+    ).returning(*queues.c)
+
+
+def all_queue_states() -> Select:
+    """Queues ever paused or resumed, by name. No params."""
+    return select(queues).order_by(queues.c.name)

@@ -31,7 +31,11 @@ class SqlRecoveryMixin(SqlPlumbing):
         policy = self.settings.retry
         return [(r, lifecycle.decide_failure(r["retry_count"], r["max_retries"], policy)) for r in rows]
 
-    def _recover(self, limit: int, owner: str) -> tuple[list[RecoveredJob], bool]:
+    def _recover(self, limit: int, owner: str | None) -> tuple[list[RecoveredJob], bool]:
+        if owner is None:  # the preview: reads without locks, stops after the decisions
+            rows = self.read(sql.expired_leases(self._now, lock=False), {"limit": limit})
+            return [_recovered(r, d) for r, d in self._decide(rows)], len(rows) >= limit
+
         def body(conn: Connection) -> tuple[list[RecoveredJob], bool]:
             rows = self.dialect.expired(conn, limit)
             plan = [
@@ -50,10 +54,6 @@ class SqlRecoveryMixin(SqlPlumbing):
             return [_recovered(r, d) for r, d, _ in plan if r["id"] in applied], len(rows) >= limit
 
         return self.tx(body)
-
-    def _plan_recovery(self, limit: int) -> tuple[list[RecoveredJob], bool]:
-        rows = self.read(sql.expired_leases(self._now, lock=False), {"limit": limit})
-        return [_recovered(r, d) for r, d in self._decide(rows)], len(rows) >= limit
 
 
 def _recovered(row: Any, decision: lifecycle.FailureDecision) -> RecoveredJob:

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from store.lifecycle import JobStatus, Operation, rule
-from store.models import Attempt, Job, JobEvent, WorkerInfo, ts
+from store.models import Attempt, Job, JobEvent, ts
 
 #: The JSON columns of ``jobs`` that enqueue sends as JSON texts.
 JSON_COLUMNS = ("payload", "headers", "route_params", "query_params")
@@ -118,23 +118,6 @@ def event_from_row(row: Mapping[str, Any]) -> JobEvent:
         actor=row["actor"],
         token=row["token"],
         message=row["message"],
-    )
-
-
-def worker_from_row(row: Mapping[str, Any]) -> WorkerInfo:
-    """A ``workers`` row as a WorkerInfo."""
-    return WorkerInfo(
-        id=row["id"],
-        host=row["host"],
-        pid=row["pid"],
-        queues=list(row["queues"]),
-        concurrency=row["concurrency"],
-        jobs_in_hand=list(row["jobs_in_hand"]),
-        started_at=ts(row["started_at"]),
-        last_seen_at=ts(row["last_seen_at"]),
-        command=row["command"],
-        command_by=row["command_by"],
-        handlers=list(row["handlers"] or []),
     )
 
 

@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from store.spec import MAX_ACTOR_LEN, MAX_OPERATION_ID_LEN, MAX_UNIQUE_KEY_LEN
+from store.spec import MAX_UNIQUE_KEY_LEN
 
 #: The tables; ``store.sql.indexes`` adds the indexes (DDL only).
 metadata = MetaData()
@@ -134,43 +134,19 @@ counters = Table(
     PrimaryKeyConstraint("key", "shard", name="leasehold_pk_counters"),
 )
 
-workers = Table(
-    "leasehold_workers",
+# Records of the record port (store/ports.py): locks (holds), the worker
+# registry, run histories, bulk operations, schedules, counting windows, each
+# a ``kind`` of record; ``value`` is the record's fields, ``score`` what its
+# kind is paged and pruned by, ``expires_at`` when it reads as absent.
+records = Table(
+    "leasehold_records",
     metadata,
-    Column("id", String(200), primary_key=True),
-    Column("host", String(255), nullable=False),
-    Column("pid", Integer, nullable=False),
-    Column("queues", Json, nullable=False),
-    Column("concurrency", Integer, nullable=False),
-    Column("jobs_in_hand", Json, nullable=False),
-    Column("started_at", Double, nullable=False),
-    Column("last_seen_at", Double, nullable=False),
-    # An operator's command the worker picks up at its next heartbeat: quiet, stop.
-    Column("command", String(20)),
-    Column("command_by", String(200)),
-    # The handlers it serves (WorkerInfo.handlers): the handler catalogue's source.
-    Column("handlers", Json),
-)
-
-locks = Table(
-    "leasehold_locks",
-    metadata,
-    Column("name", String(100), primary_key=True),
-    Column("owner", String(200), nullable=False),
-    Column("expires_at", Double, nullable=False),
-)
-
-recovery_runs = Table(
-    "leasehold_recovery_runs",
-    metadata,
-    Column("id", String(36), primary_key=True),
-    Column("started_at", Double, nullable=False),
-    Column("finished_at", Double, nullable=False),
-    Column("owner", String(200), nullable=False),
-    Column("trigger", String(MAX_ACTOR_LEN), nullable=False),
-    Column("recovered", Integer, nullable=False),
-    Column("failed", Integer, nullable=False),
-    Column("duration_ms", Double, nullable=False),
+    Column("kind", String(80), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("score", Double),
+    Column("expires_at", Double),
+    Column("value", Json, nullable=False),
+    PrimaryKeyConstraint("kind", "key", name="leasehold_pk_records"),
 )
 
 # Queues an operator paused or resumed (a queue with no row runs).
@@ -202,38 +178,6 @@ unique_keys = Table(
     Column("expires_at", Double, nullable=False),
 )
 
-# Runs of the maintenance tasks (retention, worker pruning), newest kept.
-maintenance_runs = Table(
-    "leasehold_maintenance_runs",
-    metadata,
-    Column("id", String(36), primary_key=True),
-    Column("task", String(40), nullable=False),
-    Column("started_at", Double, nullable=False),
-    Column("finished_at", Double, nullable=False),
-    Column("owner", String(200), nullable=False),
-    Column("count", Integer, nullable=False),
-    Column("duration_ms", Double, nullable=False),
-    Column("longest_batch_ms", Double, nullable=False),
-)
-
-# Periodic jobs: each schedule as the handlers declare it, with what operators
-# set (enabled) and what the scheduler did last.
-schedules = Table(
-    "leasehold_schedules",
-    metadata,
-    Column("name", String(200), primary_key=True),
-    Column("handler", String(200), nullable=False),
-    Column("cron", String(200), nullable=False),
-    Column("timezone", String(64), nullable=False),
-    Column("queue", String(100), nullable=False),
-    Column("payload", Json),
-    Column("catch_up", SmallInteger, nullable=False, server_default=text("1")),
-    Column("enabled", SmallInteger, nullable=False, server_default=text("1")),
-    Column("last_tick_at", Double),
-    Column("last_job_id", String(36)),
-    Column("updated_at", Double, nullable=False),
-)
-
 # Every failed attempt of a job (handler error, timeout, expired lease), with
 # its own error: a later failure never hides an earlier cause.
 attempts = Table(
@@ -262,27 +206,6 @@ history = Table(
     Column("shard", SmallInteger, nullable=False),
     Column("n", BigInteger, nullable=False),
     PrimaryKeyConstraint("width", "bucket", "queue", "kind", "shard", name="leasehold_pk_history"),
-)
-
-# Failure counters in fixed windows (login throttling across web processes):
-# ``key`` is a digest of what is counted, ``window_end`` when the count resets.
-failures = Table(
-    "leasehold_failures",
-    metadata,
-    Column("key", String(64), primary_key=True),
-    Column("n", Integer, nullable=False),
-    Column("window_end", Double, nullable=False),
-)
-
-# Bulk operations (store/bulk.py): the record as JSON, with what is queried.
-operations = Table(
-    "leasehold_operations",
-    metadata,
-    Column("id", String(MAX_OPERATION_ID_LEN), primary_key=True),
-    Column("state", String(10), nullable=False),
-    Column("created_at", Double, nullable=False),
-    Column("updated_at", Double, nullable=False),
-    Column("body", Json, nullable=False),
 )
 
 # Starts of jobs of rate-limited queues (the sliding window of store/flow.py),

@@ -3,7 +3,7 @@
 Each public method is one transaction (or one per chunk): the guarded change,
 its job events and the counters commit together. The shape mirrors
 ``store/redis/``: ``plumbing.py`` (transactions, outages, bookkeeping),
-``registry.py`` (locks, workers, runs), ``recovery.py``, and where the two
+``records.py`` (the record port), ``recovery.py``, and where the two
 engines differ a ``Dialect`` strategy (``sqlite.py``, ``postgres.py``); every
 status change is built from the lifecycle table (``changes.py``).
 """
@@ -31,8 +31,8 @@ from store.sql.audit import SqlAuditMixin
 from store.sql.flow import SqlFlowMixin
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Dialect, Refused, event_row
+from store.sql.records import SqlRecordsMixin
 from store.sql.recovery import SqlRecoveryMixin
-from store.sql.registry import SqlRegistryMixin
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
 from store.sql.search import SqlSearchMixin
@@ -45,7 +45,7 @@ class SqlStore(
     SqlFlowMixin,
     SqlOperatingMixin,
     SqlRecoveryMixin,
-    SqlRegistryMixin,
+    SqlRecordsMixin,
     SqlSearchMixin,
     SharedStore,
 ):
@@ -343,10 +343,12 @@ class SqlStore(
             raise self.refusal(refused) from None
 
     # ------------------------------------------------------------ operator
-    def _operator(self, job_id: str, op: Operation, actor: str, extra: dict[str, Any]) -> Job:
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+        """One transaction: the row locked, ``op`` checked with the lifecycle,
+        the UPDATE built from its row (``changes.py``), its event and counters."""
         kind = rule(op).event
         assert kind is not None
-        check_actor(actor)
+        extra = {"keep": 0 if reset_retries else 1} if op is Operation.REQUEUE else {}
 
         def body(conn: Connection) -> Job:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
@@ -365,15 +367,6 @@ class SqlStore(
             return job
 
         return self.tx(body)
-
-    def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.CANCEL, actor, {})
-
-    def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
-        return self._operator(job_id, Operation.REQUEUE, actor, {"keep": 0 if reset_retries else 1})
-
-    def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator(job_id, Operation.RETRY_NOW, actor, {})
 
     def delete(self, job_id: str, *, actor: str = "operator") -> None:
         kind = rule(Operation.DELETE).event

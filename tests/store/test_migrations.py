@@ -258,7 +258,9 @@ def test_populated_0001_database_upgrades_with_every_row_kept(empty_url: str) ->
 
     tables = _tables(url)
     assert not tables & {"alembic_version", *LEGACY_TABLES}
-    assert set(NEW_TABLES) | {VERSION_TABLE} <= tables
+    # The 0001 tables of records (workers, locks, recovery_runs) are rows of
+    # leasehold_records since 0010: checked below through the store.
+    assert set(NEW_TABLES) & set(ALL_TABLES) | {VERSION_TABLE, "leasehold_records"} <= tables
     head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
     assert _scalar(url, f"SELECT version_num FROM {VERSION_TABLE}") == head
     assert _diff(url) == []
@@ -480,3 +482,92 @@ def test_0011_moves_queue_counted_totals_out_of_the_event_totals_and_back(empty_
     assert _scalar(empty_url, sums.format("e:failed")) == 2
     assert _scalar(empty_url, sums.format("e:enqueued")) == 1
     assert _scalar(empty_url, sums.format("e:claimed")) == 7
+
+
+# ------------------------------------------------------------ 0009 <-> 0010
+#: One row of every table revision 0010 turns into records (raw SQL, 0009 columns).
+ROWS_0009 = {
+    "leasehold_workers": (
+        "INSERT INTO leasehold_workers (id, host, pid, queues, concurrency, jobs_in_hand, started_at, "
+        "last_seen_at, command, command_by, handlers) VALUES ('w-9', 'host-9', 9, '[\"q\"]', 2, '[]', "
+        ':now, :now, \'quiet\', \'operator:ann\', \'[{"name": "h", "queue": "q"}]\')'
+    ),
+    "leasehold_locks": (
+        "INSERT INTO leasehold_locks (name, owner, expires_at) VALUES ('recovery', 'w-9', :later)"
+    ),
+    "leasehold_recovery_runs": (
+        "INSERT INTO leasehold_recovery_runs (id, started_at, finished_at, owner, trigger, recovered, "
+        "failed, duration_ms) VALUES ('r-9', :now, :now, 'w-9', 'schedule', 4, 1, 2.5)"
+    ),
+    "leasehold_maintenance_runs": (
+        "INSERT INTO leasehold_maintenance_runs (id, task, started_at, finished_at, owner, count, "
+        "duration_ms, longest_batch_ms) VALUES ('m-9', 'retention', :now, :now, 'w-9', 7, 3.0, 1.0)"
+    ),
+    "leasehold_schedules": (
+        "INSERT INTO leasehold_schedules (name, handler, cron, timezone, queue, payload, catch_up, enabled, "
+        "last_tick_at, last_job_id, updated_at) VALUES ('nightly', 'h', '0 3 * * *', 'UTC', 'q', "
+        "'{\"n\": 1}', 0, 0, :now, 'j-9', :now)"
+    ),
+    "leasehold_failures": "INSERT INTO leasehold_failures (key, n, window_end) VALUES (:digest, 3, :later)",
+    "leasehold_operations": (
+        "INSERT INTO leasehold_operations (id, state, created_at, updated_at, body) VALUES ('op-9', "
+        '\'running\', :now, :now, \'{"id": "op-9", "action": "cancel", "filter": {"queue": "q"}, '
+        '"actor": "operator:ann", "expected": 5, "state": "running", "changed": 2, "skipped": 0, '
+        '"cursor": null, "error": null}\')'
+    ),
+}
+
+
+def test_0010_moves_every_record_and_downgrade_moves_them_back(empty_url: str) -> None:
+    from alembic import command
+
+    from store.bookings import failure_digest
+
+    url = empty_url
+    migrate(url, "0009")
+    now = time.time()
+    params = {"now": now, "later": now + 600, "digest": failure_digest("ann|10.0.0.9")}
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for sql in ROWS_0009.values():
+                conn.execute(text(sql), params)
+    finally:
+        engine.dispose()
+
+    migrate(url)
+    assert not _tables(url) & set(ROWS_0009) and _diff(url) == []
+    store = open_store(url)
+    try:
+        [worker] = store.workers()
+        assert (worker.id, worker.queues, worker.command, worker.handlers) == (
+            "w-9",
+            ["q"],
+            "quiet",
+            [{"name": "h", "queue": "q"}],
+        )
+        assert store.lock_info("recovery").owner == "w-9" and not store.acquire_lock("recovery", "w-x", 5)
+        assert [(r.id, r.recovered) for r in store.recovery_runs()] == [("r-9", 4)]
+        assert [(r.id, r.count) for r in store.maintenance_runs("retention")] == [("m-9", 7)]
+        [schedule] = store.schedules()
+        assert (schedule.payload, schedule.catch_up, schedule.enabled, schedule.last_job_id) == (
+            {"n": 1},
+            False,
+            False,
+            "j-9",
+        )
+        n, left = store.failure_count("ann|10.0.0.9")
+        assert n == 3 and left > 500
+        [running] = store.operations(unfinished=True)
+        assert (running.id, running.filter, running.changed) == ("op-9", {"queue": "q"}, 2)
+    finally:
+        store.close()
+
+    command.downgrade(alembic_config(url), "0009")
+    assert set(ROWS_0009) <= _tables(url) and "leasehold_records" not in _tables(url)
+    for table in ROWS_0009:
+        assert _scalar(url, f"SELECT count(*) FROM {table}") == 1, table
+    assert _scalar(url, "SELECT command FROM leasehold_workers") == "quiet"
+    assert _scalar(url, "SELECT n FROM leasehold_failures") == 3
+    migrate(url)  # and up again
+    assert _diff(url) == []

@@ -150,7 +150,7 @@ def test_every_key_lives_in_one_slot_on_one_node(store: RedisStore, cluster_port
     assert store.acquire_lock("recovery", "me", 10)
     k = store.keys
     used = [k.job(job.id), k.events(job.id), k.ready("default"), k.scheduled("default"), *k.common()]
-    used += [k.idempotency, k.worker("w"), k.workers, k.lock("recovery")]
+    used += [k.idempotency, k.record("worker", "w"), k.record_index("worker"), k.record("hold", "recovery")]
     client = RedisCluster(host="127.0.0.1", port=cluster_ports[0], decode_responses=True)
     try:
         assert len({client.keyslot(key) for key in used}) == 1

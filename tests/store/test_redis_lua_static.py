@@ -239,11 +239,22 @@ def test_the_python_keys_match_the_prefix() -> None:
         and k.listed(JobStatus.Queued, "queue") == k.route + "updated:100:queue"
     )
     assert k.history(60) == (k.route + "history:60", k.route + "history_index:60")
-    assert k.lock("r") == k.route + "lock:r" and k.maintenance_runs("t") == k.route + "maintenance_runs:t"
+    assert (
+        k.record("hold", "r") == k.route + "rec:hold:r"
+        and k.record_index("worker") == k.route + "recs:worker"
+    )
+
+
+#: The one module allowed to SCAN: ``leasehold db upgrade``'s move of layout-2
+#: records, run once outside the serving path, finds keys no index of that
+#: layout lists (failure windows, locks) by SCAN under the prefix.
+SCAN_ALLOWED = {"upgrade_records.py"}
 
 
 def test_forbidden_commands_in_the_python_store() -> None:
     for path in (LUA_DIR.parent).glob("*.py"):
+        if path.name in SCAN_ALLOWED:
+            continue
         text = path.read_text()
         assert not re.search(r"\.(scan|scan_iter|[hsz]scan(_iter)?|keys|flushdb|flushall)\(", text), path.name
 
