@@ -30,11 +30,18 @@
 -- @include lib/job.lua
 
 local S = FLOW.status
-local specs, ids = {}, {}
+local specs, ids, parent_here = {}, {}, {}
 for i = 8, #ARGV do
   local spec = cjson.decode(ARGV[i])
   specs[#specs + 1] = spec
   ids[spec.f.id] = true
+end
+for _, spec in ipairs(specs) do
+  for _, parent in ipairs(spec.p) do
+    if ids[parent] then
+      parent_here[parent] = true  -- written with has_children set (a batch, a chain)
+    end
+  end
 end
 for _, spec in ipairs(specs) do
   local key = spec.f.idempotency_key
@@ -51,13 +58,13 @@ for _, spec in ipairs(specs) do
   end
 end
 
-local ready = {}
+local ready, written = {}, {}  -- written: status of each job of this call
 for _, spec in ipairs(specs) do
   local f = spec.f
   local id, queue = f.id, f.queue
   local found = {}
   for i, parent in ipairs(spec.p) do
-    found[i] = {parent, tonumber(redis.call('HGET', P .. 'job:' .. parent, 'status'))}
+    found[i] = {parent, written[parent] or tonumber(redis.call('HGET', P .. 'job:' .. parent, 'status'))}
   end
   local pending, status, reason = flow.waits_on(found, f.on_parent_failure)
   local due = now + tonumber(spec.d)
@@ -73,6 +80,10 @@ for _, spec in ipairs(specs) do
   if #spec.p > 0 then
     hash[#hash + 1] = 'pending_parents'
     hash[#hash + 1] = pending
+  end
+  if parent_here[id] then
+    hash[#hash + 1] = 'has_children'
+    hash[#hash + 1] = 1
   end
   if status == S.Canceled then
     local err = cjson.encode({type = 'ParentFailed', message = reason, traceback = cjson.null})
@@ -97,13 +108,18 @@ for _, spec in ipairs(specs) do
     end
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(hash))
+  written[id] = status
+  for i = 1, #spec.p, 1000 do  -- parents:<id> 1,000 members a call
+    redis.call('SADD', P .. 'parents:' .. id, unpack(spec.p, i, math.min(i + 999, #spec.p)))
+  end
   for i, parent in ipairs(spec.p) do
     redis.call('SADD', P .. 'children:' .. parent, id)
-    redis.call('SADD', P .. 'parents:' .. id, parent)
     local st = found[i][2]
     if pending > 0 and st ~= S.Completed and st ~= S.Failed and st ~= S.Canceled then
       redis.call('SADD', P .. 'waiting:' .. parent, id)
-      redis.call('HSET', P .. 'job:' .. parent, 'has_children', 1)
+      if not parent_here[parent] then
+        redis.call('HSET', P .. 'job:' .. parent, 'has_children', 1)
+      end
     end
   end
   if f.idempotency_key then
