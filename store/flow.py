@@ -256,6 +256,15 @@ def admit(
     return Admission(leased, retry)
 
 
+def check_batch(specs: Sequence[Any], kind: str) -> None:
+    """A batch or chain request's shape: ``kind`` one of ``batch``, ``chain``
+    and at least one job. Raises ValidationError naming the field."""
+    if kind not in ("batch", "chain"):
+        raise ValidationError("kind", "must be 'batch' or 'chain'")
+    if not specs:
+        raise ValidationError("jobs", "name at least one job")
+
+
 # ------------------------------------------------------------ dependencies
 @dataclass(frozen=True, slots=True)
 class ChildChange:

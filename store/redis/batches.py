@@ -20,8 +20,8 @@ from dataclasses import replace
 import uuid6
 
 from store.contract_flow import Batch
-from store.errors import JobNotFound, ValidationError
-from store.flow import ParentFailure
+from store.errors import JobNotFound
+from store.flow import ParentFailure, check_batch
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Job, JobSpec
 from store.redis import codec
@@ -39,10 +39,7 @@ class BatchesMixin(FlowMixin):
     def create_batch(
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
     ) -> Batch:
-        if kind not in ("batch", "chain"):
-            raise ValidationError("kind", "must be 'batch' or 'chain'")
-        if not specs:
-            raise ValidationError("jobs", "name at least one job")
+        check_batch(specs, kind)
         batch_id = str(uuid6.uuid7())
         checked = [validate_spec(replace(s, batch_id=batch_id)) for s in specs]
         ids = [str(uuid6.uuid7()) for _ in checked]

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from store import flow
 from store.contract_flow import Batch
-from store.errors import JobNotFound, ValidationError
+from store.errors import JobNotFound
 from store.flow import ParentFailure
 from store.lifecycle import EventKind, JobStatus, Operation, sources
 from store.models import Job, JobSpec
@@ -34,10 +34,7 @@ class SqlBatchesMixin:
     def create_batch(
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
     ) -> Batch:
-        if kind not in ("batch", "chain"):
-            raise ValidationError("kind", "must be 'batch' or 'chain'")
-        if not specs:
-            raise ValidationError("jobs", "name at least one job")
+        flow.check_batch(specs, kind)
         checked = [validate_spec(s) for s in specs]
         if callback is not None:
             callback = validate_spec(callback)
