@@ -166,7 +166,7 @@ def test_a_claim_or_an_ack_terminated_midway_changes_nothing(handle: StoreHandle
     [claimed] = answered(lambda: probe.claim("w-2", ["default"]), unavailable)
     assert (claimed.id, claimed.lease_token) == (job.id, 1)
     before = (probe.counts().by_status, probe.event_counts())
-    error = interrupted("e:completed", lambda: probe.complete(job.id, 1, {"ok": True}))
+    error = interrupted("q:completed:default", lambda: probe.complete(job.id, 1, {"ok": True}))
     assert isinstance(error, StoreUnavailable), error
     after = answered(lambda: probe.get(job.id), unavailable)
     assert (after.status, after.lease_token, after.result) == (JobStatus.InProgress, 1, None)
@@ -199,7 +199,7 @@ def test_workers_ride_through_terminated_backends(handle: StoreHandle, spawn: Sp
 
     with admin_connection(handle.url) as admin:
         for _ in range(ROUNDS):
-            for key, kind in (("e:claimed", "claim"), ("e:completed", "ack")):
+            for key, kind in (("e:claimed", "claim"), ("q:completed:default", "ack")):
                 lock = CounterLock(libpq_dsn(handle.url), key)
                 try:
                     blocked = wait_until(
