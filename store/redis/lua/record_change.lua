@@ -38,6 +38,20 @@ end
 local when, init, stamp_new, set = section(2), section(2), section(1), section(2)
 local drop, add, stamp = section(1), section(2), section(1)
 
+-- The flat field/value list of a section: each entry's own value, or `value` for all.
+local function pairs_of(entries, value)
+  local out = {}
+  for _, e in ipairs(entries) do
+    out[#out + 1], out[#out + 2] = e[1], value or e[2]
+  end
+  return out
+end
+-- One HSET of a flat field/value list (none when it is empty); a later field wins.
+local function hset(fields)
+  if #fields > 0 then
+    redis.call('HSET', key, unpack(fields))
+  end
+end
 local exists = redis.call('EXISTS', key) == 1
 if exists then
   local x = redis.call('HGET', key, '~x')
@@ -71,28 +85,23 @@ if exists then
     end
   end
 else
-  for _, p in ipairs(init) do
-    redis.call('HSET', key, p[1], p[2])
-  end
+  local fields = pairs_of(init, nil)
   for _, f in ipairs(stamp_new) do
-    redis.call('HSET', key, f[1], now_text)
+    fields[#fields + 1], fields[#fields + 2] = f[1], now_text
   end
   if ARGV[5] ~= '' then
-    redis.call('HSET', key, '~x', fmt(now + tonumber(ARGV[5])))
+    fields[#fields + 1], fields[#fields + 2] = '~x', fmt(now + tonumber(ARGV[5]))
   end
+  hset(fields)
 end
-for _, p in ipairs(set) do
-  redis.call('HSET', key, p[1], p[2])
-end
+hset(pairs_of(set, nil))
 for _, f in ipairs(drop) do
   redis.call('HDEL', key, f[1])
 end
 for _, p in ipairs(add) do
   redis.call('HINCRBY', key, p[1], p[2])
 end
-for _, f in ipairs(stamp) do
-  redis.call('HSET', key, f[1], now_text)
-end
+hset(pairs_of(stamp, now_text))
 if redis.call('EXISTS', key) == 0 then  -- a new record with no field yet
   redis.call('HSET', key, '~n', '1')
 end
