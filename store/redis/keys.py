@@ -25,14 +25,12 @@ Key schema (``P`` = prefix):
                           the only index of InProgress jobs (listings and counts
                           of InProgress read it, store/redis/listing.py, lua/counts.lua)
 ``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
-                          last_updated_at
-``{P}:updated:<status>:<by>`` zset, every score 0, for ``by`` in ``queue``,
-                          ``name``, ``queue_name``: the jobs of one status by
-                          queue, name, or both, member ``<queue>\0<at>:<id>``,
-                          ``<name>\0<at>:<id>``, ``<queue>\0<name>\0<at>:<id>``
-                          (``<at>`` = ``%017d`` of last_updated_at in µs): a
-                          BYLEX range is one queue/name's jobs in listing order
+                          last_updated_at in whole microseconds, member the id
+``{P}:updated:<status>:queue:<queue>``, ``{P}:updated:<status>:name:<name>``
+                          zsets: the same jobs of one queue, of one name
                           (lua/lib/job.lua ``list_job``, store/redis/listing.py)
+``{P}:queue_names``       set: every queue a listing zset was ever written for
+                          (counts and listings by status walk it)
 ``{P}:counters``          hash: ``e:<kind>`` totals of the kinds not in HISTORY_KINDS,
                           ``q:<kind>:<queue>`` totals of those in it, ``b:<kind>``
                           an upgraded store's earlier events (store/counters.py);
@@ -101,8 +99,9 @@ from store.lifecycle import JobStatus
 DEFAULT_PREFIX = "leasehold"
 #: Length of ``rank`` before the ``:`` that precedes the job id.
 RANK_HEAD = 7 + 17
-#: The listing zsets of each status, by what they are keyed on (lua/lib/job.lua ``list_job``).
-LISTING_BY = ("queue", "name", "queue_name")
+#: The lex listing zsets of each status in layouts 1 to 3, by what they were
+#: keyed on (store/redis/upgrade.py removes them).
+LEX_LISTING_BY = ("queue", "name", "queue_name")
 
 # keys.py and lua/lib/job.lua name a status's zsets by its code, 100 .. 600.
 assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
@@ -129,7 +128,6 @@ class Keys:
 
     prefix: str
     _common: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _listing: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
@@ -141,8 +139,6 @@ class Keys:
             self.audit,
         )
         object.__setattr__(self, "_common", common)
-        listing = tuple(self.listed(s, by) for s in JobStatus for by in LISTING_BY)
-        object.__setattr__(self, "_listing", listing)
 
     @property
     def route(self) -> str:
@@ -173,15 +169,21 @@ class Keys:
         zset (store/redis/upgrade.py removes it)."""
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
 
-    def listed(self, status: JobStatus, by: str) -> str:
-        """The lex zset of the jobs of ``status`` by ``by`` (one of LISTING_BY)."""
-        return self._key("updated", str(int(status)), by)
+    def by_queue(self, status: JobStatus, queue: str) -> str:
+        """The listing zset of the jobs of ``status`` in ``queue``."""
+        return self._key("updated", str(int(status)), "queue", queue)
 
-    def listing(self, low: int = 100, high: int = 600) -> list[str]:
-        """The listing zsets (lua/lib/job.lua ``list_job``): ``listed(s, by)``
-        for each status from ``low`` to ``high`` (codes, default all six) in
-        order, each ``by`` of LISTING_BY."""
-        return list(self._listing[3 * (low // 100 - 1) : 3 * (high // 100)])
+    def by_name(self, status: JobStatus, name: str) -> str:
+        """The listing zset of the jobs of ``status`` named ``name``."""
+        return self._key("updated", str(int(status)), "name", name)
+
+    @property
+    def queue_names(self) -> str:
+        return self._key("queue_names")
+
+    def lex_listed(self, status: JobStatus, by: str) -> str:
+        """Layouts 1 to 3's lex zset of ``status`` by ``by`` (LEX_LISTING_BY)."""
+        return self._key("updated", str(int(status)), by)
 
     @property
     def leases(self) -> str:

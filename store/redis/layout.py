@@ -12,15 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
+#: 4: listing zsets scored in microseconds, member the id, by status, status x
+#: queue and status x name (no lex zsets; ``queue_names``: store/redis/keys.py).
 #: 3: counts from the indexes (no status counters, no history kinds' ``e:``
 #: totals, hours rolled up from minutes), lease scores in microseconds, and
 #: records of the record port (``rec:<kind>:<key>``, store/redis/records.py).
 #: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
 #: listed through ``leases``). 1: the layout before it, which kept no version
 #: key and is told by its all-jobs ``{P}:updated`` zset.
-LAYOUT_VERSION = "3"
+LAYOUT_VERSION = "4"
 #: Versions ``leasehold db upgrade`` moves to LAYOUT_VERSION (store/redis/upgrade.py).
-UPGRADABLE = ("1", "2")
+UPGRADABLE = ("1", "2", "3")
 
 
 def layout_key(store: Any) -> str:

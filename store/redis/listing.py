@@ -2,24 +2,23 @@
 the limit and order and turns ``before`` into a reversed read): exact keyset
 pages at any depth, whatever the filter.
 
-Without a queue or name filter the index is ``{P}:updated:<status>``: score
-last_updated_at, member id. Redis orders equal scores by member, so
-``ZRANGE … REV`` yields ``(last_updated_at, id)`` descending, the order of
-the SQL store. A cursor ``(at, id)`` is turned into a start rank with
-``ZCOUNT (at +inf`` plus the members tied at ``at`` that sort at or after
-``id``: O(log N) plus the tie group. With no status either, the statuses'
-indexes are read the same way (one round trip for their start ranks, one
-for their ranges) and merged here.
+Every listing index is a zset scored by last_updated_at in whole
+microseconds with the job id as member (lua/lib/job.lua ``list_job``):
+``{P}:updated:<status>`` without a filter, ``updated:<status>:queue:<queue>``
+with a queue, ``updated:<status>:name:<name>`` with a name. Redis orders
+equal scores by member, so ``ZRANGE … REV`` yields ``(last_updated_at, id)``
+descending, the order of the SQL store. A cursor ``(at, id)`` is turned into
+a start rank with ``ZCOUNT`` of the scores past ``at`` plus the members tied
+at ``at`` that sort at or after ``id``: O(log N) plus the tie group. With no
+status, the statuses' indexes are read the same way (one round trip for
+their start ranks, one for their ranges) and merged here.
 
-With a queue and/or name filter the indexes are the lex zsets
-``{P}:updated:<status>:queue|name|queue_name`` (keys.py), kept by the scripts
-that change a job (lua/lib/job.lua ``move``): every member of one queue/name
-starts with the same prefix and then sorts by ``(last_updated_at µs, id)``, so
-a BYLEX range after the cursor's member is exactly the next page, O(log N +
-limit). With no status the six statuses' ranges are read in one round trip
-and merged here (each at most ``limit + 1`` entries). No entry that does not
-match is ever read, so a rare name under millions of other jobs costs the
-same as a common one.
+A queue and a name together are their two zsets' intersection: the smaller
+one is walked from the cursor in chunks (doubling up to CHUNK_MOST), each
+chunk's members looked up in the other with one ``ZMSCORE``, until the page
+is full or the walk ends. It stays exact; its cost is bounded by the
+smaller zset's entries newer than the page, not by the store's size. Its
+count is ``ZINTERCARD``.
 
 InProgress jobs have none of these indexes (lua/lib/job.lua ``LEASED``):
 their index is the leases zset, whose members are exactly the jobs in
@@ -27,8 +26,8 @@ flight. A listing of InProgress reads it whole, then the queue, name and
 last_updated_at of each (one pipelined HMGET), and filters, orders and pages
 here: a cost bounded by the jobs in flight, not by the store's size.
 
-Cost of a page: one round trip for the index range(s) (two with a cursor on
-the score indexes, or on InProgress), one for the ``limit`` job hashes.
+Cost of a page: one round trip for the index range(s) (two with a cursor,
+or on InProgress), one for the ``limit`` job hashes.
 """
 
 from __future__ import annotations
@@ -43,48 +42,26 @@ from store.cursor import decode_cursor, encode_cursor
 from store.lifecycle import JobStatus
 from store.models import Job, Page
 from store.redis.codec import job_from_hash
-from store.redis.keys import Keys
 from store.redis.plumbing import RedisPlumbing
 
 #: Runs commands queued on a pipeline by the callable; returns their replies.
 Pipe = Callable[[Callable[[Any], object]], list[Any]]
-#: Digits of the microsecond stamp in a lex member (lua/lib/job.lua ``list_job``).
+#: Digits of the microsecond stamp (lua/lib/clock.lua ``micros``) of a listing score.
 STAMP_DIGITS = 17
 #: An index entry: (last_updated_at, job id); sorts as the listing does.
 Entry = tuple[float, str]
+#: Most members one chunk of an intersection walk reads (``_both``).
+CHUNK_MOST = 4096
 
 
 def stamp(at: float) -> str:
-    """``at`` (epoch seconds) as the scripts write it in a lex member: the
-    same double arithmetic as lua/lib/job.lua, so the text is identical."""
+    """``at`` (epoch seconds) as the listing score lua/lib/clock.lua
+    ``micros`` writes: whole microseconds, the same double arithmetic."""
     return f"{math.floor(at * 1_000_000 + 0.5):0{STAMP_DIGITS}d}"
 
 
-def lex_source(keys: Keys, status: JobStatus, queue: str | None, name: str | None) -> tuple[str, str]:
-    """The lex zset and member prefix of the jobs of ``status`` in ``queue``
-    and/or named ``name`` (at least one given)."""
-    if queue is not None and name is not None:
-        return keys.listed(status, "queue_name"), f"{queue}\0{name}\0"
-    if queue is not None:
-        return keys.listed(status, "queue"), f"{queue}\0"
-    return keys.listed(status, "name"), f"{name}\0"
-
-
-def _lex_range(p: Any, index: str, prefix: str, after: Entry | None, count: int, ascending: bool) -> None:
-    """Queue the next ``count`` members of ``prefix`` after ``after`` on ``p``."""
-    low, high = f"[{prefix}", f"({prefix}:"  # ':' sorts after every stamp digit
-    if after is not None:
-        bound = f"({prefix}{stamp(after[0])}:{after[1]}"
-        low, high = (bound, high) if ascending else (low, bound)
-    if ascending:
-        p.zrangebylex(index, low, high, start=0, num=count)
-    else:
-        p.zrevrangebylex(index, high, low, start=0, num=count)
-
-
-def _lex_entry(prefix: str, member: str) -> Entry:
-    rest = member[len(prefix) :]
-    return int(rest[:STAMP_DIGITS]) / 1_000_000, rest[STAMP_DIGITS + 1 :]
+def _entry(job_id: str, score: float) -> Entry:
+    return int(score) / 1_000_000, job_id
 
 
 def _after(entry: Entry, after: Entry | None, ascending: bool) -> bool:
@@ -95,8 +72,8 @@ def _after(entry: Entry, after: Entry | None, ascending: bool) -> bool:
 def start_ranks(pipe: Pipe, indexes: list[str], after: Entry, ascending: bool) -> list[int]:
     """Rank (0-based, in the page order) of the first entry after ``after``
     in each of ``indexes`` (one round trip)."""
-    at, after_id = after
-    below, above = ("-inf", f"({at!r}") if ascending else (f"({at!r}", "+inf")
+    at, after_id = int(stamp(after[0])), after[1]
+    below, above = ("-inf", f"({at}") if ascending else (f"({at}", "+inf")
     replies = pipe(lambda p: [(p.zcount(i, below, above), p.zrangebyscore(i, at, at)) for i in indexes])
     ranks = []
     for n, ties in zip(replies[::2], replies[1::2], strict=True):
@@ -131,12 +108,14 @@ class ListingMixin(RedisPlumbing):
         ascending: bool,
     ) -> list[Entry]:
         """The next ``count`` index entries after ``after`` in the page order."""
-        keys, pipe = self.keys, self._pipe
+        pipe = self._pipe
         if status is JobStatus.InProgress:
             return self._leased(queue, name, after, ascending)[:count]
-        if queue is None and name is None:
-            statuses = [status] if status else [s for s in JobStatus if s is not JobStatus.InProgress]
-            indexes = [keys.updated(s) for s in statuses]
+        statuses = [status] if status else [s for s in JobStatus if s is not JobStatus.InProgress]
+        if queue is not None and name is not None:
+            runs = [self._both(s, queue, name, count, after, ascending) for s in statuses]
+        else:
+            indexes = [self._index(s, queue, name) for s in statuses]
             ranks = start_ranks(pipe, indexes, after, ascending) if after else [0] * len(indexes)
             got = pipe(
                 lambda p: [
@@ -144,17 +123,49 @@ class ListingMixin(RedisPlumbing):
                     for i, r in zip(indexes, ranks, strict=True)
                 ]
             )
-            runs = [[(score, job_id) for job_id, score in run] for run in got]
-            if status is None:
-                runs.append(self._leased(None, None, after, ascending)[:count])
-            return _merged(runs, count, ascending)
-        statuses = [status] if status else [s for s in JobStatus if s is not JobStatus.InProgress]
-        sources = [lex_source(keys, s, queue, name) for s in statuses]
-        replies = pipe(lambda p: [_lex_range(p, i, pre, after, count, ascending) for i, pre in sources])
-        runs = [[_lex_entry(pre, m) for m in got] for (_, pre), got in zip(sources, replies, strict=True)]
+            runs = [[_entry(job_id, score) for job_id, score in run] for run in got]
         if status is None:
             runs.append(self._leased(queue, name, after, ascending)[:count])
         return _merged(runs, count, ascending)
+
+    def _index(self, status: JobStatus, queue: str | None, name: str | None) -> str:
+        """The listing zset of ``status``, of ``queue`` or of ``name`` (at most one given)."""
+        if queue is not None:
+            return self.keys.by_queue(status, queue)
+        if name is not None:
+            return self.keys.by_name(status, name)
+        return self.keys.updated(status)
+
+    def _both(
+        self, status: JobStatus, queue: str, name: str, count: int, after: Entry | None, ascending: bool
+    ) -> list[Entry]:
+        """The next ``count`` entries of ``status`` in ``queue`` named ``name``
+        after ``after``: the smaller of the two zsets walked, each chunk's
+        members looked up in the other (module docstring)."""
+        pipe, pair = self._pipe, [self.keys.by_queue(status, queue), self.keys.by_name(status, name)]
+        sizes = pipe(lambda p: [p.zcard(k) for k in pair])
+        if not min(sizes):
+            return []
+        walk, other = pair if sizes[0] <= sizes[1] else pair[::-1]
+        start = start_rank(pipe, walk, after, ascending) if after else 0
+        out: list[Entry] = []
+        chunk = max(count, 64)
+        while len(out) < count:
+            [got] = pipe(
+                lambda p, r=start, n=chunk: p.zrange(walk, r, r + n - 1, desc=not ascending, withscores=True)
+            )
+            if not got:
+                break
+            [found] = pipe(lambda p, g=got: p.zmscore(other, [job_id for job_id, _ in g]))
+            out.extend(
+                _entry(job_id, score)
+                for (job_id, score), hit in zip(got, found, strict=True)
+                if hit is not None
+            )
+            if len(got) < chunk:
+                break
+            start, chunk = start + chunk, min(chunk * 2, CHUNK_MOST)
+        return out[:count]
 
     def _leased(
         self, queue: str | None, name: str | None, after: Entry | None, ascending: bool
@@ -163,7 +174,7 @@ class ListingMixin(RedisPlumbing):
         after ``after``, in the page order: the leases zset's members, each
         one's queue, name and last_updated_at read (two round trips; jobs
         that left InProgress between the reads are dropped). ``at`` is
-        rounded to the microsecond, as the lex indexes hold it."""
+        rounded to the microsecond, as the listing scores hold it."""
         [ids] = self._pipe(lambda p: p.zrange(self.keys.leases, 0, -1))
         fields = ("status", "queue", "name", "last_updated_at")
         rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), fields) for job_id in ids])
@@ -180,22 +191,29 @@ class ListingMixin(RedisPlumbing):
 
     def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
         """See OperatingContract.count_jobs: one index read, not counts() of
-        every queue and status: ZCARD of ``updated:<status>`` (the leases
-        zset for InProgress) without a filter, else ``_count_named``."""
+        every queue and status: ZCARD of the listing zset of ``status`` (of
+        ``queue``; the leases zset for InProgress), ``_count_named`` with a name."""
         status = JobStatus(status)
-        if queue or name:
-            return self._count_named(status, queue or None, name or None)
-        index = self.keys.leases if status is JobStatus.InProgress else self.keys.updated(status)
-        [n] = self._pipe(lambda p: p.zcard(index))
+        if name:
+            return self._count_named(status, queue or None, name)
+        if status is JobStatus.InProgress:
+            if queue:
+                return len(self._leased(queue, None, None, True))
+            [n] = self._pipe(lambda p: p.zcard(self.keys.leases))
+        else:
+            [n] = self._pipe(lambda p: p.zcard(self._index(status, queue or None, None)))
         return int(n)
 
-    def _count_named(self, status: JobStatus, queue: str | None, name: str | None) -> int:
-        """ZLEXCOUNT of the queue's, name's (or queue and name's) members in
-        the listing zset of ``status``; for InProgress, the count of ``_leased``."""
+    def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
+        """ZCARD of the name's listing zset of ``status``, ZINTERCARD of it and
+        the queue's with a queue; for InProgress, the count of ``_leased``."""
         if status is JobStatus.InProgress:
             return len(self._leased(queue, name, None, True))
-        index, prefix = lex_source(self.keys, status, queue, name)
-        [n] = self._pipe(lambda p: p.zlexcount(index, f"[{prefix}", f"({prefix}:"))
+        if queue is None:
+            [n] = self._pipe(lambda p: p.zcard(self.keys.by_name(status, name)))
+        else:
+            pair = [self.keys.by_queue(status, queue), self.keys.by_name(status, name)]
+            [n] = self._pipe(lambda p: p.zintercard(2, pair))
         return int(n)
 
     def _list(

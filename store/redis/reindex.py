@@ -1,48 +1,58 @@
-"""One-off rebuild of the listing zsets (``{P}:updated:<status>:queue|name|
-queue_name``) for jobs written by a version that did not keep them.
+"""One-off rebuild of the listing zsets (``{P}:updated:<status>``, its
+``:queue:<queue>`` and ``:name:<name>`` zsets, ``{P}:queue_names``) for jobs
+written by a layout that indexed them otherwise: layout 1 kept no listing
+zsets, layouts 1 to 3 scored ``updated:<status>`` in float seconds.
 
 ``leasehold db upgrade`` runs it (store/redis/upgrade.py), once every
 process runs this version.
 
-It walks each status's ``{P}:updated:<status>`` zset (but InProgress's, whose
-jobs have no listing zsets) in keyset order (no SCAN: each round starts after
-the last ``(score, id)`` seen, so jobs purged meanwhile shift nothing past
-it), BATCH ids at a time, and
-indexes each job in lua/reindex.lua, which reads the job's current status,
-queue, name and last_updated_at in the same atomic step. It is idempotent and
-safe while workers run. Jobs created or changed by this version are indexed
-already; a job that changes status after the upgrade re-indexes itself.
+Every job of a status but InProgress is in ``{P}:updated:<status>``; a job
+not indexed by this layout yet has a score in seconds, below MICROS_FROM.
+Each round reads BATCH such members (``ZRANGEBYSCORE``, no SCAN) and
+indexes them in lua/reindex.lua, which reads each job's current status,
+queue, name and last_updated_at in the same atomic step and writes its
+entries in microseconds, or drops a member whose job is gone or has another
+status. Either way the member leaves the range read, so the walk ends. It is
+idempotent and safe while workers run: a job changed by this version is
+indexed already.
 """
 
 from __future__ import annotations
 
 from store.lifecycle import JobStatus
-from store.redis.listing import start_rank
 from store.redis.plumbing import SCRIPT_BATCH
 from store.redis.store import RedisStore
 
 #: Job ids read from an ``updated:<status>`` zset per round (one function call each).
 BATCH = SCRIPT_BATCH
+#: Lowest listing score read as microseconds (1e12 µs is 1970-01-12; 1e12 s is far beyond any job).
+MICROS_FROM = 1e12
+
+
+def unindexed(store: RedisStore) -> int:
+    """How many members of the ``updated:<status>`` zsets are scored in seconds."""
+    statuses = [s for s in JobStatus if s is not JobStatus.InProgress]
+    found = store._pipe(
+        lambda p: [p.zcount(store.keys.updated(s), "-inf", f"({MICROS_FROM!r}") for s in statuses]
+    )
+    return sum(int(n) for n in found)
 
 
 def reindex(store: RedisStore) -> int:
-    """Index every job of ``store`` in the listing zsets. Returns how many
-    jobs were indexed. Raises StoreUnavailable when Redis is unreachable."""
+    """Index every job of ``store`` not indexed by this layout. Returns how
+    many jobs were indexed. Raises StoreUnavailable when Redis is unreachable."""
     indexed = 0
     for status in JobStatus:
         if status is not JobStatus.InProgress:  # indexed by the leases zset alone
-            indexed += _reindex(store, store.keys.updated(status))
+            indexed += _reindex(store, status)
     return indexed
 
 
-def _reindex(store: RedisStore, index: str) -> int:
-    """Index the jobs of one ``updated:<status>`` zset, BATCH a call."""
-    indexed, after = 0, None
+def _reindex(store: RedisStore, status: JobStatus) -> int:
+    """Index the jobs of ``updated:<status>`` scored in seconds, BATCH a call."""
+    index, indexed = store.keys.updated(status), 0
     while True:
-        start = start_rank(store._pipe, index, after, True) if after else 0
-        [got] = store._pipe(lambda p, r=start: p.zrange(index, r, r + BATCH - 1, withscores=True))
-        if not got:
+        [ids] = store._pipe(lambda p: p.zrangebyscore(index, "-inf", f"({MICROS_FROM!r}", 0, BATCH))
+        if not ids:
             return indexed
-        ids = [job_id for job_id, _ in got]
-        indexed += int(store._eval(store._lua.reindex, store._route, store._args(*ids)))
-        after = (got[-1][1], got[-1][0])
+        indexed += int(store._eval(store._lua.reindex, store._route, store._args(str(int(status)), *ids)))

@@ -7,13 +7,14 @@ what it did (``{name: count}``, summed over the steps); each is idempotent
 (a second run finds nothing left to do), independent of the others' order,
 works in bounded batches or one bounded call, and is safe while workers run:
 
-``listing_indexes`` (from layout 1, told by its all-jobs ``updated`` zset)
-    ``reindex`` (store/redis/reindex.py): the listing zsets for jobs written
-    before they existed, BATCH jobs a call; then what layout 1 kept and later
-    ones do not go: the InProgress indexes ``{P}:updated:300`` and its three
-    listing zsets (InProgress jobs are indexed by the leases zset alone) and
-    the all-jobs ``{P}:updated`` zset. ``UNLINK``: the server frees them in
-    the background, whatever their size.
+``listing_indexes`` (from layouts 1 to 3)
+    ``reindex`` (store/redis/reindex.py): this layout's listing zsets, scored
+    in microseconds, for every job indexed otherwise (layout 1 kept none;
+    layouts 1 to 3 scored ``updated:<status>`` in seconds and kept lex zsets
+    by queue, name and both), BATCH jobs a call; then what earlier layouts
+    kept and this one does not go: the lex zsets, layout 1's InProgress index
+    ``{P}:updated:300`` and its all-jobs ``{P}:updated`` zset. ``UNLINK``: the
+    server frees them in the background, whatever their size.
 ``counts`` (from layouts 1 and 2)
     lua/upgrade_counts.lua, one call: the status counters go (counts are read
     from the indexes), a history kind's ``e:`` total becomes ``b:``, what it
@@ -45,8 +46,8 @@ from collections.abc import Callable
 
 from store.counters import BEFORE_PREFIX, HISTORY_KINDS, HISTORY_WIDTHS, QUEUE_EVENT_PREFIX, STATUS_PREFIX
 from store.lifecycle import JobStatus
-from store.redis.keys import LISTING_BY
-from store.redis.reindex import reindex
+from store.redis.keys import LEX_LISTING_BY
+from store.redis.reindex import reindex, unindexed
 from store.redis.store import RedisStore
 from store.redis.upgrade_records import move_records
 
@@ -59,20 +60,22 @@ MICROS_FROM = 1e12
 
 
 def stale_keys(store: RedisStore) -> list[str]:
-    """Layout 1's keys later layouts do not keep."""
-    k, running = store.keys, JobStatus.InProgress
-    return [k.updated(), k.updated(running), *(k.listed(running, by) for by in LISTING_BY)]
+    """Earlier layouts' listing keys this one does not keep."""
+    k = store.keys
+    lex = [k.lex_listed(s, by) for s in JobStatus for by in LEX_LISTING_BY]
+    return [k.updated(), k.updated(JobStatus.InProgress), *lex]
 
 
 def listing_indexes(store: RedisStore) -> dict[str, int]:
-    """Layout 1's jobs into the listing zsets, then its stale indexes removed;
-    nothing when the all-jobs ``updated`` zset, layout 1's mark, is gone
-    (removed last: an interrupted run reindexes again)."""
-    [layout_1] = store._pipe(lambda p: p.exists(store.keys.updated()))
-    if not layout_1:
+    """Jobs indexed otherwise into this layout's listing zsets, then the
+    stale keys removed; nothing when none is scored in seconds and no stale
+    key is left (they go last: an interrupted run reindexes again)."""
+    stale = stale_keys(store)
+    [left] = store._pipe(lambda p: p.exists(*stale))
+    if not left and not unindexed(store):
         return {"indexed": 0, "removed": 0}
     indexed = reindex(store)
-    [removed] = store._pipe(lambda p: p.unlink(*stale_keys(store)))
+    [removed] = store._pipe(lambda p: p.unlink(*stale))
     return {"indexed": indexed, "removed": int(removed)}
 
 

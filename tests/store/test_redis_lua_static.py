@@ -153,7 +153,7 @@ def test_header_names_keys_argv_and_returns(path: Path) -> None:
 
 #: A key built from the prefix: ``P .. '<literal>'`` (then more ``..`` data).
 FROM_PREFIX = re.compile(r"""P\s*\.\.\s*'[a-z_:]+'(\s*\.\..*)?""", re.DOTALL)
-ASSIGNMENT = re.compile(r"^\s*(?:local\s+)?([\w\s,]+?)\s*=\s*(.+)$", re.MULTILINE)
+ASSIGNMENT = re.compile(r"^[ \t]*(?:local[ \t]+)?([\w \t,]+?)[ \t]*=(?!=)[ \t]*(.+)$", re.MULTILINE)
 
 
 def top_level_split(expr: str, sep: str) -> list[str]:
@@ -224,9 +224,13 @@ def test_every_key_is_built_from_the_prefix(path: Path) -> None:
 
 
 def test_the_prefix_rule_catches_what_it_should() -> None:
-    assigned = assignments("local job = P .. 'job:' .. id\nlocal a, b = P .. 'x', other\nb = 'y'")
+    assigned = assignments(
+        "local job = P .. 'job:' .. id\nlocal a, b = P .. 'x', other\nb = 'y'\n"
+        "  return\nend\nlocal c = P .. 'c'\nif d == 1 then"
+    )
     assert built_from_prefix("P .. 'leases'", assigned)
     assert built_from_prefix("job", assigned) and built_from_prefix("a .. ':queue'", assigned)
+    assert built_from_prefix("c", assigned) and "d" not in assigned  # one line a statement; == compares
     for bad in ("'leases'", "KEYS[1]", "other .. 'x'", "b", "ARGV[1]", "P", "P .. ARGV[1]", "x .. P .. 'a'"):
         assert not built_from_prefix(bad, assigned), bad
 
@@ -236,7 +240,8 @@ def test_the_python_keys_match_the_prefix() -> None:
     assert k.route == "{dep}:"
     assert (
         k.job("1") == k.route + "job:1"
-        and k.listed(JobStatus.Queued, "queue") == k.route + "updated:100:queue"
+        and k.by_queue(JobStatus.Queued, "q") == k.route + "updated:100:queue:q"
+        and k.by_name(JobStatus.Queued, "n") == k.route + "updated:100:name:n"
     )
     assert k.history(60) == (k.route + "history:60", k.route + "history_index:60")
     assert (

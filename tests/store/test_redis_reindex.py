@@ -1,5 +1,5 @@
 """The Redis listing zsets: what one status change writes, and the one-off
-rebuild for jobs written before the zsets existed (store/redis/reindex.py)."""
+rebuild for jobs indexed by an earlier layout (store/redis/reindex.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 
 from store import open_store
 from store.lifecycle import JobStatus
-from store.redis.keys import LISTING_BY
-from store.redis.reindex import reindex
+from store.redis.reindex import reindex, unindexed
 from store.redis.store import RedisStore
 from tests.backends import BACKENDS, delete_redis_prefix, redis_url_with_prefix
 
@@ -28,36 +27,62 @@ def redis_store() -> Iterator[RedisStore]:
     delete_redis_prefix(url, prefix)
 
 
-def _forget_listing(store: RedisStore) -> None:
-    """What a deployment upgraded from an older version looks like."""
-    store._client.delete(*store.keys.listing())
+def _as_seconds(store: RedisStore) -> None:
+    """What an earlier layout left: ``updated:<status>`` scored in seconds,
+    no zsets by queue or name."""
+    c, k = store._client, store.keys
+    for status in S:
+        for job_id, score in c.zrange(k.updated(status), 0, -1, withscores=True):
+            c.zadd(k.updated(status), {job_id: score / 1_000_000})
+            h = c.hmget(k.job(job_id), "queue", "name")
+            c.delete(k.by_queue(status, h[0]), k.by_name(status, h[1]))
+    c.delete(k.queue_names)
 
 
-def test_reindex_indexes_jobs_written_without_the_listing_zsets(redis_store: RedisStore) -> None:
+def test_reindex_indexes_jobs_of_an_earlier_layout(redis_store: RedisStore) -> None:
     jobs = [redis_store.enqueue("target", queue="rare") for _ in range(3)]
     redis_store.cancel(jobs[0].id)
     redis_store.enqueue_many([("other", None)] * 250)
-    _forget_listing(redis_store)
+    gone = redis_store.enqueue("gone")
+    _as_seconds(redis_store)
+    redis_store._client.delete(redis_store.keys.job(gone.id))  # a stale member: skipped and dropped
     assert redis_store.list_jobs(name="target").items == []
+    assert unindexed(redis_store) == 254
     assert reindex(redis_store) == 253
+    assert unindexed(redis_store) == 0
     assert [j.id for j in redis_store.list_jobs(name="target", queue="rare").items] == [
         jobs[0].id,
         jobs[2].id,
         jobs[1].id,
     ]
     assert [j.id for j in redis_store.list_jobs(status=S.Canceled, name="target").items] == [jobs[0].id]
-    redis_store.cancel(jobs[1].id)  # moves out of the rebuilt Queued entry exactly
+    redis_store.cancel(jobs[1].id)  # moves out of the rebuilt Queued entries exactly
     assert [j.id for j in redis_store.list_jobs(status=S.Queued, queue="rare").items] == [jobs[2].id]
-    assert reindex(redis_store) == 253  # idempotent
+    assert redis_store.count_jobs(S.Queued) == 251
+    assert reindex(redis_store) == 0  # idempotent
 
 
-def test_a_status_change_writes_three_zrem_and_three_zadd_more(redis_store: RedisStore) -> None:
+def test_a_status_change_moves_three_listing_entries(redis_store: RedisStore) -> None:
     job = redis_store.enqueue("target", queue="rare")
-    k = redis_store.keys
-    sizes = {(s, by): redis_store._client.zcard(k.listed(s, by)) for s in S for by in LISTING_BY}
-    assert {key for key, n in sizes.items() if n} == {(S.Queued, by) for by in LISTING_BY}
+    c, k = redis_store._client, redis_store.keys
+
+    def listed() -> set[str]:
+        keys = {
+            key: c.zscore(key, job.id)
+            for s in S
+            for key in (k.updated(s), k.by_queue(s, "rare"), k.by_name(s, "target"))
+        }
+        return {key for key, score in keys.items() if score is not None}
+
+    queued = {k.updated(S.Queued), k.by_queue(S.Queued, "rare"), k.by_name(S.Queued, "target")}
+    assert listed() == queued
+    assert c.zscore(k.updated(S.Queued), job.id) == round(job.last_updated_at.timestamp() * 1_000_000)
+    assert c.smembers(k.queue_names) == {"rare"}
     redis_store.cancel(job.id)
-    sizes = {(s, by): redis_store._client.zcard(k.listed(s, by)) for s in S for by in LISTING_BY}
-    assert {key for key, n in sizes.items() if n} == {(S.Canceled, by) for by in LISTING_BY}
+    assert listed() == {
+        k.updated(S.Canceled),
+        k.by_queue(S.Canceled, "rare"),
+        k.by_name(S.Canceled, "target"),
+    }
     redis_store.delete(job.id)
-    assert not any(redis_store._client.zcard(key) for key in k.listing())
+    assert listed() == set()

@@ -20,7 +20,7 @@ from store.bookings import failure_digest
 from store.counters import HISTORY_WIDTHS
 from store.lifecycle import EventKind, JobStatus
 from store.models import Job
-from store.redis.keys import LISTING_BY, parse_history_field
+from store.redis.keys import LEX_LISTING_BY, parse_history_field
 from store.redis.layout import layout_key
 from store.redis.listing import stamp
 from store.redis.store import RedisStore
@@ -71,8 +71,30 @@ def _as_previous_layout(store: RedisStore, job: Job) -> None:
         tail = f"{stamp(float(h['last_updated_at']))}:{job.id}"
         members = {"queue": f"{h['queue']}\0{tail}", "name": f"{h['name']}\0{tail}"}
         members["queue_name"] = f"{h['queue']}\0{h['name']}\0{tail}"
-        for by in LISTING_BY:
-            c.zadd(k.listed(S.InProgress, by), {members[by]: 0})
+        for by in LEX_LISTING_BY:
+            c.zadd(k.lex_listed(S.InProgress, by), {members[by]: 0})
+
+
+def _as_layout_3(store: RedisStore) -> None:
+    """Rewrite the listing indexes as layouts 1 to 3 kept them: each
+    ``updated:<status>`` scored in float seconds, lex zsets by queue, name
+    and both (member ``<queue>\0<µs>:<id>`` ...), no zsets by queue or name
+    and no ``queue_names``."""
+    c, k = store._client, store.keys
+    for status in S:
+        if status is S.InProgress:
+            continue
+        for job_id in c.zrange(k.updated(status), 0, -1):
+            h = c.hgetall(k.job(job_id))
+            at = h["last_updated_at"]
+            c.zadd(k.updated(status), {job_id: float(at)})
+            tail = f"{stamp(float(at))}:{job_id}"
+            members = {"queue": f"{h['queue']}\0{tail}", "name": f"{h['name']}\0{tail}"}
+            members["queue_name"] = f"{h['queue']}\0{h['name']}\0{tail}"
+            for by in LEX_LISTING_BY:
+                c.zadd(k.lex_listed(status, by), {members[by]: 0})
+            c.delete(k.by_queue(status, h["queue"]), k.by_name(status, h["name"]))
+    c.delete(k.queue_names)
 
 
 def _kinds(store: RedisStore, job_id: str) -> list[str]:
@@ -88,15 +110,17 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
     running, waiting = claimed, store.get(running.id)
     for job in (waiting, running):
         _as_previous_layout(store, job)
-    assert all(store._client.exists(key) for key in stale_keys(store))
+    _as_layout_3(store)
+    left = [key for key in stale_keys(store) if store._client.exists(key)]
+    assert len(left) == 8  # updated, updated:300 and three lex zsets each of InProgress and Queued
 
     invoke, close = make_cli(url)
     try:
         result = invoke("db", "upgrade")
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == (
-            "upgraded the key layout from version 1 to 3 "
-            "(1 jobs indexed, 5 old indexes removed, 0 records moved)"
+            "upgraded the key layout from version 1 to 4 "
+            "(1 jobs indexed, 8 old indexes removed, 0 records moved)"
         )
     finally:
         close()
@@ -136,6 +160,7 @@ def _as_layout_2(store: RedisStore) -> None:
     ``extra`` events counted before the per-queue totals existed), hour
     buckets written with the minutes (the current hour's too), lease scores
     in float seconds, no roll-up mark, version "2"."""
+    _as_layout_3(store)
     c, k = store._client, store.keys
     rows = dict(store._counter_rows())
     for key in [key for key in rows if key.startswith("e:")]:
@@ -181,7 +206,7 @@ def test_upgrade_from_layout_2_keeps_counts_history_and_leases(url_and_store: tu
     try:
         result = invoke("db", "upgrade")
         assert result.exit_code == 0, result.output
-        assert result.stdout.startswith("upgraded the key layout from version 2 to 3")
+        assert result.stdout.startswith("upgraded the key layout from version 2 to 4")
     finally:
         close()
     fields = store._client.hkeys(store.keys.counters)
@@ -283,7 +308,7 @@ def test_layout_2_records_upgrade_with_everything_kept(url_and_store: tuple[str,
         result = invoke("db", "upgrade")
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == (
-            "upgraded the key layout from version 2 to 3 "
+            "upgraded the key layout from version 2 to 4 "
             "(0 jobs indexed, 0 old indexes removed, 9 records moved)"
         )
     finally:
@@ -334,3 +359,47 @@ def test_layout_2_records_upgrade_with_everything_kept(url_and_store: tuple[str,
 
     assert upgrade(store)["records_moved"] == 0  # idempotent: nothing is left to move
     assert [w.id for w in store.workers()] == ["w-2"]
+
+
+def test_upgrade_from_layout_3_keeps_every_listing_and_count(url_and_store: tuple[str, RedisStore]) -> None:
+    url, store = url_and_store
+    for i in range(30):
+        store.enqueue(f"n{i % 3}", queue=f"q{i % 4}", max_retries=0)
+    for job in store.claim("w-old", ["q0", "q1"], 8)[:6]:
+        store.complete(job.id, job.lease_token, None, worker_id="w-old")
+    store.cancel(store.list_jobs(status=S.Queued, queue="q2").items[0].id)
+    filters = [
+        {"status": status, "queue": queue, "name": name}
+        for status in (None, *S)
+        for queue in (None, "q0", "q2")
+        for name in (None, "n1")
+    ]
+    listings = lambda: [[j.id for j in store.list_jobs(limit=100, **f).items] for f in filters]  # noqa: E731
+
+    def counted() -> list[int]:
+        return [
+            store.count_jobs(f["status"], queue=f["queue"], name=f["name"]) for f in filters if f["status"]
+        ]
+
+    before, counts_before, numbers = listings(), counted(), store.counts()
+    _as_layout_3(store)
+    store._client.set(layout_key(store), "3")
+    assert store.list_jobs(status=S.Queued, queue="q2").items == []  # not readable before the upgrade
+
+    invoke, close = make_cli(url)
+    try:
+        result = invoke("db", "upgrade")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == (
+            "upgraded the key layout from version 3 to 4 "
+            "(28 jobs indexed, 9 old indexes removed, 0 records moved)"
+        )
+    finally:
+        close()
+    assert (listings(), counted(), store.counts()) == (before, counts_before, numbers)
+    assert upgrade(store)["indexed"] == 0
+    [job] = store.claim("w-new", ["q2"], 1)  # the oldest Queued job of q2 first, as before
+    assert job.id == before[filters.index({"status": S.Queued, "queue": "q2", "name": None})][-1]
+    store.complete(job.id, job.lease_token, None, worker_id="w-new")
+    assert store.count_jobs(S.Completed, queue="q2") == 1
+    assert job.id not in [j.id for j in store.list_jobs(status=S.Queued, queue="q2").items]

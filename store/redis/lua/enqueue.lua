@@ -3,7 +3,8 @@
 -- KEYS[1]      the prefix (lib/keys.lua); every key is built from it: per job
 --              job:<id>, events:<id>, ready:<queue> (no delay) or
 --              scheduled:<queue>, wakeup:<queue> (store/redis/wakeups.py); and
---              idempotency, unique, unique_until, counters, history, listing zsets
+--              idempotency, unique, unique_until, counters, history, listing zsets,
+--              queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
 -- ARGV[4]      most wake-up entries kept per queue: each queue that got a ready
 --              (undelayed) job gets one entry on its wake-up list, the job's
@@ -23,8 +24,7 @@
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of ARGV[6] (read
--- from the updated:<status> zsets, the leases zset for InProgress) or now <
--- its unique-until time.
+-- from its hash) or now < its unique-until time.
 -- Returns:     {'ok', now}              written; now is created_at of every job
 --              {'replay', created_at}   the first job already exists: a retried call
 --                                       whose reply was lost; nothing written again
@@ -57,17 +57,15 @@ end
 -- The id of the job still holding unique key `key`, or nil when it is free.
 local function holder(key)
   local id = redis.call('HGET', P .. 'unique', key)
-  if not id or redis.call('EXISTS', P .. 'job:' .. id) == 0 then
-    return nil  -- never taken, or its job was removed
+  if not id then
+    return nil  -- never taken
   end
-  for code in pairs(holding) do
-    local index = P .. 'updated:' .. code
-    if code == LEASED then
-      index = P .. 'leases'
-    end
-    if redis.call('ZSCORE', index, id) then
-      return id
-    end
+  local status = redis.call('HGET', P .. 'job:' .. id, 'status')
+  if not status then
+    return nil  -- its job was removed
+  end
+  if holding[tonumber(status)] then
+    return id
   end
   if now < tonumber(redis.call('HGET', P .. 'unique_until', key) or '0') then
     return id

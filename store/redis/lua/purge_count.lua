@@ -2,7 +2,7 @@
 -- only): those of the given statuses last updated before now - age.
 --
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: updated:<status>
---              (score last_updated_at) of each status of ARGV[3]
+--              (score last_updated_at, µs) of each status of ARGV[3]
 -- ARGV[1]      clock offset, seconds
 -- ARGV[2]      age, seconds
 -- ARGV[3]      statuses (e.g. "400 500 600")
@@ -10,7 +10,7 @@
 --
 -- @include lib/clock.lua
 
-local before, total = '(' .. fmt(now - tonumber(ARGV[2])), 0
+local before, total = '(' .. micros(now - tonumber(ARGV[2])), 0
 for status in string.gmatch(ARGV[3], '%d+') do
   total = total + redis.call('ZCOUNT', P .. 'updated:' .. status, '-inf', before)
 end

@@ -1,23 +1,30 @@
--- reindex: put existing jobs into the listing zsets (a one-off after upgrading
--- from a version without them; store/redis/reindex.py). Each job is read and
--- indexed in this script, so it is safe beside running workers: a later
--- status change removes exactly the member written here.
+-- reindex: put existing jobs into this layout's listing zsets (a one-off after
+-- upgrading from a layout that indexed them otherwise; store/redis/reindex.py).
+-- Each job is read and indexed in this function, so it is safe beside running
+-- workers: a later status change removes exactly the entries written here.
 --
--- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, listing zsets
+-- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, the
+--              listing zsets, queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[3 + i]  job i's id
--- Jobs deleted meanwhile are skipped; ZADD of a member already there is a no-op.
+-- ARGV[4]      the status whose updated:<status> zset the ids were read from
+-- ARGV[4 + i]  job i's id
+-- A job deleted meanwhile, or now of another status, leaves that zset (its
+-- member there is stale); any other is indexed under its current status
+-- (ZADD of a member already there rescores it).
 -- Returns:     number of jobs indexed
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
-local indexed = 0
-for i = 1, #ARGV - 3 do
-  local f = redis.call('HMGET', P .. 'job:' .. ARGV[3 + i], 'status', 'queue', 'name', 'last_updated_at')
-  if f[1] and f[2] and f[3] and f[4] then
-    list_job('ZADD', tonumber(f[1]), f[2], f[3], f[4], ARGV[3 + i])
+local walked, indexed = tonumber(ARGV[4]), 0
+for i = 1, #ARGV - 4 do
+  local id = ARGV[4 + i]
+  local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'queue', 'name', 'last_updated_at')
+  if f[1] and f[2] and f[3] and f[4] and tonumber(f[1]) == walked then
+    list_job('ZADD', walked, f[2], f[3], f[4], id)
     indexed = indexed + 1
+  else
+    redis.call('ZREM', P .. 'updated:' .. walked, id)
   end
 end
 return indexed

@@ -68,12 +68,12 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
       local id = string.sub(member, 26)
       local job = P .. 'job:' .. id
-      local f = redis.call('HMGET', job, 'status', 'lease_ttl_seconds', 'lease_token', 'name', 'last_updated_at')
+      local f = redis.call('HMGET', job, 'status', 'lease_ttl_seconds', 'lease_token', 'name')
       local old = tonumber(f[1])
       if old and op.sources[old] then
         local token = tonumber(f[3]) + 1
         local expires = now + (tonumber(f[2]) or ttl)
-        move(id, queue, old, op.target, f[4], f[5])
+        move(id, queue, old, op.target, f[4])
         change(id, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', fmt(expires),
           'run', RUN_CLAIMED, 'claimed_from', old}, {'rank'})
         redis.call('ZADD', P .. 'leases', micros(expires), id)

@@ -14,15 +14,14 @@
 -- lifecycle table compiled into the library (OPERATIONS: sources, target,
 -- event, stamps, clears). HISTORY_WIDTHS and HISTORY_KINDS (store/counters.py)
 -- are compiled in too.
--- Keys written (keys.py): counters, updated:<status>, the listing
--- zsets updated:<status>:queue|name|queue_name, leases, audit_log, history:60,
--- history_index:60, and per job job:<id>, events:<id>, attempts:<id>,
--- ready:<queue>, scheduled:<queue>; idempotency, unique, unique_until when a
--- job is removed.
--- Listing zsets: every score 0, members "<queue>\0<at>:<id>", "<name>\0<at>:<id>",
--- "<queue>\0<name>\0<at>:<id>" with <at> = %017d of last_updated_at in
--- microseconds, so byte order within one queue/name is (last_updated_at, id),
--- the order of listings (store/redis/listing.py reads them BYLEX).
+-- Keys written (keys.py): counters, the listing zsets updated:<status>,
+-- updated:<status>:queue:<queue> and updated:<status>:name:<name>,
+-- queue_names, leases, audit_log, history:60, history_index:60, and per job
+-- job:<id>, events:<id>, attempts:<id>, ready:<queue>, scheduled:<queue>;
+-- idempotency, unique, unique_until when a job is removed.
+-- Listing zsets: score last_updated_at in whole microseconds, member the job
+-- id, so ZRANGE ... REV is (last_updated_at, id) descending, the order of
+-- listings (store/redis/listing.py).
 -- Counts written (docs/architecture.md, Redis key schema): no status
 -- counts (a status's listing zsets and the leases zset are counted:
 -- lua/counts.lua), no event total of a HISTORY_KINDS kind (the sum of its
@@ -136,51 +135,54 @@ end
 local LEASED = OPERATIONS['claim'].target
 
 -- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
--- `at`, in the listing zsets of that status (none for LEASED).
-local now_us  -- %017d of now in microseconds, made by the first list_job at now
+-- `at` (seconds, as text), in the listing zsets of that status (none for
+-- LEASED): updated:<status>, updated:<status>:queue:<queue> and
+-- updated:<status>:name:<name>, every one scored by `at` in whole
+-- microseconds (lib/clock.lua `micros`: an integer score spares a listpack's
+-- ZADD and ZREM the parsing of every float score), member the id, so a ZREM
+-- needs neither `at` nor anything but the id. The first ZADD of a queue in a
+-- call also adds it to the queue_names set (counts and listings by status
+-- walk it: lua/counts.lua, store/redis/listing.py).
+local now_us  -- micros(now), made by the first list_job at now
+local named_queues = {}  -- queues this call has added to queue_names
 local function list_job(command, status, queue, name, at, id)
   if status == LEASED then
     return
   end
-  local us
-  if at == now_text then
-    now_us = now_us or string.format('%017d', math.floor(now * 1000000 + 0.5))
-    us = now_us
-  else
-    us = string.format('%017d', math.floor(tonumber(at) * 1000000 + 0.5))
-  end
-  local tail = us .. ':' .. id
   local by = P .. 'updated:' .. status
   if command == 'ZADD' then
-    redis.call('ZADD', by .. ':queue', 0, queue .. '\0' .. tail)
-    redis.call('ZADD', by .. ':name', 0, name .. '\0' .. tail)
-    redis.call('ZADD', by .. ':queue_name', 0, queue .. '\0' .. name .. '\0' .. tail)
+    local us
+    if at == now_text then
+      now_us = now_us or micros(now)
+      us = now_us
+    else
+      us = micros(tonumber(at))
+    end
+    redis.call('ZADD', by, us, id)
+    redis.call('ZADD', by .. ':queue:' .. queue, us, id)
+    redis.call('ZADD', by .. ':name:' .. name, us, id)
+    if not named_queues[queue] then
+      named_queues[queue] = true
+      redis.call('SADD', P .. 'queue_names', queue)
+    end
   else
-    redis.call('ZREM', by .. ':queue', queue .. '\0' .. tail)
-    redis.call('ZREM', by .. ':name', name .. '\0' .. tail)
-    redis.call('ZREM', by .. ':queue_name', queue .. '\0' .. name .. '\0' .. tail)
+    redis.call('ZREM', by, id)
+    redis.call('ZREM', by .. ':queue:' .. queue, id)
+    redis.call('ZREM', by .. ':name:' .. name, id)
   end
 end
 
 -- Index job `id` of `queue` under status `new`, last updated now:
--- out of the `old` status's zsets (`old` nil for a new job). `name` and `at`
--- are the job's name and previous last_updated_at when the caller read them
--- (a new job's name is given); else they are read here. Call it before
--- `change`. A job leaving LEASED has no listing entries to remove. The
--- caller writes the leases zset.
-local function move(id, queue, old, new, name, at)
-  if old and old ~= LEASED then
-    if not at then
-      local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
-      name, at = f[1], f[2]
-    end
-    redis.call('ZREM', P .. 'updated:' .. old, id)
-    list_job('ZREM', old, queue, name, at, id)
-  elseif old and not name then
+-- out of the `old` status's zsets (`old` nil for a new job). `name` is the
+-- job's name when the caller read it (a new job's name is given); else it is
+-- read here. Call it before `change`. A job leaving LEASED has no listing
+-- entries to remove. The caller writes the leases zset.
+local function move(id, queue, old, new, name)
+  if not name and ((old and old ~= LEASED) or new ~= LEASED) then
     name = redis.call('HGET', P .. 'job:' .. id, 'name')
   end
-  if new ~= LEASED then
-    redis.call('ZADD', P .. 'updated:' .. new, now_text, id)
+  if old then
+    list_job('ZREM', old, queue, name, nil, id)
   end
   list_job('ZADD', new, queue, name, now_text, id)
 end
@@ -342,10 +344,8 @@ end
 -- The caller takes its rank out of the
 -- ready/scheduled zsets (`unqueue`); audit entries stay.
 local function remove_job(id, status, queue, idem, unique)
-  local f = redis.call('HMGET', P .. 'job:' .. id, 'name', 'last_updated_at')
-  list_job('ZREM', status, queue, f[1], f[2], id)
+  list_job('ZREM', status, queue, redis.call('HGET', P .. 'job:' .. id, 'name'), nil, id)
   redis.call('DEL', P .. 'job:' .. id, P .. 'events:' .. id, P .. 'attempts:' .. id)
-  redis.call('ZREM', P .. 'updated:' .. status, id)
   redis.call('ZREM', P .. 'leases', id)
   if idem and redis.call('HGET', P .. 'idempotency', idem) == id then
     redis.call('HDEL', P .. 'idempotency', idem)
@@ -359,5 +359,5 @@ end
 -- The per-call state of this section: ARGV[2..3], no counts yet.
 local function start_job()
   EVENTS_KEPT = tonumber(ARGV[2])
-  deltas, history_deltas, now_us = {}, {}, nil
+  deltas, history_deltas, now_us, named_queues = {}, {}, nil, {}
 end
