@@ -21,6 +21,7 @@ import orjson
 from bench.redis_store import PAYLOAD, slowlog_of, timed_script
 from store import JobStore
 from store.base import MAX_BATCH
+from store.lifecycle import JobStatus
 from store.models import JobSpec
 
 #: Queue of the enqueue measurements: no bench worker claims from it, so in a
@@ -159,7 +160,7 @@ def recovery(store: JobStore, jobs: int, cap_s: float) -> RecoveryResult:
 def store_size(store: JobStore, ids: Iterable[str] = ()) -> int:
     """Bytes the store's data takes. Redis: MEMORY USAGE summed over the
     hash and event list of each job of ``ids`` and every shared key of the
-    deployment (indexes, counters; queue ``default``); PostgreSQL:
+    deployment (indexes, counters; queue ``default`` and the first job's name); PostgreSQL:
     pg_total_relation_size of the job, event and counter tables (indexes and
     TOAST included); SQLite: the pages in use (page_count - freelist_count,
     WAL included)."""
@@ -189,8 +190,12 @@ def store_size(store: JobStore, ids: Iterable[str] = ()) -> int:
             engine.dispose()
     import redis
 
-    k = store.keys  # type: ignore[attr-defined]
-    keys = [*k.common(), k.idempotency, k.ready("default"), k.scheduled("default")]
+    k, ids = store.keys, list(ids)  # type: ignore[attr-defined]
+    keys = [*k.common(), k.idempotency, k.ready("default"), k.scheduled("default"), k.queue_names]
+    names = {store.get(job_id).name for job_id in ids[:1]}  # the bench's jobs share one name
+    keys += [k.by_queue(s, "default") for s in JobStatus] + [
+        k.by_name(s, n) for s in JobStatus for n in names
+    ]
     keys += [key for job_id in ids for key in (k.job(job_id), k.events(job_id))]
     client = redis.Redis.from_url(url.split("?", 1)[0])
     try:

@@ -249,7 +249,7 @@ class OperatingContract(abc.ABC):
     def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
         """How many jobs of ``status`` are in ``queue`` and/or named ``name``:
         exact, from the counters without a name, else from an index (SQL
-        ``count(*)`` on the listing's indexes, Redis ``ZLEXCOUNT`` on its
+        ``count(*)`` on the listing's indexes, Redis ``ZCARD``/``ZINTERCARD`` of its
         listing zsets), never by reading jobs: a bulk preview's count."""
 
     @abc.abstractmethod

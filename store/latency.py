@@ -6,7 +6,7 @@ became Queued (enqueued, requeued or retried now: its ``last_updated_at``),
 0 for a queue with no Queued job. A paused queue's latency grows while it is
 paused. One ``list_jobs(status=Queued, queue=q, order="asc", limit=1)`` per
 queue holding Queued jobs: an index read on every store (SQL: by status and
-update time; Redis: the queue's lex listing zset). A Scheduled job whose
+update time; Redis: the queue's listing zset of Queued jobs). A Scheduled job whose
 delay or backoff has passed is due too but not counted: the listings order
 by update time, not due time, and a backlog that delays it also holds
 Queued jobs.

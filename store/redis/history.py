@@ -3,8 +3,8 @@ buckets (read, rolled up and trimmed) and the counter rows, which hold no
 status counts and no totals of a history kind's events; those are counted
 from what is already written (docs/architecture.md, Redis key schema):
 
-* jobs by status and queue: ZLEXCOUNT of each queue's range in the status's
-  listing zset by queue, and the leases zset for InProgress (lua/counts.lua);
+* jobs by status and queue: ZCARD of the status's listing zset of each queue
+  of ``queue_names``, and the leases zset for InProgress (lua/counts.lua);
 * the total of a kind of HISTORY_KINDS: the sum of its per-queue totals
   ``q:<kind>:<queue>``, plus the ``b:<kind>`` an upgraded store keeps of
   the events counted before those totals existed (store/redis/upgrade.py);
