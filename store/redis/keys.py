@@ -24,13 +24,14 @@ Key schema (``P`` = prefix):
                           microseconds (an integer: lua/lib/clock.lua ``micros``):
                           the only index of InProgress jobs (listings and counts
                           of InProgress read it, store/redis/listing.py, lua/counts.lua)
-``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
-                          last_updated_at in whole microseconds, member the id
 ``{P}:updated:<status>:queue:<queue>``, ``{P}:updated:<status>:name:<name>``
-                          zsets: the same jobs of one queue, of one name
-                          (lua/lib/job.lua ``list_job``, store/redis/listing.py)
+                          zsets: the jobs of one status but InProgress in one
+                          queue, of one name; score last_updated_at in whole
+                          microseconds, member the id (lua/lib/job.lua
+                          ``list_job``, store/redis/listing.py); a status
+                          alone is its queues' zsets merged
 ``{P}:queue_names``       set: every queue a listing zset was ever written for
-                          (counts and listings by status walk it)
+                          (counts, purge and listings by status walk it)
 ``{P}:counters``          hash: ``e:<kind>`` totals of the kinds not in HISTORY_KINDS,
                           ``q:<kind>:<queue>`` totals of those in it, ``b:<kind>``
                           an upgraded store's earlier events (store/counters.py);
@@ -134,7 +135,7 @@ class Keys:
             raise ValidationError("prefix", "must be non-empty, without { or }")
         common = (
             self.counters,
-            *(self.updated(s) for s in JobStatus),
+            self.queue_names,
             self.leases,
             self.audit,
         )
@@ -165,8 +166,9 @@ class Keys:
         return self._key("scheduled", queue)
 
     def updated(self, status: JobStatus | None = None) -> str:
-        """``updated:<status>``; with no status the previous layout's all-jobs
-        zset (store/redis/upgrade.py removes it)."""
+        """Layouts 1 to 3's ``updated:<status>`` zset (every job of a status);
+        with no status layout 1's all-jobs zset (store/redis/upgrade.py
+        removes them)."""
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
 
     def by_queue(self, status: JobStatus, queue: str) -> str:
@@ -257,6 +259,6 @@ class Keys:
 
     def common(self) -> list[str]:
         """The deployment-wide keys every function that changes jobs may
-        write (lua/lib/job.lua): counters, updated:100 .. updated:600, leases,
+        write (lua/lib/job.lua): counters, queue_names, leases,
         audit (a new list each call)."""
         return list(self._common)
