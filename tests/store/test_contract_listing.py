@@ -152,3 +152,37 @@ def test_paging_back_near_the_start_gives_the_first_page(store: JobStore) -> Non
     assert one_back.prev_cursor is None
     with pytest.raises(ValidationError):
         store.list_jobs(cursor=first.next_cursor, before=second.prev_cursor)
+
+
+def test_a_queue_and_a_name_both_common_page_exactly(store: JobStore) -> None:
+    """The combination of a common queue and a common name: its jobs sit
+    among many of the queue's other names and the name's other queues; the
+    pages walk them in order, forwards and back, missing and repeating none."""
+    specs = []
+    for i in range(600):
+        specs.append(JobSpec("common", queue="elsewhere"))
+        specs.append(JobSpec("other", queue="busy"))
+        if i % 5 == 0:
+            specs.append(JobSpec("common", queue="busy"))
+    jobs = []
+    for i in range(0, len(specs), 100):
+        jobs += store.enqueue_many(specs[i : i + 100])
+        store.clock_offset_s += 0.001  # some ties within a batch, order across batches
+    want = [j.id for j in reversed(jobs) if (j.name, j.queue) == ("common", "busy")]
+    assert len(want) == 120
+    got, cursor, pages = [], None, []
+    while True:
+        page = store.list_jobs(status=S.Queued, queue="busy", name="common", limit=25, cursor=cursor)
+        pages.append(page)
+        got += [j.id for j in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert got == want
+    back = store.list_jobs(
+        status=S.Queued, queue="busy", name="common", limit=25, before=pages[-1].prev_cursor
+    )
+    assert [j.id for j in back.items] == want[75:100]
+    assert store.count_jobs(S.Queued, queue="busy", name="common") == 120
+    oldest = store.list_jobs(queue="busy", name="common", limit=3, order="asc")
+    assert [j.id for j in oldest.items] == want[::-1][:3]
