@@ -113,15 +113,17 @@ for i = 1, n do
   local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
   local due = now + delay
   local member = rank(arg(i, 'priority'), due, id)
-  local hash = {'status', status, 'last_updated_at', now_text, 'rank', member, 'enqueued_as', status}
+  local code = STATUS_TEXT[status]
+  local hash = {'status', code, 'last_updated_at', now_text, 'rank', member, 'enqueued_as', code}
   for _, field in ipairs(op.stamps) do
     hash[#hash + 1], hash[#hash + 2] = field, now_text
   end
   for _, field in ipairs(op.zeroes) do
-    hash[#hash + 1], hash[#hash + 2] = field, 0
+    hash[#hash + 1], hash[#hash + 2] = field, '0'
   end
+  local due_text = delay > 0 and fmt(due) or now_text
   for _, field in ipairs(op.delays) do
-    hash[#hash + 1], hash[#hash + 2] = field, due
+    hash[#hash + 1], hash[#hash + 2] = field, due_text
   end
   for _, field in ipairs(FIELDS) do
     local value = arg(i, field)
@@ -132,11 +134,11 @@ for i = 1, n do
   end
   if delay > 0 then
     for _, field in ipairs(op.held) do
-      hash[#hash + 1], hash[#hash + 2] = field, due
+      hash[#hash + 1], hash[#hash + 2] = field, due_text
     end
-    redis.call('ZADD', P .. 'scheduled:' .. queue, due, member)
+    redis.call('ZADD', P .. 'scheduled:' .. queue, due_text, member)
   else
-    redis.call('ZADD', P .. 'ready:' .. queue, 0, member)
+    redis.call('ZADD', P .. 'ready:' .. queue, '0', member)
     ready[queue] = ready[queue] == nil and member or '*'
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(hash))

@@ -43,7 +43,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       if redis.call('SISMEMBER', paused, queue) == 0 then
         local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', 0, promote)) do
-          redis.call('ZADD', ready, 0, member)
+          redis.call('ZADD', ready, '0', member)
           redis.call('ZREM', scheduled, member)
         end
         local limits = flow.limits(queue)
@@ -74,8 +74,9 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
         local token = tonumber(f[3]) + 1
         local expires = now + (tonumber(f[2]) or ttl)
         move(id, queue, old, op.target, f[4])
-        change(id, op, op.target, {'lease_token', token, 'worker_id', worker, 'lease_expires_at', fmt(expires),
-          'run', RUN_CLAIMED, 'claimed_from', old}, {'rank'})
+        change(id, op, op.target, {'lease_token', string.format('%d', token), 'worker_id', worker,
+          'lease_expires_at', fmt(expires),
+          'run', RUN_CLAIMED, 'claimed_from', f[1]}, {'rank'})
         redis.call('ZADD', P .. 'leases', micros(expires), id)
         happen(id, op.event, old, op.target, worker, token)
         out[#out + 1] = redis.call('HGETALL', job)

@@ -191,7 +191,7 @@ end
 -- function's own writes: the operation's written fields and Redis
 -- bookkeeping (`rank`).
 local function change(id, op, target, set, drop)
-  local fields = {'status', target, 'last_updated_at', now_text}
+  local fields = {'status', STATUS_TEXT[target] or target, 'last_updated_at', now_text}
   for _, field in ipairs(op.stamps) do
     fields[#fields + 1] = field
     fields[#fields + 1] = now_text
