@@ -80,10 +80,11 @@ def parse_status_key(key: str) -> tuple[JobStatus, str] | None:
 
 
 def derived_event_totals(rows: Iterable[tuple[str, int | str]]) -> dict[str, int]:
-    """Totals by event kind for a store that counts an event of HISTORY_KINDS
-    naming its queue only in ``q:<kind>:<queue>`` (the SQL stores: the total
-    is the sum of the queues', not a write of its own): ``e:<kind>`` plus
-    every ``q:<kind>:…`` of the kind (other keys skipped)."""
+    """Totals by event kind, as every store counts them: an event of
+    HISTORY_KINDS naming its queue is counted in ``q:<kind>:<queue>`` only
+    (the total is the sum of the queues', not a write of its own), so a
+    kind's total is ``e:<kind>`` plus every ``q:<kind>:…`` of the kind
+    (other keys skipped)."""
     rows = list(rows)
     totals = Counter(event_totals(rows))
     for (_, kind), n in queue_event_totals(rows).items():

@@ -22,8 +22,8 @@ from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
 from store.bookings import Bookings
 from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
-from store.counters import event_totals, queue_event_totals
-from store.errors import LeaseLost, ValidationError, WorkerStopping
+from store.counters import derived_event_totals, queue_event_totals
+from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerStopping
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation
 from store.models import (
     Counts,
@@ -46,6 +46,8 @@ EncodedAck = tuple[str, int, str | None]
 #: A progress report as the engine half takes it: (job id, token, the checked
 #: ``{"fraction", "message"}`` of ``progress_value``, without ``at``).
 CheckedProgress = tuple[str, int, dict[str, Any]]
+#: Most writes of one job whose key's holder vanished or was not known (SharedStore._enqueue_one).
+ENQUEUE_ATTEMPTS = 4
 
 
 def encode_results(acks: Sequence[tuple[str, int, Any]]) -> list[EncodedAck]:
@@ -77,7 +79,7 @@ def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
 class SharedStore(RegistryRecords, Bookings, JobStore):
     """The shared concrete half of every JobStore."""
 
-    #: Most jobs one ``_insert_chunk`` call takes (one atomic unit).
+    #: Most jobs one ``_insert`` call takes (one atomic unit).
     enqueue_chunk: int = MAX_BATCH
 
     # ------------------------------------------------------------- enqueue
@@ -98,21 +100,43 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
             return [self._enqueue_one(spec)[0] for spec in checked]
         out: list[Job] = []
         for i in range(0, len(checked), self.enqueue_chunk):
-            created = self._insert_chunk(checked[i : i + self.enqueue_chunk])
-            if created is None:
+            created, _ = self._insert(checked[i : i + self.enqueue_chunk])
+            if not created:
                 raise ValidationError("idempotency_key", "a key in this batch is already used")
             out.extend(created)
         return out
 
-    @abc.abstractmethod
     def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
-        """Engine half of enqueue_idempotent (``spec`` is valid; unique keys
-        and idempotency keys are the engine's to enforce atomically)."""
+        """One job written (``True``), or the job holding its idempotency or
+        unique key (``False``), read by id. Tried again, ENQUEUE_ATTEMPTS
+        times at most, when the holder is removed before that read or is not
+        known (a concurrent enqueue of the same key won the race); then
+        raises JobNotFound, or ValidationError naming the key."""
+        holder: str | None = None
+        for _ in range(ENQUEUE_ATTEMPTS):
+            created, holder = self._insert([spec])
+            if created:
+                return created[0], True
+            if holder:
+                try:
+                    return self.get(holder), False
+                except JobNotFound:
+                    continue
+        if holder:
+            raise JobNotFound(holder)
+        field = "idempotency_key" if spec.idempotency_key is not None else "unique_key"
+        raise ValidationError(field, "its holder kept changing; try again")
 
     @abc.abstractmethod
-    def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
-        """Insert valid specs as one atomic unit, in order; None (nothing
-        written) when an idempotency key is already taken or repeated."""
+    def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
+        """Engine half of every enqueue: write valid ``specs`` (at most
+        ``enqueue_chunk``; a spec with a unique key or flow options comes
+        alone) as one atomic unit, in order. Returns ``(jobs, None)``; or,
+        nothing written, ``([], holder)`` when an idempotency or unique key
+        is taken: ``holder`` the id of the job holding it, ``""`` when that
+        is not known (a key repeated inside the chunk, or taken by a
+        concurrent enqueue). Unique keys and idempotency keys are the
+        engine's to enforce atomically."""
 
     # ---------------------------------------------------------------- acks
     def complete_many(
@@ -196,8 +220,10 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
         return Counts.from_counters(self._counter_rows())
 
     def event_counts(self) -> dict[str, int]:
-        """Totals of job events by kind since the store was created (for metrics)."""
-        return event_totals(self._counter_rows())
+        """Totals of job events by kind since the store was created (for
+        metrics): a kind's ``e:`` total plus its per-queue ``q:`` totals
+        (store/counters.py ``derived_event_totals``)."""
+        return derived_event_totals(self._counter_rows())
 
     def queue_event_counts(self) -> dict[tuple[str, str], int]:
         """Totals of history kinds' events by ``(queue, kind)`` (for metrics)."""
@@ -215,7 +241,9 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
 
     @abc.abstractmethod
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:
-        """Every counter as ``(key, total)`` (store/counters.py keys)."""
+        """Every counter as ``(key, total)`` (store/counters.py keys); an
+        event of a HISTORY_KINDS kind counted in a ``q:`` total is not
+        counted in its ``e:`` total too."""
 
     # ----------------------------------------------------------- retention
     def purge(
@@ -234,48 +262,66 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
 
     # ------------------------------------------------------------ operator
     def cancel(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator_change(job_id, Operation.CANCEL, check_actor(actor), reset_retries=False)
+        return self._changed(job_id, Operation.CANCEL, actor)
 
     def requeue(self, job_id: str, *, actor: str = "operator", reset_retries: bool = True) -> Job:
-        return self._operator_change(
-            job_id, Operation.REQUEUE, check_actor(actor), reset_retries=reset_retries
-        )
+        return self._changed(job_id, Operation.REQUEUE, actor, reset_retries=reset_retries)
 
     def retry_now(self, job_id: str, *, actor: str = "operator") -> Job:
-        return self._operator_change(job_id, Operation.RETRY_NOW, check_actor(actor), reset_retries=False)
+        return self._changed(job_id, Operation.RETRY_NOW, actor)
+
+    def delete(self, job_id: str, *, actor: str = "operator") -> None:
+        self._operator_change(job_id, Operation.DELETE, check_actor(actor), reset_retries=False)
+
+    def _changed(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool = False) -> Job:
+        job = self._operator_change(job_id, op, check_actor(actor), reset_retries=reset_retries)
+        assert job is not None, "only DELETE leaves no job"
+        return job
 
     @abc.abstractmethod
-    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
-        """Engine half of cancel, requeue and retry_now (``actor`` checked):
-        one atomic change guarded by ``op``'s row of the lifecycle table
-        (its sources, target, event, stamps); ``reset_retries`` zeroes
-        retry_count and lease_expirations (REQUEUE only). Raises JobNotFound,
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
+        """Engine half of cancel, requeue, retry_now and delete (``actor``
+        checked): one atomic change guarded by ``op``'s row of the lifecycle
+        table (its sources, target, event, stamps), a parent's waiting
+        children settled with it; ``reset_retries`` zeroes retry_count and
+        lease_expirations (REQUEUE only). Returns the job, None for DELETE
+        (the job removed: see JobStore.delete). Raises JobNotFound,
         InvalidTransition."""
 
     # ------------------------------------------------------------ recovery
     def recover_expired(self, limit: int | None = None, *, owner: str = "recovery") -> RecoveryReport:
         limit = self._recovery_limit(limit)
         t0 = time.perf_counter()
-        done, more = self._recover(limit, owner)
+        done, read = self._recover(limit, owner)
         ms = (time.perf_counter() - t0) * 1000
-        return RecoveryReport.from_outcomes(done, dry_run=False, more=more, owner=owner, duration_ms=ms)
+        return RecoveryReport.from_outcomes(
+            done, dry_run=False, more=read >= limit, owner=owner, duration_ms=ms
+        )
 
     def preview_recovery(self, limit: int | None = None) -> RecoveryReport:
         limit = self._recovery_limit(limit)
         t0 = time.perf_counter()
-        planned, more = self._recover(limit, None)
+        planned, read = self._recover(limit, None)
         ms = (time.perf_counter() - t0) * 1000
-        return RecoveryReport.from_outcomes(planned, dry_run=True, more=more, owner=None, duration_ms=ms)
+        return RecoveryReport.from_outcomes(
+            planned, dry_run=True, more=read >= limit, owner=None, duration_ms=ms
+        )
+
+    def expired_lease_count(self) -> int:
+        return self._recover(None, None)[1]
 
     def _recovery_limit(self, limit: int | None) -> int:
         """``limit`` or settings.recovery_batch, at most MAX_BATCH."""
         return min(limit or self.settings.recovery_batch, MAX_BATCH)
 
     @abc.abstractmethod
-    def _recover(self, limit: int, owner: str | None) -> tuple[list[RecoveredJob], bool]:
-        """Engine half of recover_expired: the jobs recovered, and whether
-        the batch was full (``limit`` expired leases read). With ``owner``
-        None, preview_recovery's: what it would do now, reading only."""
+    def _recover(self, limit: int | None, owner: str | None) -> tuple[list[RecoveredJob], int]:
+        """Engine half of recover_expired: the jobs recovered, and how many
+        expired leases it read (at most ``limit``: the batch was full when
+        it read ``limit``). With ``owner`` None, preview_recovery's: what it
+        would do now, reading only. With ``limit`` None too,
+        expired_lease_count's: ``([], how many leases have expired)``, from
+        the lease index."""
 
     # -------------------------------------------------------------- search
     def search_jobs(

@@ -124,13 +124,14 @@ class FlowMixin(RedisPlumbing):
             raise ValidationError("depends_on", f"no job {reply[1]}")
         return reply[0], reply[1:]
 
-    def _enqueue_flow(self, spec: JobSpec) -> tuple[Job, bool]:
-        """One job with flow options, or the job holding its idempotency key."""
+    def _enqueue_flow(self, spec: JobSpec) -> tuple[list[Job], str | None]:
+        """One job with flow options (``([job], None)``), or the id of the
+        job holding its idempotency key (``([], id)``): SharedStore._insert."""
         parents = list(spec.depends_on or ())
         status, rest = self._write_flow(self._flow_specs([(spec, str(uuid6.uuid7()), parents)]))
         if status == "duplicate":
-            return self.get(rest[1]), False  # type: ignore[attr-defined]
-        return codec.job_from_flat(rest[0]), True
+            return [], rest[1]
+        return [codec.job_from_flat(rest[0])], None
 
     # ------------------------------------------------------- dependencies
     def _related(self, key: str, limit: int) -> list[Job]:

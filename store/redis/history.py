@@ -25,7 +25,6 @@ from store.counters import (
     BEFORE_PREFIX,
     HISTORY_KINDS,
     HISTORY_WIDTHS,
-    QUEUE_EVENT_PREFIX,
     event_key,
     status_key,
 )
@@ -53,18 +52,16 @@ class HistoryMixin(RedisPlumbing):
     """history, trim_history and the counter rows of SharedStore's counts."""
 
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:
-        """The counters hash (``e:`` and ``q:`` totals, store/counters.py),
-        with each HISTORY_KINDS kind's ``e:`` total summed from its ``q:``
-        totals, and ``s:<status>:<queue>`` rows counted by lua/counts.lua."""
+        """The counters hash (``e:`` and ``q:`` totals, store/counters.py)
+        with ``s:<status>:<queue>`` rows counted by lua/counts.lua. A
+        HISTORY_KINDS kind's ``e:`` row is its ``b:`` events (counted before
+        the ``q:`` totals existed), so its total is ``e:`` plus its ``q:``
+        totals, as on every store (counters.derived_event_totals)."""
         [stored] = self._pipe(lambda p: p.hgetall(self.keys.counters))
         rows = self._eval(self._lua.counts, self._route, [LISTED, int(JobStatus.InProgress)])
-        totals = {event_key(kind): int(stored.get(f"{BEFORE_PREFIX}{kind}", 0)) for kind in HISTORY_KINDS}
-        for key, value in stored.items():
-            if key.startswith(QUEUE_EVENT_PREFIX):
-                kind = key[len(QUEUE_EVENT_PREFIX) :].partition(":")[0]
-                totals[event_key(kind)] = totals.get(event_key(kind), 0) + int(value)
-        out: dict[str, int | str] = {k: v for k, v in stored.items() if k not in totals}
-        out.update({key: n for key, n in totals.items() if n})
+        before = {event_key(kind): int(stored.get(f"{BEFORE_PREFIX}{kind}", 0)) for kind in HISTORY_KINDS}
+        out: dict[str, int | str] = {k: v for k, v in stored.items() if k not in before}
+        out.update({key: n for key, n in before.items() if n})
         for i in range(0, len(rows), 3):
             out[status_key(int(rows[i]), rows[i + 1])] = int(rows[i + 2])
         return out.items()

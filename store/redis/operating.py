@@ -1,50 +1,28 @@
 """What the Redis store needs to be operated for months (a mixin of
-``RedisStore``): removing jobs (delete, purge by status and age), paused
-queues. Records (workers, runs, schedules) are kept through the record port
-(``records.py``); the history is read and trimmed by ``history.py``. Key
-schema in keys.py; one function per change in ``lua/``.
+``RedisStore``): removing jobs by status and age (purge; delete is an
+operator change, store.py), paused queues. Records (workers, runs,
+schedules) are kept through the record port (``records.py``); the history
+is read and trimmed by ``history.py``. Key schema in keys.py; one function
+per change in ``lua/``.
 
-Round trips: delete 2 (read, guarded script); purge 1 + 1 per SCRIPT_BATCH
-jobs; count_purgeable, pause and resume 1.
+Round trips: purge 1 + 1 per SCRIPT_BATCH jobs; count_purgeable, pause and
+resume 1.
 """
 
 from __future__ import annotations
 
-from store import lifecycle
-from store.errors import InvalidTransition, JobNotFound
-from store.lifecycle import EventKind, JobStatus, Operation
+from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
 from store.redis import codec
-from store.redis.plumbing import GUARD_ATTEMPTS, RedisPlumbing, chunks, codes, op_args
-from store.spec import check_actor
+from store.redis.plumbing import RedisPlumbing, chunks, codes
 
 S = JobStatus
 
 
 class OperatingMixin(RedisPlumbing):
-    """Delete, retention, paused queues, history."""
+    """Retention, paused queues."""
 
     # ------------------------------------------------------------- removal
-    def delete(self, job_id: str, *, actor: str = "operator") -> None:
-        """See JobStore.delete: read the status, check DELETE's sources with
-        the lifecycle, remove the job in one script guarded by that status
-        (lua/delete.lua); re-read when it changed meanwhile."""
-        check_actor(actor)
-        code = None
-        for _ in range(GUARD_ATTEMPTS):
-            [code] = self._fields(job_id, "status")
-            if code is None:
-                raise JobNotFound(job_id)
-            lifecycle.check_operation(job_id, Operation.DELETE, S(int(code)))
-            args = self._args(*op_args(Operation.DELETE), job_id, code, actor)
-            reply = self._eval(self._lua.delete, self._route, args)
-            if reply[0] == 1:
-                return
-            if reply[0] == -1:
-                raise JobNotFound(job_id)
-        status = S(int(code or 0)).name
-        raise InvalidTransition(job_id, status, "deleted", operation=Operation.DELETE.value)
-
     def _purge(self, older_than_s: float, limit: int | None, statuses: tuple[int, ...]) -> int:
         """Engine half of purge: a read of candidates (lua/purge_candidates.lua,
         by status then oldest first), then guarded deletes (lua/purge.lua,

@@ -95,10 +95,11 @@ class RedisStore(
 
     # ------------------------------------------------------------- enqueue
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
-        """Write one chunk (all or nothing). Returns ``(jobs, None)``, or
-        ``([], id)`` when an idempotency key or a unique key is taken by job
-        ``id`` (``''`` when the key is repeated inside the chunk). The unique
-        check and the insert are one script (lua/enqueue.lua)."""
+        """See SharedStore._insert: the unique check and the insert are one
+        script (lua/enqueue.lua); a job with flow options is written by
+        lua/enqueue_flow.lua (flow.py)."""
+        if specs[0].uses_flow:
+            return self._enqueue_flow(specs[0])
         rows = []
         args = self._args(WAKEUP_KEPT, Operation.ENQUEUE.value, HOLDING_UNIQUE)
         for spec in specs:
@@ -125,27 +126,6 @@ class RedisStore(
             jobs.append(codec.job_from_hash(fields))
         return jobs, None
 
-    def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
-        """One job, or the job holding its idempotency or unique key; tried
-        again when that job is removed between the script and the read. A
-        job with flow options is written by lua/enqueue_flow.lua (flow.py)."""
-        if spec.uses_flow:
-            return self._enqueue_flow(spec)
-        for _ in range(GUARD_ATTEMPTS):
-            jobs, taken_by = self._insert([spec])
-            if jobs:
-                return jobs[0], True
-            assert taken_by, "a single spec cannot repeat its own key"
-            try:
-                return self.get(taken_by), False
-            except JobNotFound:
-                continue
-        return self.get(taken_by), False
-
-    def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
-        jobs, taken_by = self._insert(specs)
-        return None if taken_by is not None else jobs
-
     # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:
         [fields] = self._pipe(lambda p: p.hgetall(self.keys.job(job_id)))
@@ -169,9 +149,6 @@ class RedisStore(
         first, last = codec.derived_events(job_id, dict(zip(codec.DERIVED_FIELDS, fields, strict=True)))
         stored = [codec.event_from_json(text, job_id) for text in texts]
         return [*first, *stored, *last][-limit:]
-
-    def expired_lease_count(self) -> int:
-        return int(self._eval(self._lua.expired_leases, self._route, [self._offset(), 0])[0])
 
     # -------------------------------------------------------------- worker
     def claim(
@@ -383,13 +360,18 @@ class RedisStore(
         return RedisWakeups(self._client, self.keys, queues)
 
     # ------------------------------------------------------------ operator
-    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
         """Read the status, check ``op`` with the lifecycle, run its function
-        (lua/cancel.lua, or lua/requeue.lua for REQUEUE and RETRY_NOW) guarded
-        by that status; re-read when it changed meanwhile. Raises JobNotFound,
-        InvalidTransition (also when the job kept changing)."""
-        script = self._lua.cancel if op is Operation.CANCEL else self._lua.requeue
-        extra = () if op is Operation.CANCEL else (1 if reset_retries and op is Operation.REQUEUE else 0,)
+        (lua/cancel.lua; lua/requeue.lua for REQUEUE and RETRY_NOW;
+        lua/delete.lua) guarded by that status; re-read when it changed
+        meanwhile. Raises JobNotFound, InvalidTransition (also when the job
+        kept changing)."""
+        script = {Operation.CANCEL: self._lua.cancel, Operation.DELETE: self._lua.delete}.get(
+            op, self._lua.requeue
+        )
+        extra = (
+            (1 if reset_retries and op is Operation.REQUEUE else 0,) if script is self._lua.requeue else ()
+        )
         code = None
         for _ in range(GUARD_ATTEMPTS):
             [code] = self._fields(job_id, "status")
@@ -398,7 +380,8 @@ class RedisStore(
             lifecycle.check_operation(job_id, op, S(int(code)))
             reply = self._eval(script, self._route, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
-                return codec.job_from_flat(reply[1])
+                return None if op is Operation.DELETE else codec.job_from_flat(reply[1])
             if reply[0] == -1:
                 raise JobNotFound(job_id)
-        raise InvalidTransition(job_id, S(int(code or 0)).name, lifecycle.target(op).name, operation=op.value)
+        target = "deleted" if op is Operation.DELETE else lifecycle.target(op).name
+        raise InvalidTransition(job_id, S(int(code or 0)).name, target, operation=op.value)

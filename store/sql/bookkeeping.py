@@ -6,7 +6,9 @@ A *change* is one row of CHANGE_COLUMNS: a job (or ``''`` for an audit-only
 event) of a queue moving ``from_status -> to_status`` (either NULL when it
 has none: a new job, a removed one, a refusal) with an event ``kind``
 (NULL: no event), appended as a job event when ``logged`` is 1, and counted
-per queue when ``counted`` is 1 (``counted``). Each builder
+per queue when ``counted`` is 1 (``counted``); ``weight`` is how many
+identical changes the row stands for (the counters and buckets add it; a
+change's own RETURNING row is 1). Each builder
 below takes the changes as a CTE with those columns (read once, however
 many of its parts use them) and returns one INSERT (an upsert for the counters and buckets):
 
@@ -16,7 +18,10 @@ many of its parts use them) and returns one INSERT (an upsert for the counters a
 * every other change, on both engines, sends them as one JSON array bound
   to ``changes`` (``Dialect.changes_from``: SQLite ``json_each``, PostgreSQL
   ``jsonb_to_recordset``) and runs the three statements in its transaction
-  (``SqlPlumbing.book``).
+  (``SqlPlumbing.book``): the counters and buckets over the changes grouped
+  by COUNT_COLUMNS (one row a combination, with its weight), the events over
+  every logged change (SQLite binds each as one row, ``Dialect.event_source``,
+  run as one executemany: no JSON to parse for the rows that differ).
 
 What the rows add, in one place: the event; ``s:<from>:<queue>`` -1 and
 ``s:<to>:<queue>`` +1 (a change without a queue moves no status count); for
@@ -68,7 +73,11 @@ CHANGE_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("message", String()),
     ("logged", SmallInteger()),
     ("counted", SmallInteger()),
+    ("weight", BigInteger()),
 )
+#: The columns the counters and buckets read: ``SqlPlumbing.book`` sends them
+#: one row per distinct combination, its ``weight`` the number of changes.
+COUNT_COLUMNS: tuple[str, ...] = ("queue", "kind", "from_status", "to_status", "counted")
 
 
 #: History kinds as their wire values.
@@ -127,25 +136,25 @@ def add_to_counters(upsert: Insert, src: CTE, kind: EventKind | None = None, new
     match are left out of the statement."""
     queued = src.c.queue.is_not(None)
     arms = [
-        select(status_key_sql(src.c.to_status, src.c.queue).label("key"), const(1).label("d")).where(
+        select(status_key_sql(src.c.to_status, src.c.queue).label("key"), src.c.weight.label("d")).where(
             src.c.to_status.is_not(None), queued
         )
     ]
     if not new:
         arms.append(
-            select(status_key_sql(src.c.from_status, src.c.queue), const(-1)).where(
+            select(status_key_sql(src.c.from_status, src.c.queue), -src.c.weight).where(
                 src.c.from_status.is_not(None), queued
             )
         )
     if kind is None or not counted(kind, ""):
         arms.append(
-            select(_text(EVENT_PREFIX, src.c.kind), const(1)).where(
+            select(_text(EVENT_PREFIX, src.c.kind), src.c.weight).where(
                 src.c.kind.is_not(None), src.c.counted == const(0)
             )
         )
     if kind is None or counted(kind, ""):
         by_queue = _text(QUEUE_EVENT_PREFIX, src.c.kind, ":", src.c.queue)
-        arms.append(select(by_queue, const(1)).where(src.c.counted == const(1)))
+        arms.append(select(by_queue, src.c.weight).where(src.c.counted == const(1)))
     deltas = union_all(*arms).subquery("deltas")
     total = func.sum(deltas.c.d)
     totals = (
@@ -172,7 +181,7 @@ def add_to_history(upsert: Insert, src: CTE, now: ColumnElement[float]) -> Inser
     )
     bucket = bucket_start(now, widths.c.w)
     totals = (
-        select(widths.c.w, bucket, src.c.queue, src.c.kind, _shard(), func.count())
+        select(widths.c.w, bucket, src.c.queue, src.c.kind, _shard(), func.sum(src.c.weight))
         .select_from(src.join(widths, true()))
         .where(src.c.counted == const(1))
         .group_by(text("1, 2, 3, 4"))  # by position: the bucket's expression once in the text
@@ -200,6 +209,7 @@ def changes_select(
         *(job_id, queue, const(kind.value, String()), from_status, to_status, actor, token, message),
         const(1),
         const(counted(kind, ""), SmallInteger()),
+        const(1),
     )
     return select(
         *(

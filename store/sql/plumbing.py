@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -79,6 +80,7 @@ def event_row(
         "message": message,
         "logged": 1 if logged and kind is not None else 0,
         "counted": bk.counted(kind, queue),
+        "weight": 1,
     }
 
 
@@ -138,6 +140,19 @@ class Dialect(abc.ABC):
         """The changes of ``SqlPlumbing.book`` read from one JSON array bound
         to ``changes`` (objects with the keys of ``bookkeeping.CHANGE_COLUMNS``),
         as a CTE with those columns."""
+
+    #: The parameters ``event_source`` binds (each run of the events statement).
+    event_keys: tuple[str, ...] = BOOK_KEYS
+
+    def event_source(self) -> CTE:
+        """Where the events statement of ``SqlPlumbing.book`` reads its
+        changes; ``event_params`` gives its parameters. By default
+        ``changes_from`` (one JSON array)."""
+        return self.changes_from()
+
+    def event_params(self, changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The parameters of one booking's events statement (one dict a run)."""
+        return [{"changes": orjson.dumps(changes).decode()}]
 
     @abc.abstractmethod
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
@@ -205,7 +220,8 @@ class SqlPlumbing:
         offset = lambda: self.clock_offset_s  # noqa: E731
         src = self.dialect.changes_from()
         upsert = self.dialect.upsert
-        self._q_events = Precompiled(bk.record_events(src, self._now), engine_dialect, BOOK_KEYS, offset)
+        logged = bk.record_events(self.dialect.event_source(), self._now)
+        self._q_events = Precompiled(logged, engine_dialect, self.dialect.event_keys, offset)
         counted = bk.add_to_counters(upsert(schema.counters), src)
         self._q_counters = Precompiled(counted, engine_dialect, BOOK_KEYS, offset)
         bucketed = bk.add_to_history(upsert(schema.history), src, self._now)
@@ -249,12 +265,18 @@ class SqlPlumbing:
         transaction: their job events, counters and history buckets, by the
         statements of ``store/sql/bookkeeping.py`` that PostgreSQL's
         one-statement changes run as CTEs, over the changes sent as one JSON
-        array; a statement with nothing to add is not sent."""
+        array; the counters and buckets read one row per distinct
+        ``bookkeeping.COUNT_COLUMNS`` with its ``weight`` (50 acks of one
+        queue are one row), the events every logged change
+        (``Dialect.event_params``). A statement with nothing to add is not sent."""
         if not changes:
             return
-        params = [{"changes": orjson.dumps(changes).decode(), "shard": self.dialect.shard}]
-        if any(c["logged"] for c in changes):
-            self._q_events.run(conn, params)
+        logged = [c for c in changes if c["logged"]]
+        if logged:
+            self._q_events.run(conn, self.dialect.event_params(logged))
+        groups = Counter(tuple(c[k] for k in bk.COUNT_COLUMNS) for c in changes)
+        grouped = [{**dict(zip(bk.COUNT_COLUMNS, g, strict=True)), "weight": n} for g, n in groups.items()]
+        params = [{"changes": orjson.dumps(grouped).decode(), "shard": self.dialect.shard}]
         self._q_counters.run(conn, params)
         if any(c["counted"] for c in changes):
             self._q_history.run(conn, params)

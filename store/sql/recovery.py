@@ -22,21 +22,21 @@ from store.sql.plumbing import SqlPlumbing
 
 
 class SqlRecoveryMixin(SqlPlumbing):
-    """The engine halves of ``recover_expired`` and ``preview_recovery``."""
-
-    def expired_lease_count(self) -> int:
-        return self.tx(lambda c: c.execute(sql.count_expired(self._now)).scalar_one(), write=False)
+    """The engine half of ``recover_expired``, ``preview_recovery`` and
+    ``expired_lease_count``."""
 
     def _decide(self, rows: Sequence[Any]) -> list[tuple[Any, lifecycle.FailureDecision]]:
         policy = self.settings.retry
         return [(r, lifecycle.decide_failure(r["retry_count"], r["max_retries"], policy)) for r in rows]
 
-    def _recover(self, limit: int, owner: str | None) -> tuple[list[RecoveredJob], bool]:
+    def _recover(self, limit: int | None, owner: str | None) -> tuple[list[RecoveredJob], int]:
+        if limit is None:  # expired_lease_count
+            return [], self.tx(lambda c: c.execute(sql.count_expired(self._now)).scalar_one(), write=False)
         if owner is None:  # the preview: reads without locks, stops after the decisions
             rows = self.read(sql.expired_leases(self._now, lock=False), {"limit": limit})
-            return [_recovered(r, d) for r, d in self._decide(rows)], len(rows) >= limit
+            return [_recovered(r, d) for r, d in self._decide(rows)], len(rows)
 
-        def body(conn: Connection) -> tuple[list[RecoveredJob], bool]:
+        def body(conn: Connection) -> tuple[list[RecoveredJob], int]:
             rows = self.dialect.expired(conn, limit)
             plan = [
                 (r, d, lease_expired_error(r["worker_id"], r["lease_token"])) for r, d in self._decide(rows)
@@ -51,7 +51,7 @@ class SqlRecoveryMixin(SqlPlumbing):
             ]
             if failed:
                 self._settle(conn, failed, owner)  # type: ignore[attr-defined]
-            return [_recovered(r, d) for r, d, _ in plan if r["id"] in applied], len(rows) >= limit
+            return [_recovered(r, d) for r, d, _ in plan if r["id"] in applied], len(rows)
 
         return self.tx(body)
 

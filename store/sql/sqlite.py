@@ -53,6 +53,17 @@ class SqliteDialect(Dialect):
         )
         return select(*columns).select_from(each).cte("chg")
 
+    #: The events statement binds one change a run (CHANGE_COLUMNS).
+    event_keys = tuple(name for name, _ in CHANGE_COLUMNS)
+
+    def event_source(self) -> CTE:
+        """One change as a row of bound parameters: the events statement
+        runs as one executemany (SQLite parses no JSON for it)."""
+        return select(*(bindparam(name, type_=t).label(name) for name, t in CHANGE_COLUMNS)).cte("chg")
+
+    def event_params(self, changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return list(changes)  # event_row gives every key
+
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
         texts = json_texts(rows)
         params = [{**r, **{c: t[i] for c, t in texts.items()}} for i, r in enumerate(rows)]

@@ -17,14 +17,14 @@ import uuid6
 from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import IntegrityError
 
-from store import counters, lifecycle
+from store import lifecycle
 from store.base import MAX_BATCH, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import check_actor, clean_error, unique_key_of
+from store.spec import clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditMixin
@@ -103,37 +103,32 @@ class SqlStore(
             "delay_until": spec.delay_s if status is S.Scheduled else None,
         }
 
-    def _insert_chunk(self, specs: Sequence[JobSpec]) -> list[Job] | None:
+    def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
+        """See SharedStore._insert. One spec: its idempotency key's holder
+        read first; a unique key taken or moved in one transaction
+        (``_enqueue_unique``). An IntegrityError of a spec with a key (a
+        concurrent enqueue won the race) is ``([], "")``."""
         try:
-            return self.dialect.insert([self._row_for(spec) for spec in specs])
-        except IntegrityError:
-            return None
-
-    def _enqueue_one(self, spec: JobSpec) -> tuple[Job, bool]:
-        key = unique_key_of(spec)
-
-        def attempt() -> tuple[Job, bool]:
+            if len(specs) > 1:
+                return self.dialect.insert([self._row_for(spec) for spec in specs]), None
+            [spec] = specs
             if spec.idempotency_key is not None:
                 found = self.read(sql.job_by_idempotency_key(), {"key": spec.idempotency_key})
                 if found:
-                    return job_from_row(found[0]), False
+                    return [], found[0]["id"]
             if spec.uses_flow:
-                return self._enqueue_flow(spec), True
-            if key is None:
-                return self.dialect.insert([self._row_for(spec)])[0], True
-            return self.tx(lambda conn: self._enqueue_unique(conn, spec, key))
-
-        try:
-            return attempt()
+                return [self._enqueue_flow(spec)], None
+            key = unique_key_of(spec)
+            if key is not None:
+                return self.tx(lambda conn: self._enqueue_unique(conn, spec, key))
+            return self.dialect.insert([self._row_for(spec)]), None
         except IntegrityError:
-            # A concurrent enqueue with the same idempotency or unique key won
-            # the race (its insert committed first): return its job.
-            if spec.idempotency_key is None and key is None:
+            if not any(s.idempotency_key is not None or unique_key_of(s) for s in specs):
                 raise
-            return attempt()
+            return [], ""
 
-    def _enqueue_unique(self, conn: Connection, spec: JobSpec, key: str) -> tuple[Job, bool]:
-        """In one transaction: the key's holder if it still holds it (an
+    def _enqueue_unique(self, conn: Connection, spec: JobSpec, key: str) -> tuple[list[Job], str | None]:
+        """In one transaction: the key's holder's id if it still holds it (an
         active job, or one younger than its unique_for), else a new job that
         takes the key (a free key is INSERTed, so racing takers collide)."""
         holder = conn.execute(ops.unique_holder(), {"key": key}).mappings().first()
@@ -143,12 +138,11 @@ class SqlStore(
                 or holder["expires_at"] > conn.execute(self._q_now).scalar_one()
             )
             if held:
-                row = conn.execute(sql.job_by_id(), {"j_id": holder["job_id"]}).mappings().one()
-                return job_from_row(row), False
+                return [], str(holder["job_id"])
         [job] = self.dialect.insert_in(conn, [self._row_for(spec)])
         params = {"u_key": key, "u_job": job.id, "unique_for": spec.unique_for or 0.0}
         conn.execute(self._q_move_key if holder is not None else self._q_insert_key, params)
-        return job, True
+        return [job], None
 
     # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:
@@ -188,11 +182,6 @@ class SqlStore(
 
     def _counter_rows(self) -> Iterable[tuple[str, int]]:
         return self.tx(lambda c: c.execute(sql.sum_counters()).all(), write=False)
-
-    def event_counts(self) -> dict[str, int]:
-        """Totals by kind: ``e:`` plus the per-queue ``q:`` totals, which
-        alone count a queue's events of a history kind (store/sql/bookkeeping.py)."""
-        return counters.derived_event_totals(self._counter_rows())
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         rows = self.read(sql.job_events_of(), {"job_id": job_id, "limit": limit})
@@ -343,19 +332,22 @@ class SqlStore(
             raise self.refusal(refused) from None
 
     # ------------------------------------------------------------ operator
-    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job:
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
         """One transaction: the row locked, ``op`` checked with the lifecycle,
-        the UPDATE built from its row (``changes.py``), its event and counters."""
+        the UPDATE built from its row (``changes.py``), or for DELETE the
+        job removed (``remove_jobs``); its event and counters."""
         kind = rule(op).event
         assert kind is not None
         extra = {"keep": 0 if reset_retries else 1} if op is Operation.REQUEUE else {}
 
-        def body(conn: Connection) -> Job:
+        def body(conn: Connection) -> Job | None:
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
             if row is None:
                 raise JobNotFound(job_id)
             old = S(row["status"])
             lifecycle.check_operation(job_id, op, old)
+            if op is Operation.DELETE:
+                return self._delete(conn, row, kind, actor)
             params = {"j_id": job_id, "old_status": int(old), **extra}
             job = job_from_row(conn.execute(self._q_operator[op], params).mappings().one())
             event = event_row(
@@ -368,26 +360,18 @@ class SqlStore(
 
         return self.tx(body)
 
-    def delete(self, job_id: str, *, actor: str = "operator") -> None:
-        kind = rule(Operation.DELETE).event
-        assert kind is not None
-        check_actor(actor)
-
-        def body(conn: Connection) -> None:
-            row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
-            if row is None:
-                raise JobNotFound(job_id)
-            old = S(row["status"])
-            lifecycle.check_operation(job_id, Operation.DELETE, old)
-            if row["has_children"] and old not in TERMINAL:
-                self._settle(conn, [(job_id, S.Canceled)], actor)
-            self.remove_jobs(conn, [(job_id, int(old), row["queue"])])
-            if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
-                self.book(conn, [event_row(job_id, kind, int(old), None, actor, row["lease_token"])])
-            else:  # counted only, like Redis: no event row of a job that is gone
-                self.book(conn, [event_row(job_id, kind, int(old), None, actor, None, logged=False)])
-
-        self.tx(body)
+    def _delete(self, conn: Connection, row: Any, kind: EventKind, actor: str) -> None:
+        """DELETE of the locked ``row`` (its sources checked): a parent's
+        waiting children canceled, the job removed, its event (``kind``)
+        kept in the audit log when an operator deleted it, else only counted."""
+        job_id, old = row["id"], int(row["status"])
+        if row["has_children"] and S(old) not in TERMINAL:
+            self._settle(conn, [(job_id, S.Canceled)], actor)
+        self.remove_jobs(conn, [(job_id, old, row["queue"])])
+        if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
+            self.book(conn, [event_row(job_id, kind, old, None, actor, row["lease_token"])])
+        else:  # counted only, like Redis: no event row of a job that is gone
+            self.book(conn, [event_row(job_id, kind, old, None, actor, None, logged=False)])
 
     def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
         """PostgreSQL: LISTEN for enqueue notices; SQLite: None, workers poll."""

@@ -165,8 +165,8 @@ def _as_layout_2(store: RedisStore) -> None:
     _as_layout_3(store)
     c, k = store._client, store.keys
     rows = dict(store._counter_rows())
-    for key in [key for key in rows if key.startswith("e:")]:
-        c.hset(k.counters, key, int(rows[key]) + (EXTRA if key == "e:enqueued" else 0))
+    for kind, n in store.event_counts().items():
+        c.hset(k.counters, f"e:{kind}", n + (EXTRA if kind == "enqueued" else 0))
     for key in [key for key in rows if key.startswith("s:")]:
         c.hset(k.counters, key, rows[key])
     minutes, hours = k.history(60), k.history(3600)
