@@ -15,7 +15,10 @@ On a store that ``fetches_next`` (Redis), with a ``Claimer`` (the worker),
 the acks, those reports and the worker's next claim are one call
 (``JobStore.complete_and_claim``, BullMQ's fetch-next): the worker says
 which queues and how many jobs its free slots take, holding off its own
-claims meanwhile, and starts what the call leased.
+claims meanwhile, and starts what the call leased. The slots of acks still
+waiting or being recorded are the acker's to fill: the claim loop does not
+claim for them (it would race the call that claims for them anyway) and is
+told when a batch is recorded (``Claimer.recorded``).
 A store outage is retried (every ack is guarded by its token, so a retry is
 safe); after the last retry the leases expire and recovery retries the jobs.
 """
@@ -56,6 +59,11 @@ class Claimer(Protocol):
 
     def claimed(self, jobs: list[Job]) -> None:
         """Start the jobs the acks' call leased."""
+        ...
+
+    def recorded(self) -> None:
+        """A batch of acks is recorded (whether its call claimed or not): the
+        slots its runs freed are the claim loop's again."""
         ...
 
 
@@ -128,6 +136,8 @@ class Acker(threading.Thread):
                         finish()
                     except Exception:
                         log.exception("worker %s: freeing a slot failed", self.worker_id)
+                if self.claimer is not None:
+                    self.claimer.recorded()
 
     def _record(self, batch: list[Item]) -> None:
         acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]

@@ -142,6 +142,8 @@ class ClaimLoop:
         batch_at = max(1, (self.config.concurrency + ahead) // 2)
         self._ahead_now, self._claim_at = ahead, batch_at
         free = self.runner.free(ahead)
+        if self.acker.claimer is not None:  # the acks' own call claims for the slots they freed
+            free -= self.acker.pending()
         if free <= 0:
             return 0, 1.0
         if free >= batch_at or self.runner.busy() == 0:
@@ -218,6 +220,11 @@ class ClaimLoop:
             if free:
                 self._last_claim = time.monotonic()
             yield [[first], others], free, self.config.lease_ttl_s
+
+    def recorded(self) -> None:
+        """The acker recorded a batch (``acker.Claimer``): wake the claim loop
+        for the slots its call did not fill."""
+        self._wakeup.set()
 
     def claimed(self, jobs: list[Job]) -> None:
         """Start the jobs the acker's call leased (``acker.Claimer``)."""
