@@ -41,7 +41,7 @@ import orjson
 from sqlalchemy import create_engine, text
 
 from store import JobStore
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, status_key
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW, bucket_of, event_key, rolled_key, status_key
 from store.lifecycle import JobStatus
 from store.models import Job
 
@@ -374,7 +374,7 @@ def _load_sql(
     step: float,
     progress: bool,
 ) -> None:
-    from store.sql.schema import counters, jobs
+    from store.sql.schema import counters, history, jobs
 
     engine = create_engine(url)
     dialect = engine.dialect.name
@@ -406,6 +406,13 @@ def _load_sql(
             conn.execute(upsert, [{"key": event_key(kind), "n": c} for kind, c in totals.items()])
             for width, kept_s in HISTORY_WIDTHS.items():
                 conn.execute(text(_history_sql(dialect, ids, width, now - kept_s)))
+            for width in HISTORY_WIDTHS:  # as trim_history leaves them (store/counters.py, "roll-up")
+                if width != NARROW:
+                    current = int(bucket_of(now, width))
+                    conn.execute(
+                        text(f"DELETE FROM {history.name} WHERE width = {width} AND bucket >= {current}")
+                    )
+                    conn.execute(upsert, [{"key": rolled_key(width), "n": current}])
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("VACUUM ANALYZE" if dialect == "postgresql" else "ANALYZE"))
     finally:

@@ -10,7 +10,8 @@ from what is already written (docs/architecture.md, Redis key schema):
   the events counted before those totals existed (store/redis/upgrade.py);
 * history buckets wider than the first width of HISTORY_WIDTHS: the narrow
   buckets' sums, rolled up by trim_history once a wide bucket has ended and
-  at read time for the rest (lua/trim_history.lua, lua/history.lua).
+  at read time for the rest (the rule of store/counters.py, "roll-up", as
+  lua/trim_history.lua and lua/history.lua apply it).
 
 Round trips: counters 2 (one pipeline of the counters hash, one function);
 history 1; trim_history 1 per TRIM_BATCH fields or wide buckets of the
@@ -25,6 +26,8 @@ from store.counters import (
     BEFORE_PREFIX,
     HISTORY_KINDS,
     HISTORY_WIDTHS,
+    NARROW,
+    bucket_of,
     event_key,
     status_key,
 )
@@ -35,17 +38,12 @@ from store.redis.plumbing import RedisPlumbing, codes
 
 #: Most history fields one trim_history call removes per width (and most wide buckets it rolls up).
 TRIM_BATCH = 1000
-#: The width the functions write (lib/job.lua flush_counts); the others are its roll-ups.
-NARROW = min(HISTORY_WIDTHS)
 #: Statuses counted from their listing zsets by queue (InProgress: from the leases zset).
 LISTED = codes(sorted(s for s in JobStatus if s is not JobStatus.InProgress))
 
+# NARROW is the width the functions write (lib/job.lua flush_counts); the
+# others are its roll-ups, by the rule of store/counters.py ("roll-up").
 assert next(iter(HISTORY_WIDTHS)) == NARROW, "lua/trim_history.lua takes the narrowest width first"
-
-
-def bucket_of(start: float, width_s: int) -> float:
-    """The start of the ``width_s`` bucket that holds a bucket starting at ``start``."""
-    return float(start // width_s * width_s)
 
 
 class HistoryMixin(RedisPlumbing):

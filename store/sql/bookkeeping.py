@@ -26,9 +26,11 @@ many of its parts use them) and returns one INSERT (an upsert for the counters a
 What the rows add, in one place: the event; ``s:<from>:<queue>`` -1 and
 ``s:<to>:<queue>`` +1 (a change without a queue moves no status count); for
 a kind of HISTORY_KINDS with a queue, ``q:<kind>:<queue>`` +1 and +1 in the
-current bucket of every width of HISTORY_WIDTHS, else ``e:<kind>`` +1. No
-write that another implies: a kind's total is the sum of its queues'
-(``counters.derived_event_totals`` reads it so), not a counter of its own. Counter rows
+current bucket of the narrowest width of HISTORY_WIDTHS, else ``e:<kind>``
++1. No write that another implies: a kind's total is the sum of its queues'
+(``counters.derived_event_totals`` reads it so), not a counter of its own,
+and a wider width's bucket is the sum of its narrow buckets (rolled up by
+trim_history, store/sql/operating.py), not a bucket written beside them. Counter rows
 are added in key order (a fixed lock order: concurrent writers never
 deadlock), to this process's ``shard`` (bind parameter).
 """
@@ -55,7 +57,7 @@ from sqlalchemy import (
     union_all,
 )
 
-from store.counters import EVENT_PREFIX, HISTORY_KINDS, HISTORY_WIDTHS, QUEUE_EVENT_PREFIX, STATUS_PREFIX
+from store.counters import EVENT_PREFIX, HISTORY_KINDS, NARROW, QUEUE_EVENT_PREFIX, STATUS_PREFIX
 from store.lifecycle import EventKind
 from store.sql.changes import const
 from store.sql.schema import counters, history, job_events
@@ -172,20 +174,16 @@ def add_to_counters(upsert: Insert, src: CTE, kind: EventKind | None = None, new
 
 def add_to_history(upsert: Insert, src: CTE, now: ColumnElement[float]) -> Insert:
     """Add the changes of HISTORY_KINDS that name a queue to the current
-    bucket of every width of HISTORY_WIDTHS; ``upsert`` is the dialect's
-    INSERT of ``history``."""
-    # A UNION of literals, not VALUES: SQLAlchemy cannot cache a statement
-    # holding a VALUES construct, and would compile it on every execution.
-    widths = union_all(*(select(const(w, BigInteger()).label("w")) for w in HISTORY_WIDTHS)).subquery(
-        "widths"
-    )
-    bucket = bucket_start(now, widths.c.w)
+    bucket of the narrowest width (``counters.NARROW``) alone; ``upsert`` is
+    the dialect's INSERT of ``history``. The wider widths are its roll-ups
+    (the rule of store/counters.py, "roll-up"): trim_history rolls them up
+    and history() sums the rest at read time (store/sql/operating.py)."""
+    bucket = bucket_start(now, const(NARROW, BigInteger()))
     totals = (
-        select(widths.c.w, bucket, src.c.queue, src.c.kind, _shard(), func.sum(src.c.weight))
-        .select_from(src.join(widths, true()))
+        select(const(NARROW, BigInteger()), bucket, src.c.queue, src.c.kind, _shard(), func.sum(src.c.weight))
         .where(src.c.counted == const(1))
-        .group_by(text("1, 2, 3, 4"))  # by position: the bucket's expression once in the text
-        .order_by(text("1, 3, 4"))
+        .group_by(text("2, 3, 4"))  # by position: the bucket's expression once in the text
+        .order_by(text("3, 4"))
     )
     ins = upsert.from_select(["width", "bucket", "queue", "kind", "shard", "n"], totals)
     key = [history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard]

@@ -10,13 +10,24 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from store.counters import HISTORY_WIDTHS
+from store.counters import HISTORY_WIDTHS, NARROW, read_from, roll_span, rolled_key
 from store.errors import ValidationError
 from store.lifecycle import EventKind
 from store.models import QueueState, ts
 from store.sql import operating_statements as ops
 from store.sql.plumbing import SqlPlumbing, event_row
-from store.sql.schema import queues
+from store.sql.schema import counters, history, queues
+
+#: Wider history widths, each rolled up from the narrowest (store/counters.py, "roll-up").
+WIDER = tuple(w for w in HISTORY_WIDTHS if w != NARROW)
+#: Most wide buckets one roll-up transaction takes (a day of hours: 1,440
+#: minute buckets of every queue, kind and shard read).
+ROLL_BATCH = 24
+#: Seconds a wide bucket is left after it ended before it is rolled up:
+#: PostgreSQL reads its clock when a statement starts, so a change that
+#: started before the bucket ended may commit its minute bucket after a
+#: roll-up began; a statement of a bookkeeping write runs far less than this.
+ROLL_GRACE_S = 60.0
 
 
 class SqlOperatingMixin(SqlPlumbing):
@@ -75,24 +86,67 @@ class SqlOperatingMixin(SqlPlumbing):
 
     # ------------------------------------------------------------- history
     def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
+        """One statement: the narrowest width's buckets as written; a wider
+        width's by the rule of store/counters.py ("roll-up"). Raises
+        ValidationError for a width not in HISTORY_WIDTHS."""
         if width_s not in HISTORY_WIDTHS:
             raise ValidationError("width", f"must be one of {sorted(HISTORY_WIDTHS)}")
         params: dict[str, Any] = {"h_width": width_s, "since": since, "h_queue": queue}
-        rows = self.tx(lambda c: c.execute(ops.history_since(queue is not None), params).all(), write=False)
+        if width_s == NARROW:
+            stmt = ops.history_since(queue is not None)
+        else:
+            stmt = ops.wide_history_since(queue is not None)
+            params.update(
+                h_narrow=NARROW, h_mark_key=rolled_key(width_s), h_from=read_from(since, width_s, None)
+            )
+        rows = self.tx(lambda c: c.execute(stmt, params).all(), write=False)
         out: dict[str, dict[float, int]] = {}
         for bucket, kind, n in rows:
             out.setdefault(kind, {})[float(bucket)] = int(n)
         return out
 
     def trim_history(self) -> int:
+        """Roll the wider widths up (ROLL_BATCH buckets a transaction), then
+        drop each width's buckets past its retention (a narrow bucket only
+        once rolled up into every wider width), in one transaction. Returns
+        the buckets (rows) dropped."""
+        marks = []
+        for width in WIDER:
+            while True:
+                mark, more = self.tx(lambda c, w=width: self._roll_up(c, w))
+                if not more:
+                    marks.append(mark)
+                    break
+
         def body(conn: Connection) -> int:
-            stmt = ops.trim_history(self._now)
-            return sum(
-                conn.execute(stmt, {"h_width": w, "keep": keep}).rowcount
-                for w, keep in HISTORY_WIDTHS.items()
-            )
+            now = conn.execute(self._q_now).scalar_one()
+            dropped = 0
+            for width, keep in HISTORY_WIDTHS.items():
+                before = now - keep if width != NARROW else min([now - keep, *marks])
+                dropped += conn.execute(ops.trim_history(), {"h_width": width, "h_before": before}).rowcount
+            return dropped
 
         return self.tx(body)
+
+    def _roll_up(self, conn: Connection, width: int) -> tuple[float, bool]:
+        """Roll up at most ROLL_BATCH ended buckets of ``width`` from the
+        narrow ones and move its mark past them, in ``conn``'s transaction,
+        which holds the mark's row. Returns the new mark and whether ended
+        buckets are left."""
+        key = {"h_mark_key": rolled_key(width)}
+        now = conn.execute(self._q_now).scalar_one()
+        mark = conn.execute(ops.rolled_mark(), key).scalar_one_or_none()
+        if mark is None:
+            oldest = conn.execute(ops.oldest_bucket(), {"h_width": NARROW}).scalar_one()
+            start, _ = roll_span(None, oldest, now - ROLL_GRACE_S, width, ROLL_BATCH)
+            conn.execute(ops.first_mark(self.dialect.upsert(counters)), {**key, "h_mark": int(start)})
+            mark = conn.execute(ops.rolled_mark(), key).scalar_one()  # another trim's, if it came first
+        start, end = roll_span(mark, None, now - ROLL_GRACE_S, width, ROLL_BATCH)
+        if end > start:
+            bounds = {"h_width": width, "h_narrow": NARROW, "h_low": start, "h_high": end}
+            conn.execute(ops.roll_up(self.dialect.upsert(history)), bounds)
+            conn.execute(ops.move_mark(), {**key, "h_mark": int(end)})
+        return end, roll_span(end, None, now - ROLL_GRACE_S, width, 1)[1] > end
 
 
 def _queue_state(row: object) -> QueueState:

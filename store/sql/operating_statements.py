@@ -11,20 +11,25 @@ from sqlalchemy import (
     Delete,
     Double,
     Insert,
+    Integer,
+    ScalarSelect,
     Select,
     Update,
     bindparam,
+    cast,
     delete,
     func,
     insert,
     select,
+    text,
+    union_all,
     update,
 )
 
 from store.sql.changes import const
 from store.sql.flow_statements import waiting_child_of
-from store.sql.schema import Json, attempts, history, job_events, jobs, queues, unique_keys
-from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, json_with_at
+from store.sql.schema import Json, attempts, counters, history, job_events, jobs, queues, unique_keys
+from store.sql.statements import IN_PROGRESS, OPERATOR_PREFIX, bucket_start, json_with_at
 
 
 def _purgeable(now: ColumnElement[float]) -> list[ColumnElement[bool]]:
@@ -145,8 +150,9 @@ def set_progress(now: ColumnElement[float]) -> Update:
 
 
 def history_since(with_queue: bool) -> Select:
-    """History counters of one width from a bucket on, summed over shards
-    (and queues unless ``with_queue``). Params: h_width, since[, h_queue]."""
+    """History buckets of the narrowest width (written as they are) from a
+    bucket on, summed over shards (and queues unless ``with_queue``).
+    Params: h_width, since[, h_queue]."""
     where = [history.c.width == bindparam("h_width"), history.c.bucket >= bindparam("since", type_=Double())]
     if with_queue:
         where.append(history.c.queue == bindparam("h_queue"))
@@ -158,11 +164,109 @@ def history_since(with_queue: bool) -> Select:
     )
 
 
-def trim_history(now: ColumnElement[float]) -> Delete:
-    """Drop buckets of one width older than its retention. Params: h_width, keep."""
+def _mark() -> ScalarSelect[int]:
+    """The roll-up mark of the width in h_mark_key (counters.rolled_key), NULL when none."""
+    return (
+        select(counters.c.n)
+        .where(counters.c.key == bindparam("h_mark_key"), counters.c.shard == 0)
+        .scalar_subquery()
+    )
+
+
+def wide_history_since(with_queue: bool) -> Select:
+    """History buckets of a wider width from a bucket on, by the rule of
+    store/counters.py ("roll-up"), in one statement (so a roll-up committed
+    meanwhile shows once): its own buckets from ``since`` up to its mark,
+    and the narrow buckets from ``h_from`` (``counters.read_from`` without
+    the mark) and the mark on, each counted in its wide bucket; summed over
+    shards (and queues unless ``with_queue``). Params: h_width, h_narrow,
+    h_mark_key, since, h_from[, h_queue]."""
+    width, mark = bindparam("h_width", type_=Integer()), _mark()
+    start = bindparam("h_from", type_=Double())
+    own = [
+        history.c.width == width,
+        history.c.bucket >= bindparam("since", type_=Double()),
+        history.c.bucket < mark,
+    ]
+    narrow = [
+        history.c.width == bindparam("h_narrow", type_=Integer()),
+        history.c.bucket >= start,
+        history.c.bucket >= func.coalesce(mark, start),
+    ]
+    if with_queue:
+        own.append(history.c.queue == bindparam("h_queue"))
+        narrow.append(history.c.queue == bindparam("h_queue"))
+    parts = union_all(
+        select(history.c.bucket.label("bucket"), history.c.kind, history.c.n).where(*own),
+        select(bucket_start(history.c.bucket, width), history.c.kind, history.c.n).where(*narrow),
+    ).subquery("parts")
+    return (
+        select(parts.c.bucket, parts.c.kind, func.sum(parts.c.n))
+        .group_by(parts.c.bucket, parts.c.kind)
+        .order_by(parts.c.bucket)
+    )
+
+
+def rolled_mark() -> Select:
+    """The roll-up mark of one width, locked until the transaction ends
+    (PostgreSQL; SQLite's writer already holds the database). Params: h_mark_key."""
+    return (
+        select(counters.c.n)
+        .where(counters.c.key == bindparam("h_mark_key"), counters.c.shard == 0)
+        .with_for_update()
+    )
+
+
+def first_mark(upsert: Insert) -> Insert:
+    """Set a width's roll-up mark unless it has one; ``upsert`` is the
+    dialect's INSERT of ``counters``. Params: h_mark_key, h_mark."""
+    return upsert.values(key=bindparam("h_mark_key"), shard=0, n=bindparam("h_mark")).on_conflict_do_nothing()
+
+
+def move_mark() -> Update:
+    """Move a width's roll-up mark. Params: h_mark_key, h_mark."""
+    return (
+        update(counters)
+        .where(counters.c.key == bindparam("h_mark_key"), counters.c.shard == 0)
+        .values(n=bindparam("h_mark"))
+    )
+
+
+def oldest_bucket() -> Select:
+    """The start of the oldest bucket of one width, NULL when it has none. Params: h_width."""
+    return select(func.min(history.c.bucket)).where(history.c.width == bindparam("h_width"))
+
+
+def roll_up(upsert: Insert) -> Insert:
+    """Add the narrow buckets starting in [h_low, h_high) to the wider
+    buckets of width h_width that hold them (shard 0), summed by queue and
+    kind; ``upsert`` is the dialect's INSERT of ``history``. Reads
+    (h_high - h_low) / h_narrow narrow buckets of every queue, kind and
+    shard. Params: h_width, h_narrow, h_low, h_high."""
+    width = bindparam("h_width", type_=Integer())
+    bucket = bucket_start(history.c.bucket, width)
+    sums = (
+        select(
+            cast(width, Integer()), bucket, history.c.queue, history.c.kind, const(0), func.sum(history.c.n)
+        )
+        .where(
+            history.c.width == bindparam("h_narrow", type_=Integer()),
+            history.c.bucket >= bindparam("h_low", type_=Double()),
+            history.c.bucket < bindparam("h_high", type_=Double()),
+        )
+        .group_by(text("2, 3, 4"))  # by position: the bucket's expression once in the text
+        .order_by(text("2, 3, 4"))
+    )
+    ins = upsert.from_select(["width", "bucket", "queue", "kind", "shard", "n"], sums)
+    key = [history.c.width, history.c.bucket, history.c.queue, history.c.kind, history.c.shard]
+    return ins.on_conflict_do_update(index_elements=key, set_={"n": history.c.n + ins.excluded.n})
+
+
+def trim_history() -> Delete:
+    """Drop the buckets of one width that start before h_before. Params: h_width, h_before."""
     return delete(history).where(
         history.c.width == bindparam("h_width"),
-        history.c.bucket < now - bindparam("keep", type_=Double()),
+        history.c.bucket < bindparam("h_before", type_=Double()),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -482,6 +483,110 @@ def test_0011_moves_queue_counted_totals_out_of_the_event_totals_and_back(empty_
     assert _scalar(empty_url, sums.format("e:failed")) == 2
     assert _scalar(empty_url, sums.format("e:enqueued")) == 1
     assert _scalar(empty_url, sums.format("e:claimed")) == 7
+
+
+# ------------------------------------------------------------ 0011 <-> 0012
+def _history_rows_0011(now: float) -> list[tuple[int, float, str, str, int, int]]:
+    """History rows (width, bucket, queue, kind, shard, n) as 0011 wrote
+    them around ``now``: every event in a minute bucket and its hour bucket,
+    an hour 3 days back whose minutes are trimmed, and events this hour."""
+    hour = now // 3600 * 3600
+    minutes = [
+        (hour - 7200 + 300, "a", "enqueued", 0, 2),
+        (hour - 7200 + 300, "a", "enqueued", 1, 1),
+        (hour - 7200 + 600, "b", "enqueued", 0, 4),
+        (hour - 3600 + 1800, "a", "completed", 1, 3),
+        (hour, "a", "enqueued", 0, 5),
+        (now // 60 * 60, "b", "failed", 0, 1),
+    ]
+    rows = [(60, *m) for m in minutes]
+    rows += [(3600, b // 3600 * 3600, q, k, s, n) for b, q, k, s, n in minutes]
+    rows.append((3600, hour - 72 * 3600, "b", "failed", 0, 7))
+    return rows
+
+
+def _history_reads(rows: list[tuple[int, float, str, str, int, int]], since: float) -> dict:
+    """What history(width, since, queue) read from 0011's rows, every width and queue filter."""
+    out: dict = {}
+    for queue in (None, "a", "b"):
+        for width in (60, 3600):
+            got: dict = {}
+            for w, bucket, q, kind, _, n in rows:
+                if w == width and bucket >= since and queue in (None, q):
+                    got.setdefault(kind, {})
+                    got[kind][float(bucket)] = got[kind].get(float(bucket), 0) + n
+            out[(width, queue)] = got
+    return out
+
+
+def test_0012_drops_the_hours_the_minutes_hold_and_downgrade_rebuilds_them(empty_url: str) -> None:
+    """0012: the hour buckets from the current one on go and a roll-up mark
+    says so; every width reads the same after the upgrade and after a trim,
+    and the downgrade gives back the hour buckets 0011 wrote."""
+    from alembic import command
+
+    config = alembic_config(empty_url)
+    command.upgrade(config, "0011")
+    store = open_store(empty_url)  # the store's clock: the one the migration reads
+    try:
+        now = store.now()
+    finally:
+        store.close()
+    rows = _history_rows_0011(now)
+    engine = create_engine(empty_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO leasehold_history (width, bucket, queue, kind, shard, n) "
+                    "VALUES (:w, :b, :q, :k, :s, :n)"
+                ),
+                [dict(zip("wbqksn", r, strict=True)) for r in rows],
+            )
+    finally:
+        engine.dispose()
+    sinces = (now - 100 * 3600, now - 5400, now // 3600 * 3600)
+    expected = {since: _history_reads(rows, since) for since in sinces}
+
+    def reads() -> dict:
+        store = open_store(empty_url)
+        try:
+            return {
+                since: {
+                    (w, q): store.history(w, since, queue=q) for w in (60, 3600) for q in (None, "a", "b")
+                }
+                for since in sinces
+            }
+        finally:
+            store.close()
+
+    migrate(empty_url)
+    [(mark,)] = _rows(empty_url, "SELECT n FROM leasehold_counters WHERE key = 'r:3600'")
+    assert mark >= now // 3600 * 3600
+    later = f"SELECT count(*) FROM leasehold_history WHERE width = 3600 AND bucket >= {mark}"
+    assert _scalar(empty_url, later) == 0
+    assert reads() == expected
+    store = open_store(empty_url)
+    try:
+        store.trim_history()
+    finally:
+        store.close()
+    assert reads() == expected
+
+    command.downgrade(config, "0011")
+    assert _rows(empty_url, "SELECT n FROM leasehold_counters WHERE key = 'r:3600'") == []
+    hours = _rows(
+        empty_url,
+        "SELECT bucket, queue, kind, SUM(n) FROM leasehold_history WHERE width = 3600 "
+        "GROUP BY bucket, queue, kind ORDER BY bucket, queue, kind",
+    )
+    wrote: Counter = Counter()
+    for w, bucket, q, kind, _, n in rows:
+        if w == 3600:
+            wrote[(float(bucket), q, kind)] += n
+    assert {(float(b), q, k): n for b, q, k, n in hours} == dict(wrote)
+    migrate(empty_url)  # and up again
+    assert reads() == expected
 
 
 # ------------------------------------------------------------ 0009 <-> 0010
