@@ -23,10 +23,10 @@ WIDER = tuple(w for w in HISTORY_WIDTHS if w != NARROW)
 #: Most wide buckets one roll-up transaction takes (a day of hours: 1,440
 #: minute buckets of every queue, kind and shard read).
 ROLL_BATCH = 24
-#: Seconds a wide bucket is left after it ended before it is rolled up:
-#: PostgreSQL reads its clock when a statement starts, so a change that
-#: started before the bucket ended may commit its minute bucket after a
-#: roll-up began; a statement of a bookkeeping write runs far less than this.
+#: Seconds a wide bucket is left after it ended before it is rolled up; on
+#: PostgreSQL also not before the oldest other open transaction started
+#: (``Dialect.writes_since``): a statement's clock is its transaction's
+#: start, so a change stamped inside the bucket may commit after it ended.
 ROLL_GRACE_S = 60.0
 
 
@@ -135,18 +135,22 @@ class SqlOperatingMixin(SqlPlumbing):
         buckets are left."""
         key = {"h_mark_key": rolled_key(width)}
         now = conn.execute(self._q_now).scalar_one()
+        until = now - ROLL_GRACE_S  # what may be rolled up: buckets ended before it
+        open_since = self.dialect.writes_since(conn)
+        if open_since is not None:  # a change stamped before then may still commit
+            until = min(until, open_since + self.clock_offset_s)
         mark = conn.execute(ops.rolled_mark(), key).scalar_one_or_none()
         if mark is None:
             oldest = conn.execute(ops.oldest_bucket(), {"h_width": NARROW}).scalar_one()
-            start, _ = roll_span(None, oldest, now - ROLL_GRACE_S, width, ROLL_BATCH)
+            start, _ = roll_span(None, oldest, until, width, ROLL_BATCH)
             conn.execute(ops.first_mark(self.dialect.upsert(counters)), {**key, "h_mark": int(start)})
             mark = conn.execute(ops.rolled_mark(), key).scalar_one()  # another trim's, if it came first
-        start, end = roll_span(mark, None, now - ROLL_GRACE_S, width, ROLL_BATCH)
+        start, end = roll_span(mark, None, until, width, ROLL_BATCH)
         if end > start:
             bounds = {"h_width": width, "h_narrow": NARROW, "h_low": start, "h_high": end}
             conn.execute(ops.roll_up(self.dialect.upsert(history)), bounds)
             conn.execute(ops.move_mark(), {**key, "h_mark": int(end)})
-        return end, roll_span(end, None, now - ROLL_GRACE_S, width, 1)[1] > end
+        return end, roll_span(end, None, until, width, 1)[1] > end
 
 
 def _queue_state(row: object) -> QueueState:

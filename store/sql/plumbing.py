@@ -141,6 +141,13 @@ class Dialect(abc.ABC):
         to ``changes`` (objects with the keys of ``bookkeeping.CHANGE_COLUMNS``),
         as a CTE with those columns."""
 
+    def writes_since(self, conn: Connection) -> float | None:
+        """The start (epoch seconds, the store's clock without its offset) of
+        the oldest other transaction still open, whose writes may yet commit
+        with a time stamped before now; None when no write can be in flight
+        (SQLite: one writer at a time). The history roll-up waits for it."""
+        return None
+
     #: The parameters ``event_source`` binds (each run of the events statement).
     event_keys: tuple[str, ...] = BOOK_KEYS
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, cast, column, func, select
+from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, cast, column, func, select, text
 from sqlalchemy.dialects import postgresql
 
 from store.lifecycle import EventKind, Operation, rule
@@ -26,6 +26,12 @@ from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
 
 #: Counter shards; a process writes to one, readers sum them.
 SHARDS = 16
+#: Start of the oldest other open transaction of this database (epoch seconds).
+_OLDEST_TRANSACTION = text(
+    "SELECT extract(epoch FROM min(xact_start)) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+    " AND backend_type = 'client backend'"
+)
 
 
 class PostgresDialect(Dialect):
@@ -53,6 +59,14 @@ class PostgresDialect(Dialect):
 
     def upsert(self, table: Table) -> Insert:
         return postgresql.insert(table)
+
+    def writes_since(self, conn: Connection) -> float | None:
+        """``xact_start`` of the oldest other open transaction in this
+        database (``pg_stat_activity``): a statement's ``now()`` is its
+        transaction's start, so a change stamped in an ended hour can commit
+        later only from a transaction that started before the hour ended."""
+        found = conn.execute(_OLDEST_TRANSACTION).scalar()
+        return None if found is None else float(found)
 
     def changes_from(self) -> CTE:
         """``jsonb_to_recordset`` of the array, typed by CHANGE_COLUMNS."""
