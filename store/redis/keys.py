@@ -24,14 +24,13 @@ Key schema (``P`` = prefix):
                           microseconds (an integer: lua/lib/clock.lua ``micros``):
                           the only index of InProgress jobs (listings and counts
                           of InProgress read it, store/redis/listing.py, lua/counts.lua)
+``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
+                          last_updated_at in whole microseconds, member the id
 ``{P}:updated:<status>:queue:<queue>``, ``{P}:updated:<status>:name:<name>``
-                          zsets: the jobs of one status but InProgress in one
-                          queue, of one name; score last_updated_at in whole
-                          microseconds, member the id (lua/lib/job.lua
-                          ``list_job``, store/redis/listing.py); a status
-                          alone is its queues' zsets merged
+                          zsets: the same jobs of one queue, of one name
+                          (lua/lib/job.lua ``list_job``, store/redis/listing.py)
 ``{P}:queue_names``       set: every queue a listing zset was ever written for
-                          (counts, purge and listings by status walk it)
+                          (counts and listings by status walk it)
 ``{P}:counters``          hash: ``e:<kind>`` totals of the kinds not in HISTORY_KINDS,
                           ``q:<kind>:<queue>`` totals of those in it, ``b:<kind>``
                           an upgraded store's earlier events (store/counters.py);
@@ -135,7 +134,7 @@ class Keys:
             raise ValidationError("prefix", "must be non-empty, without { or }")
         common = (
             self.counters,
-            self.queue_names,
+            *(self.updated(s) for s in JobStatus),
             self.leases,
             self.audit,
         )
@@ -166,9 +165,8 @@ class Keys:
         return self._key("scheduled", queue)
 
     def updated(self, status: JobStatus | None = None) -> str:
-        """Layouts 1 to 3's ``updated:<status>`` zset (every job of a status);
-        with no status layout 1's all-jobs zset (store/redis/upgrade.py
-        removes them)."""
+        """``updated:<status>``; with no status the previous layout's all-jobs
+        zset (store/redis/upgrade.py removes it)."""
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
 
     def by_queue(self, status: JobStatus, queue: str) -> str:
@@ -259,6 +257,6 @@ class Keys:
 
     def common(self) -> list[str]:
         """The deployment-wide keys every function that changes jobs may
-        write (lua/lib/job.lua): counters, queue_names, leases,
+        write (lua/lib/job.lua): counters, updated:100 .. updated:600, leases,
         audit (a new list each call)."""
         return list(self._common)

@@ -4,16 +4,14 @@ pages at any depth, whatever the filter.
 
 Every listing index is a zset scored by last_updated_at in whole
 microseconds with the job id as member (lua/lib/job.lua ``list_job``):
-``updated:<status>:queue:<queue>`` with a queue, ``updated:<status>:name:<name>``
-with a name, and without either the status's zset of every queue of
-``{P}:queue_names``. Redis orders equal scores by member, so ``ZRANGE … REV``
-yields ``(last_updated_at, id)`` descending, the order of the SQL store. A
-cursor ``(at, id)`` is turned into a start rank with ``ZCOUNT`` of the
-scores past ``at`` plus the members tied at ``at`` that sort at or after
-``id``: O(log N) plus the tie group. Several indexes (a status's queues, or
-every status without one) are read the same way, one round trip for their
-start ranks and one for their ranges of at most ``limit + 1`` entries each,
-and merged here: O(indexes × (log N + limit)).
+``{P}:updated:<status>`` without a filter, ``updated:<status>:queue:<queue>``
+with a queue, ``updated:<status>:name:<name>`` with a name. Redis orders
+equal scores by member, so ``ZRANGE … REV`` yields ``(last_updated_at, id)``
+descending, the order of the SQL store. A cursor ``(at, id)`` is turned into
+a start rank with ``ZCOUNT`` of the scores past ``at`` plus the members tied
+at ``at`` that sort at or after ``id``: O(log N) plus the tie group. With no
+status, the statuses' indexes are read the same way (one round trip for
+their start ranks, one for their ranges) and merged here.
 
 A queue and a name together are their two zsets' intersection: the smaller
 one is walked from the cursor in chunks (doubling up to CHUNK_MOST), each
@@ -117,8 +115,7 @@ class ListingMixin(RedisPlumbing):
         if queue is not None and name is not None:
             runs = [self._both(s, queue, name, count, after, ascending) for s in statuses]
         else:
-            queues = [queue] if queue is not None or name is not None else self._queue_names()
-            indexes = list({self._index(s, q, name): None for s in statuses for q in queues})
+            indexes = [self._index(s, queue, name) for s in statuses]
             ranks = start_ranks(pipe, indexes, after, ascending) if after else [0] * len(indexes)
             got = pipe(
                 lambda p: [
@@ -132,13 +129,12 @@ class ListingMixin(RedisPlumbing):
         return _merged(runs, count, ascending)
 
     def _index(self, status: JobStatus, queue: str | None, name: str | None) -> str:
-        """The listing zset of ``status`` in ``queue`` or named ``name`` (one given)."""
-        return self.keys.by_queue(status, queue) if queue is not None else self.keys.by_name(status, name)
-
-    def _queue_names(self) -> list[str]:
-        """Every queue a listing zset was written for (``{P}:queue_names``), sorted."""
-        [names] = self._pipe(lambda p: p.smembers(self.keys.queue_names))
-        return sorted(names)
+        """The listing zset of ``status``, of ``queue`` or of ``name`` (at most one given)."""
+        if queue is not None:
+            return self.keys.by_queue(status, queue)
+        if name is not None:
+            return self.keys.by_name(status, name)
+        return self.keys.updated(status)
 
     def _both(
         self, status: JobStatus, queue: str, name: str, count: int, after: Entry | None, ascending: bool
@@ -194,10 +190,9 @@ class ListingMixin(RedisPlumbing):
         return entries
 
     def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
-        """See OperatingContract.count_jobs: index reads, not counts() of
-        every queue and status: ZCARD of the listing zset of ``status`` in
-        ``queue``, or the sum over its queues (the leases zset for
-        InProgress); ``_count_named`` with a name."""
+        """See OperatingContract.count_jobs: one index read, not counts() of
+        every queue and status: ZCARD of the listing zset of ``status`` (of
+        ``queue``; the leases zset for InProgress), ``_count_named`` with a name."""
         status = JobStatus(status)
         if name:
             return self._count_named(status, queue or None, name)
@@ -206,8 +201,7 @@ class ListingMixin(RedisPlumbing):
                 return len(self._leased(queue, None, None, True))
             [n] = self._pipe(lambda p: p.zcard(self.keys.leases))
         else:
-            queues = [queue] if queue else self._queue_names()
-            n = sum(self._pipe(lambda p: [p.zcard(self.keys.by_queue(status, q)) for q in queues]))
+            [n] = self._pipe(lambda p: p.zcard(self._index(status, queue or None, None)))
         return int(n)
 
     def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:

@@ -1,17 +1,18 @@
-"""One-off rebuild of the listing zsets (``{P}:updated:<status>:queue:<queue>``
-and ``:name:<name>``, ``{P}:queue_names``) for jobs an earlier layout indexed
-otherwise: layouts 1 to 3 kept every job of a status but InProgress in
-``{P}:updated:<status>`` (scored in float seconds), which this layout does
-not keep.
+"""One-off rebuild of the listing zsets (``{P}:updated:<status>``, its
+``:queue:<queue>`` and ``:name:<name>`` zsets, ``{P}:queue_names``) for jobs
+written by a layout that indexed them otherwise: layout 1 kept no listing
+zsets, layouts 1 to 3 scored ``updated:<status>`` in float seconds.
 
 ``leasehold db upgrade`` runs it (store/redis/upgrade.py), once every
 process runs this version.
 
-Each round reads BATCH members of an ``updated:<status>`` zset (``ZRANGE``,
-no SCAN) and hands them to lua/reindex.lua, which reads each job's current
-status, queue, name and last_updated_at in the same atomic step, indexes it
-under its status unless it is gone or has moved on (then the member was
-stale), and removes the member: the zset empties, so the walk ends. It is
+Every job of a status but InProgress is in ``{P}:updated:<status>``; a job
+not indexed by this layout yet has a score in seconds, below MICROS_FROM.
+Each round reads BATCH such members (``ZRANGEBYSCORE``, no SCAN) and
+indexes them in lua/reindex.lua, which reads each job's current status,
+queue, name and last_updated_at in the same atomic step and writes its
+entries in microseconds, or drops a member whose job is gone or has another
+status. Either way the member leaves the range read, so the walk ends. It is
 idempotent and safe while workers run: a job changed by this version is
 indexed already.
 """
@@ -24,18 +25,22 @@ from store.redis.store import RedisStore
 
 #: Job ids read from an ``updated:<status>`` zset per round (one function call each).
 BATCH = SCRIPT_BATCH
+#: Lowest listing score read as microseconds (1e12 µs is 1970-01-12; 1e12 s is far beyond any job).
+MICROS_FROM = 1e12
 
 
 def unindexed(store: RedisStore) -> int:
-    """How many members the earlier layouts' ``updated:<status>`` zsets hold."""
+    """How many members of the ``updated:<status>`` zsets are scored in seconds."""
     statuses = [s for s in JobStatus if s is not JobStatus.InProgress]
-    found = store._pipe(lambda p: [p.zcard(store.keys.updated(s)) for s in statuses])
+    found = store._pipe(
+        lambda p: [p.zcount(store.keys.updated(s), "-inf", f"({MICROS_FROM!r}") for s in statuses]
+    )
     return sum(int(n) for n in found)
 
 
 def reindex(store: RedisStore) -> int:
-    """Index every job the earlier layouts' zsets hold. Returns how many jobs
-    were indexed. Raises StoreUnavailable when Redis is unreachable."""
+    """Index every job of ``store`` not indexed by this layout. Returns how
+    many jobs were indexed. Raises StoreUnavailable when Redis is unreachable."""
     indexed = 0
     for status in JobStatus:
         if status is not JobStatus.InProgress:  # indexed by the leases zset alone
@@ -44,10 +49,10 @@ def reindex(store: RedisStore) -> int:
 
 
 def _reindex(store: RedisStore, status: JobStatus) -> int:
-    """Index the jobs of ``updated:<status>``, BATCH a call."""
+    """Index the jobs of ``updated:<status>`` scored in seconds, BATCH a call."""
     index, indexed = store.keys.updated(status), 0
     while True:
-        [ids] = store._pipe(lambda p: p.zrange(index, 0, BATCH - 1))
+        [ids] = store._pipe(lambda p: p.zrangebyscore(index, "-inf", f"({MICROS_FROM!r}", 0, BATCH))
         if not ids:
             return indexed
         indexed += int(store._eval(store._lua.reindex, store._route, store._args(str(int(status)), *ids)))

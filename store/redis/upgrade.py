@@ -8,14 +8,13 @@ what it did (``{name: count}``, summed over the steps); each is idempotent
 works in bounded batches or one bounded call, and is safe while workers run:
 
 ``listing_indexes`` (from layouts 1 to 3)
-    ``reindex`` (store/redis/reindex.py): this layout's listing zsets by
-    status x queue and status x name, scored in microseconds, for every job
-    of the earlier layouts' ``updated:<status>`` zsets (scored in seconds),
-    BATCH jobs a call, each member removed once indexed; then what earlier
-    layouts kept and this one does not go: the lex zsets by queue, name and
-    both, layout 1's InProgress index ``{P}:updated:300`` and its all-jobs
-    ``{P}:updated`` zset. ``UNLINK``: the server frees them in the
-    background, whatever their size.
+    ``reindex`` (store/redis/reindex.py): this layout's listing zsets, scored
+    in microseconds, for every job indexed otherwise (layout 1 kept none;
+    layouts 1 to 3 scored ``updated:<status>`` in seconds and kept lex zsets
+    by queue, name and both), BATCH jobs a call; then what earlier layouts
+    kept and this one does not go: the lex zsets, layout 1's InProgress index
+    ``{P}:updated:300`` and its all-jobs ``{P}:updated`` zset. ``UNLINK``: the
+    server frees them in the background, whatever their size.
 ``counts`` (from layouts 1 and 2)
     lua/upgrade_counts.lua, one call: the status counters go (counts are read
     from the indexes), a history kind's ``e:`` total becomes ``b:``, what it
@@ -69,8 +68,8 @@ def stale_keys(store: RedisStore) -> list[str]:
 
 def listing_indexes(store: RedisStore) -> dict[str, int]:
     """Jobs indexed otherwise into this layout's listing zsets, then the
-    stale keys removed; nothing when no earlier index is left (the stale
-    keys go last: an interrupted run goes on)."""
+    stale keys removed; nothing when none is scored in seconds and no stale
+    key is left (they go last: an interrupted run reindexes again)."""
     stale = stale_keys(store)
     [left] = store._pipe(lambda p: p.exists(*stale))
     if not left and not unindexed(store):

@@ -27,16 +27,15 @@ def redis_store() -> Iterator[RedisStore]:
     delete_redis_prefix(url, prefix)
 
 
-def _as_earlier_layout(store: RedisStore) -> None:
-    """What an earlier layout left: every job of a status in
-    ``updated:<status>``, scored in seconds; no zsets by queue or name."""
+def _as_seconds(store: RedisStore) -> None:
+    """What an earlier layout left: ``updated:<status>`` scored in seconds,
+    no zsets by queue or name."""
     c, k = store._client, store.keys
     for status in S:
-        for queue in c.smembers(k.queue_names):
-            for job_id, score in c.zrange(k.by_queue(status, queue), 0, -1, withscores=True):
-                c.zadd(k.updated(status), {job_id: score / 1_000_000})
-                c.delete(k.by_name(status, c.hget(k.job(job_id), "name")))
-            c.delete(k.by_queue(status, queue))
+        for job_id, score in c.zrange(k.updated(status), 0, -1, withscores=True):
+            c.zadd(k.updated(status), {job_id: score / 1_000_000})
+            h = c.hmget(k.job(job_id), "queue", "name")
+            c.delete(k.by_queue(status, h[0]), k.by_name(status, h[1]))
     c.delete(k.queue_names)
 
 
@@ -45,7 +44,7 @@ def test_reindex_indexes_jobs_of_an_earlier_layout(redis_store: RedisStore) -> N
     redis_store.cancel(jobs[0].id)
     redis_store.enqueue_many([("other", None)] * 250)
     gone = redis_store.enqueue("gone")
-    _as_earlier_layout(redis_store)
+    _as_seconds(redis_store)
     redis_store._client.delete(redis_store.keys.job(gone.id))  # a stale member: skipped and dropped
     assert redis_store.list_jobs(name="target").items == []
     assert unindexed(redis_store) == 254
@@ -63,7 +62,7 @@ def test_reindex_indexes_jobs_of_an_earlier_layout(redis_store: RedisStore) -> N
     assert reindex(redis_store) == 0  # idempotent
 
 
-def test_a_status_change_moves_two_listing_entries(redis_store: RedisStore) -> None:
+def test_a_status_change_moves_three_listing_entries(redis_store: RedisStore) -> None:
     job = redis_store.enqueue("target", queue="rare")
     c, k = redis_store._client, redis_store.keys
 
@@ -75,11 +74,15 @@ def test_a_status_change_moves_two_listing_entries(redis_store: RedisStore) -> N
         }
         return {key for key, score in keys.items() if score is not None}
 
-    assert listed() == {k.by_queue(S.Queued, "rare"), k.by_name(S.Queued, "target")}
-    stamp = c.zscore(k.by_queue(S.Queued, "rare"), job.id)
-    assert stamp == round(job.last_updated_at.timestamp() * 1_000_000)
+    queued = {k.updated(S.Queued), k.by_queue(S.Queued, "rare"), k.by_name(S.Queued, "target")}
+    assert listed() == queued
+    assert c.zscore(k.updated(S.Queued), job.id) == round(job.last_updated_at.timestamp() * 1_000_000)
     assert c.smembers(k.queue_names) == {"rare"}
     redis_store.cancel(job.id)
-    assert listed() == {k.by_queue(S.Canceled, "rare"), k.by_name(S.Canceled, "target")}
+    assert listed() == {
+        k.updated(S.Canceled),
+        k.by_queue(S.Canceled, "rare"),
+        k.by_name(S.Canceled, "target"),
+    }
     redis_store.delete(job.id)
     assert listed() == set()

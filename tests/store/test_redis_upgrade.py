@@ -76,26 +76,24 @@ def _as_previous_layout(store: RedisStore, job: Job) -> None:
 
 
 def _as_layout_3(store: RedisStore) -> None:
-    """Rewrite the listing indexes as layouts 1 to 3 kept them: every job of
-    a status in ``updated:<status>``, scored in float seconds, and lex zsets
-    by queue, name and both (member ``<queue>\0<µs>:<id>`` ...); no zsets by
-    status x queue or status x name and no ``queue_names``."""
+    """Rewrite the listing indexes as layouts 1 to 3 kept them: each
+    ``updated:<status>`` scored in float seconds, lex zsets by queue, name
+    and both (member ``<queue>\0<µs>:<id>`` ...), no zsets by queue or name
+    and no ``queue_names``."""
     c, k = store._client, store.keys
     for status in S:
         if status is S.InProgress:
             continue
-        for queue in c.smembers(k.queue_names):
-            for job_id in c.zrange(k.by_queue(status, queue), 0, -1):
-                h = c.hgetall(k.job(job_id))
-                at = h["last_updated_at"]
-                c.zadd(k.updated(status), {job_id: float(at)})
-                tail = f"{stamp(float(at))}:{job_id}"
-                members = {"queue": f"{h['queue']}\0{tail}", "name": f"{h['name']}\0{tail}"}
-                members["queue_name"] = f"{h['queue']}\0{h['name']}\0{tail}"
-                for by in LEX_LISTING_BY:
-                    c.zadd(k.lex_listed(status, by), {members[by]: 0})
-                c.delete(k.by_name(status, h["name"]))
-            c.delete(k.by_queue(status, queue))
+        for job_id in c.zrange(k.updated(status), 0, -1):
+            h = c.hgetall(k.job(job_id))
+            at = h["last_updated_at"]
+            c.zadd(k.updated(status), {job_id: float(at)})
+            tail = f"{stamp(float(at))}:{job_id}"
+            members = {"queue": f"{h['queue']}\0{tail}", "name": f"{h['name']}\0{tail}"}
+            members["queue_name"] = f"{h['queue']}\0{h['name']}\0{tail}"
+            for by in LEX_LISTING_BY:
+                c.zadd(k.lex_listed(status, by), {members[by]: 0})
+            c.delete(k.by_queue(status, h["queue"]), k.by_name(status, h["name"]))
     c.delete(k.queue_names)
 
 
