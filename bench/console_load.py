@@ -17,9 +17,10 @@ status and queue, event totals) and the history buckets (per minute for 48 h,
 per hour for 30 days) are raised by what the copies' events add. After the
 copy, IN_PROGRESS Queued jobs are claimed by the store with a lease of a day.
 
-* Redis: ``bench/lua/load_jobs.lua``, 1,000 copies of one status and queue a
-  call; then ``store.redis.reindex`` fills the listing zsets the store's
-  scripts keep (status by queue / name / both) from the hashes.
+* Redis: the store's bulk fixtures (``store/redis/fixtures.py``, its
+  ``copy_jobs`` function), 1,000 copies of one status and queue a call,
+  indexed, counted and put in the minute history as the store's own
+  functions do; then ``trim_history`` rolls the hours up.
 * PostgreSQL: ``INSERT … SELECT`` over ``generate_series``, the template
   picked by a join on the status; SQLite the same with a recursive CTE.
   Then ``VACUUM ANALYZE`` / ``ANALYZE``.
@@ -34,7 +35,6 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -69,7 +69,6 @@ ERRORS = (
     "disk full on /var/spool/{k}",
     "HTTP 503 from api-{k}",
 )
-REDIS_CHUNK = 1000
 SQL_CHUNK = 100_000
 WORKER = "bench-loader"
 assert sum(share for _, share in MIX) == 10_000
@@ -170,79 +169,41 @@ def _load_redis(
     step: float,
     progress: bool,
 ) -> None:
-    import redis
+    """The copies through the store's own bulk fixtures (store/redis/fixtures.py:
+    indexes, counters and minute history as its functions write them), then
+    ``trim_history`` rolls the hours up and drops the minutes past retention."""
+    from store.redis.fixtures import CHUNK, Copy, copy_jobs
 
-    from store.redis.reindex import reindex
-
-    k = store.keys
-    client = redis.Redis.from_url(store.url.split("?", 1)[0])
-    script = client.register_script((Path(__file__).parent / "lua" / "load_jobs.lua").read_text())
-    groups: dict[tuple[JobStatus, str], list[int]] = {}
-    jobs: Counter[str] = Counter()
-    history: Counter[tuple[int, str]] = Counter()
+    groups: dict[tuple[JobStatus, str], list[Copy]] = {}
     errors = {s: t.error for s, t in templates.items()}
+    t0 = time.perf_counter()
 
-    def flush(status: JobStatus, queue: str, members: list[int]) -> None:
-        claim_set = {S.Queued: "ready", S.Scheduled: "scheduled"}.get(status, "")
-        claim_key = k.ready(queue) if status is S.Queued else k.scheduled(queue)
-        template = templates[status]
-        keys = [k.updated(), k.updated(status), k.job(template.id), k.events(template.id), claim_key]
-        args: list[str] = [queue, claim_set]
-        for i in members:
-            job_id = str(uuid.uuid4())
-            error = errors[status]
-            err = orjson.dumps({**error, "message": message_of(i)}).decode() if error else ""
-            due = fmt(now + 60 + i % 86_400) if status is S.Scheduled else ""
-            keys += [k.job(job_id), k.events(job_id)]
-            args += [
-                job_id,
-                fmt(end - (n - i) * step),
-                name_of(i),
-                orjson.dumps(payload_of(i)).decode(),
-                err,
-                due,
-            ]
-        script(keys=keys, args=args)
+    def flush(status: JobStatus, queue: str) -> None:
+        copy_jobs(store, templates[status].id, queue, groups.pop((status, queue)), kinds[status])
 
-    try:
-        t0 = time.perf_counter()
-        for i in range(n):
-            status, queue = status_of(i), queue_of(i)
-            jobs[status_key(status, queue)] += 1
-            at = end - (n - i) * step
-            for kind, count in kinds[status].items():
-                if kind in HISTORY_KINDS:
-                    for width, kept_s in HISTORY_WIDTHS.items():
-                        if at >= now - kept_s:
-                            history[(width, f"{fmt(at // width * width)}|{queue}|{kind}")] += count
-            members = groups.setdefault((status, queue), [])
-            members.append(i)
-            if len(members) == REDIS_CHUNK:
-                flush(status, queue, members)
-                groups[(status, queue)] = []
-            _say(i + 1, n, t0, progress)
-        for (status, queue), members in groups.items():
-            if members:
-                flush(status, queue, members)
-        pipe = client.pipeline(transaction=False)
-        for key, count in jobs.items():
-            pipe.hincrby(k.counters, key, count)
-        for kind, count in _event_totals(kinds, jobs).items():
-            pipe.hincrby(k.counters, event_key(kind), count)
-        for (width, member), count in history.items():
-            hash_key, index_key = k.history(width)
-            pipe.hincrby(hash_key, member, count)
-            pipe.zadd(index_key, {member: float(member.split("|", 1)[0])})
-        pipe.execute()
-        t1 = time.perf_counter()
-        indexed = reindex(store)
-        if progress:
-            print(
-                f"#   listing zsets: {indexed:,} jobs reindexed in {time.perf_counter() - t1:.0f} s",
-                file=sys.stderr,
-            )
-    finally:
-        client.close()
+    for i in range(n):
+        status, queue = status_of(i), queue_of(i)
+        error = errors[status]
+        copy = Copy(
+            str(uuid.uuid4()),
+            end - (n - i) * step,
+            name=name_of(i),
+            payload=orjson.dumps(payload_of(i)).decode(),
+            error=orjson.dumps({**error, "message": message_of(i)}).decode() if error else None,
+            due_at=now + 60 + i % 86_400 if status is S.Scheduled else None,
+        )
+        members = groups.setdefault((status, queue), [])
+        members.append(copy)
+        if len(members) == CHUNK:
+            flush(status, queue)
+        _say(i + 1, n, t0, progress)
+    for status, queue in list(groups):
+        flush(status, queue)
+    t1 = time.perf_counter()
+    while store.trim_history():
+        pass
+    if progress:
+        print(f"#   history rolled up and trimmed in {time.perf_counter() - t1:.0f} s", file=sys.stderr)
 
 
 def _event_totals(kinds: dict[JobStatus, Counter[str]], jobs: Counter[str]) -> Counter[str]:

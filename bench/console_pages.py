@@ -49,9 +49,12 @@ from store import open_store
 from store.cursor import encode_cursor
 from store.lifecycle import JobStatus
 from webapp import create_app
+from webapp.search_limit import search_key
 
 #: The issue's target for every page, p99 milliseconds.
 TARGET_MS = 200.0
+#: The console user the bench logs in as.
+USER = "bench"
 #: The queue and name the filtered pages use: jobs FIRST, FIRST + 1,000, … have both.
 FIRST = 7 + QUEUES * 23
 QUEUE, NAME = queue_of(FIRST), name_of(FIRST)
@@ -76,15 +79,19 @@ class Row:
         return "met" if self.met else "NOT"
 
 
-def measure(fn: Callable[[], object], requests: int, budget_s: float) -> tuple[float, float, int]:
+def measure(
+    fn: Callable[[], object], requests: int, budget_s: float, before: Callable[[], object] = lambda: None
+) -> tuple[float, float, int]:
     """p50 and p99 in milliseconds of ``requests`` calls (after 3 warm-up calls),
     and how many calls were made: a page slower than ``budget_s`` in all stops
-    early (at least 10 calls)."""
+    early (at least 10 calls). ``before`` runs ahead of each call, untimed."""
     for _ in range(3):
+        before()
         fn()
     times: list[float] = []
     deadline = time.monotonic() + budget_s
     while len(times) < requests and (len(times) < 10 or time.monotonic() < deadline):
+        before()
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000)
@@ -96,7 +103,7 @@ def logged_in(url: str, store: object) -> tuple[object, str]:
     """A test client of the real app on ``store``, logged in as an operator,
     and its CSRF token."""
     password = "bench"
-    users = f"bench:{generate_password_hash(password, method='pbkdf2:sha256:1000')}:operator"
+    users = f"{USER}:{generate_password_hash(password, method='pbkdf2:sha256:1000')}:operator"
     app = create_app(
         {
             "STORE_URL": url,
@@ -112,7 +119,7 @@ def logged_in(url: str, store: object) -> tuple[object, str]:
     def token(path: str) -> str:
         return client.get(path).text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
 
-    client.post("/login", data={"username": "bench", "password": password, "csrf_token": token("/login")})
+    client.post("/login", data={"username": USER, "password": password, "csrf_token": token("/login")})
     return client, token("/jobs")
 
 
@@ -168,7 +175,11 @@ def bench_store(
                     response = client.post(path, data={**form, "csrf_token": csrf})  # type: ignore[attr-defined]
                 assert response.status_code == 200, (path, response.status_code, response.text[:300])
 
-            p50, p99, n = measure(get, requests, budget_s)
+            # The search allowance (webapp/search_limit.py) is a guard for the live
+            # store, not part of a page's cost: the bench's user starts each request
+            # with a fresh window, so every search runs and is timed.
+            allowance = search_key("console:" + USER)
+            p50, p99, n = measure(get, requests, budget_s, lambda a=allowance: store.clear_failures(a))
             rows.append(Row(kind, label, p50, p99, n))
             verdict = rows[-1].verdict
             line = f"{kind:<10} {label:<44} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  ({n}) {verdict}"

@@ -9,8 +9,9 @@ amounts. The copies are spread back in time (0.05 s apart, ending before the
 template), so jobs run afterwards are the newest. Then the SQL stores are
 VACUUMed / ANALYZEd, as autovacuum or an operator would have done by then.
 
-* Redis: ``bench/lua/load_finished.lua``, 1,000 copies a call (every key in
-  KEYS; a call blocks the server a few ms);
+* Redis: the store's bulk fixtures (``store/redis/fixtures.py``, its
+  ``copy_jobs`` function), 1,000 copies a call (a call blocks the server a
+  few ms), indexed and counted as the store's own functions do;
 * PostgreSQL: ``INSERT … SELECT`` over ``generate_series`` (ids from
   ``gen_random_uuid()``), events from the template's with a join;
 * SQLite: the same with a recursive CTE (ids from ``randomblob``).
@@ -43,8 +44,7 @@ from store.sql.schema import counters, job_events, jobs
 SPACING_S = 0.05
 #: Time columns a copy takes its own value in (the rest are the template's).
 TIME_COLUMNS = ("created_at", "due_at", "started_at", "last_heartbeat_at", "completed_at", "last_updated_at")
-#: Copies per Redis script call / per SQL statement.
-REDIS_CHUNK = 1000
+#: Copies per SQL statement.
 SQL_CHUNK = 100_000
 LOADER = "bench-loader"
 
@@ -80,30 +80,16 @@ def _say(done: int, total: int, t0: float, progress: bool) -> None:
 
 
 def _load_redis(store: Any, template: Job, copies: int, events: Counter[str], progress: bool) -> None:
-    import redis
+    """The copies through the store's own bulk fixtures (store/redis/fixtures.py)."""
+    from store.redis.fixtures import CHUNK, Copy, copy_jobs
 
-    k = store.keys
-    client = redis.Redis.from_url(store.url.split("?", 1)[0])
-    try:
-        script = client.register_script((Path(__file__).parent / "lua" / "load_finished.lua").read_text())
-        end = template.created_at.timestamp()
-        head = [k.updated(), k.updated(template.status), k.job(template.id), k.events(template.id)]
-        t0 = time.perf_counter()
-        for start in range(0, copies, REDIS_CHUNK):
-            keys, args = list(head), []
-            for i in range(start, min(copies, start + REDIS_CHUNK)):
-                job_id = str(uuid.uuid4())
-                keys += [k.job(job_id), k.events(job_id)]
-                args += [job_id, repr(end - (copies - i) * SPACING_S)]
-            script(keys=keys, args=args)
-            _say(min(copies, start + REDIS_CHUNK), copies, t0, progress)
-        pipe = client.pipeline(transaction=False)
-        pipe.hincrby(k.counters, f"s:{int(template.status)}:{template.queue}", copies)
-        for kind, count in events.items():
-            pipe.hincrby(k.counters, f"e:{kind}", copies * count)
-        pipe.execute()
-    finally:
-        client.close()
+    end = template.created_at.timestamp()
+    t0 = time.perf_counter()
+    for start in range(0, copies, CHUNK):
+        stop = min(copies, start + CHUNK)
+        batch = [Copy(str(uuid.uuid4()), end - (copies - i) * SPACING_S) for i in range(start, stop)]
+        copy_jobs(store, template.id, template.queue, batch, events)
+        _say(stop, copies, t0, progress)
 
 
 def _copy_jobs_sql(dialect: str) -> str:

@@ -21,10 +21,15 @@ SEARCH_LIMIT = 10
 SEARCH_WINDOW_S = 10.0
 
 
+def search_key(caller: str) -> str:
+    """The failure-window key (``JobStore.record_failure``) of ``caller``'s searches."""
+    return "search:" + caller
+
+
 def search_wait(store: JobStore, caller: str) -> int:
     """Count one search by ``caller`` (``api:<token digest>``, ``console:<user>``);
     0 when it may run, else the whole seconds to wait (a ``Retry-After``)."""
-    key = "search:" + caller
+    key = search_key(caller)
     if store.record_failure(key, SEARCH_WINDOW_S) <= SEARCH_LIMIT:
         return 0
     _, left = store.failure_count(key)

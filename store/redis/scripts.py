@@ -257,6 +257,7 @@ class Scripts:
     record_change: Function
     record_hold: Function
     record_prune: Function
+    copy_jobs: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

@@ -55,9 +55,13 @@ def _loads(text: str | None) -> Any:
 class SearchMixin(ListingMixin):
     """The engine half of ``search_jobs``."""
 
-    def _stream(self, status: JobStatus | None, query: SearchQuery) -> Iterator[Entry]:
-        """Entries of the listing index of ``status`` (None: all) filtered by
-        the query's queue and name, newest first, read CHUNK at a time."""
+    def _stream(self, status: JobStatus, query: SearchQuery) -> Iterator[Entry]:
+        """Entries of the listing index of ``status`` filtered by the query's
+        queue and name, newest first, read CHUNK at a time; InProgress's in
+        one read (the leases zset holds only the jobs in flight)."""
+        if status is JobStatus.InProgress:
+            yield from self._leased(query.queue, query.name, None, False)
+            return
         after: Entry | None = None
         while True:
             chunk = self._entries(status, query.queue, query.name, CHUNK, after, False)
@@ -80,11 +84,7 @@ class SearchMixin(ListingMixin):
         return passed
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
-        statuses = query.statuses()
-        if len(statuses) == len(JobStatus):
-            stream = self._stream(None, query)
-        else:
-            stream = heapq.merge(*(self._stream(s, query) for s in statuses), reverse=True)
+        stream = heapq.merge(*(self._stream(s, query) for s in query.statuses()), reverse=True)
         found, scanned = [], 0
         while len(found) < limit and scanned < scan_limit:
             chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
