@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.api_enqueue [--requests 2000] [--rounds 5] [--clients 16]
                                           [--workers 2] [--threads 4] [--stores sqlite,postgresql,redis]
-                                          [--routes jobs,async]
+                                          [--routes jobs,async] [--json FILE]
 
 For each store: a fresh store (SQLite file, PostgreSQL database cloned from a
 migrated template, or a Redis key prefix) and two servers started with the
@@ -31,7 +31,8 @@ people's work: the load average is printed before and after), so compare
 ratios within one run, not req/s across runs.
 
 PostgreSQL and Redis come from LEASEHOLD_TEST_PG_URL / LEASEHOLD_TEST_REDIS_URL
-(defaults: the local servers); the store is removed afterwards.
+(defaults: the local servers); the store is removed afterwards. ``--json FILE`` also writes each store and
+route's ratio and target there (bench/peers/run.py reads it).
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ class Series:
         return statistics.median(getattr(r, attr) for r in self.rounds)
 
 
-def bench_store(kind: str, args: argparse.Namespace, routes: list[str]) -> None:
+def bench_store(kind: str, args: argparse.Namespace, routes: list[str]) -> list[dict[str, object]]:
+    """Run ``routes`` on a fresh store of ``kind``, print its lines; each route's figures."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         url, cleanup = fresh_store(kind, folder)
@@ -197,7 +199,7 @@ def bench_store(kind: str, args: argparse.Namespace, routes: list[str]) -> None:
                 stored = store.counts().by_status["Queued"] - WARMUP * len(routes)
         finally:
             cleanup()
-    accepted = 0
+    accepted, out = 0, []
     for route in routes:
         bare, ours = series["bare", route], series["leasehold", route]
         accepted += sum(r.accepted for r in ours.rounds)
@@ -214,12 +216,19 @@ def bench_store(kind: str, args: argparse.Namespace, routes: list[str]) -> None:
             f"{kind:<10} {route:<6} ratio     {ratio:7.2f}   (rounds: {' '.join(f'{r:.2f}' for r in ratios)})"
             f"   target >= {target:.2f}: {'met' if ratio >= target else 'NOT met'}"
         )
+        out.append({
+            "store": kind, "route": route, "ratio": ratio, "target": target,
+            "bare": bare.median("rate"), "leasehold": ours.median("rate"),
+        })  # fmt: skip
         for name, s in (("bare", bare), ("leasehold", ours)):
             errors = [e for r in s.rounds for e in r.errors]
             if errors:
                 print(f"           {name} errors: {len(errors)}, first: {errors[:3]}")
     if stored != accepted:
         print(f"{kind:<10} STORED {stored} jobs but Leasehold accepted {accepted}")
+        for row in out:
+            row["error"] = f"the store holds {stored} jobs, Leasehold accepted {accepted}"
+    return out
 
 
 def store_versions(stores: list[str]) -> str:
@@ -259,6 +268,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--stores", default="sqlite,postgresql,redis")
     parser.add_argument("--routes", default="jobs,async", help=f"of {', '.join(ROUTES)}")
+    parser.add_argument("--json", type=Path, default=None, help="also write each ratio and target here")
     args = parser.parse_args()
     stores = [s for s in args.stores.split(",") if s]
     routes = [r for r in args.routes.split(",") if r]
@@ -282,9 +292,10 @@ def main() -> None:
         f"{platform.release()}; load average {load()}; client and server on the same cores"
     )
     print(f"stores: {store_versions(stores)}")
-    for kind in stores:
-        bench_store(kind, args, routes)
+    results = [row for kind in stores for row in bench_store(kind, args, routes)]
     print(f"load average after: {load()}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -194,7 +194,10 @@ def rss_peak_mb(pid: int) -> float:
 
 
 def server_cpu_s(server: str) -> float:
-    """CPU seconds the store server has used so far (all its clients)."""
+    """CPU seconds the store server has used so far (all its clients); NaN for a
+    store with no server (SQLite: its work is in the workers' own CPU)."""
+    if server not in ("redis", "postgresql"):
+        return float("nan")
     if server == "redis":
         info = task_conn().info("cpu")
         return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])

@@ -1,11 +1,12 @@
-"""Leasehold side by side with huey, dramatiq, rq, celery, arq and procrastinate
+"""Leasehold side by side with huey, dramatiq, rq, celery, arq and procrastinate:
 single and bulk enqueue, drain, latency with idle workers,
-CPU per job and worker RSS, in one run, with ratios and the issue's targets.
+CPU per job and worker RSS, in one run, with ratios and every speed target.
 
     make bench-peers            # creates bench/.peers-venv, then runs this with --sweep
     .venv/bin/python -m bench.peers.run [--runs 3] [--jobs 10000] [--single 2000] [--bulk 20000]
         [--latency-jobs 150] [--gap-ms 100] [--sweep] [--sweep-jobs 5000] [--features both|on|off]
-        [--systems leasehold-redis,leasehold-postgresql,huey,dramatiq,rq,celery,arq,procrastinate]
+        [--systems leasehold-redis,leasehold-postgresql,leasehold-sqlite,huey,dramatiq,rq,celery,arq,
+                   procrastinate]
         [--timeout 180] [--api] [--quick] [--json FILE]
 
 Every system runs in a process of its own (the peers in bench/.peers-venv, arq
@@ -16,7 +17,14 @@ in the machine's load falls on all of them alike. ``--sweep`` first drains
 ``--sweep-jobs`` once with each configuration of a system's SWEEP list and
 keeps the fastest; without it each system runs its DEFAULT (huey ``-k process
 -w 2``, dramatiq ``-p 2 -t 32``, ...). Leasehold's drain runs with every
-feature on (``leasehold.py``) and, with ``--features both``, also plain.
+feature on (``leasehold.py``) and, with ``--features both``, also plain;
+on SQLite only the drain runs (no peer of it: its worker RSS is the target),
+in its DEFAULT configuration.
+
+``--api`` then runs bench/api_enqueue.py (POST /api/jobs under gunicorn.conf.py
+against a bare Flask endpoint, on SQLite, PostgreSQL and Redis) and takes its
+ratios into the summary: every speed target, MET or NOT MET with the figures
+it was decided on.
 
 Peers use BENCH_PEERS_REDIS_URL (default redis://127.0.0.1:6379/13), which must
 be empty at start (the run refuses otherwise) and is FLUSHDB-ed after each
@@ -36,6 +44,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -58,6 +67,7 @@ INSTALLED = REPO / "bench" / ".peers-venv" / "installed"
 SYSTEMS = {
     "leasehold-redis": ("leasehold.py", MAIN_PY, {"kind": "redis"}, None),
     "leasehold-postgresql": ("leasehold.py", MAIN_PY, {"kind": "postgresql"}, None),
+    "leasehold-sqlite": ("leasehold.py", MAIN_PY, {"kind": "sqlite"}, None),
     "huey": ("peer_huey.py", VENV_PY, {}, "huey"),
     "dramatiq": ("peer_dramatiq.py", VENV_PY, {}, "dramatiq"),
     "rq": ("peer_rq.py", VENV_PY, {}, "rq"),
@@ -72,6 +82,8 @@ DEFAULT_SYSTEMS = [s for s in SYSTEMS if s != "rq-fork"]  # a fork per job: ~100
 LEASEHOLD_REDIS_URL = os.environ.get("BENCH_PEERS_LEASEHOLD_REDIS_URL", PEERS_URL.rsplit("/", 1)[0] + "/12")
 PG_PREFIX = "bench_peers_procrastinate_"  # the only databases a peer creates (and drops)
 MEASURES = ["single", "bulk", "drain", "latency"]
+#: Systems measured by their drain alone (no peer of theirs runs) and never swept.
+DRAIN_ONLY = {"leasehold-sqlite"}
 FULL = dict(
     runs=3, jobs=10_000, single=1000, bulk=20_000, latency_jobs=150, gap_ms=100.0, cap_s=15.0,
     sweep_jobs=3000, sweep_cap_s=4.0,
@@ -175,7 +187,8 @@ def record(res: table.Results, name: str, result: dict, note: str = "") -> None:
         timed = f", {drain['jobs_timed']:,} jobs timed" if drain.get("jobs_timed") else ""
         res.add("drain", name, drain["rate_steady"], config + note + timed)
         res.add("worker CPU per job", name, drain["cpu_us"], "worker processes, drain span")
-        res.add("store server CPU per job", name, drain["server_cpu_us"], "whole server, drain span")
+        if drain["server_cpu_us"] == drain["server_cpu_us"]:  # NaN: a store with no server (SQLite)
+            res.add("store server CPU per job", name, drain["server_cpu_us"], "whole server, drain span")
         res.add("worker peak RSS", name, drain["rss_mb"], "largest worker process, drain")
     if ms := result.get("latency_ms"):
         cuts = statistics.quantiles(ms, n=100, method="inclusive")
@@ -231,20 +244,54 @@ def versions() -> str:
     return "; ".join(parts)
 
 
-def api_section(args: argparse.Namespace) -> list[str]:
-    """bench/api_enqueue.py's own table (the API against a bare Flask endpoint on the
-    same gunicorn), run as it is; its lines, or why it did not run."""
-    shown = ["bench/api_enqueue.py", "--stores", "redis,postgresql", *shlex.split(args.api_args)]
-    cmd = [MAIN_PY, *shown]
-    log(f"API: {shlex.join(shown)}")
-    try:
-        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
-    except subprocess.TimeoutExpired:
-        return ["# API: no result within 30 min"]
-    if out.returncode != 0:
-        why = (out.stderr.strip().splitlines() or ["?"])[-1][:300]
-        return [f"# API: {shlex.join(shown)} failed: {why}"]
-    return [f"## API: `{shlex.join(shown)}`", "", *out.stdout.rstrip().splitlines()]
+def api_section(args: argparse.Namespace) -> tuple[list[str], list[dict]]:
+    """bench/api_enqueue.py's own lines (the API against a bare Flask endpoint on the
+    same gunicorn), run as it is, and its ratios; or why it did not run."""
+    sizes = ["--requests", "300", "--rounds", "1"] if args.quick else []
+    with tempfile.TemporaryDirectory(prefix="lh-peers-api-") as tmp:
+        out_json = Path(tmp) / "api.json"
+        shown = ["-m", "bench.api_enqueue", "--stores", "sqlite,postgresql,redis", "--routes", "jobs", *sizes]
+        shown += shlex.split(args.api_args)
+        log(f"API: {shlex.join(shown)}")
+        try:
+            out = subprocess.run(
+                [MAIN_PY, *shown, "--json", str(out_json)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+        except subprocess.TimeoutExpired:
+            return ["# API: no result within 30 min"], []
+        if out.returncode != 0:
+            why = (out.stderr.strip().splitlines() or ["?"])[-1][:300]
+            return [f"# API: {shlex.join(shown)} failed: {why}"], []
+        rows = json.loads(out_json.read_text()) if out_json.exists() else []
+    return [f"## API: `python {shlex.join(shown)}`", "", *out.stdout.rstrip().splitlines()], rows
+
+
+def summary(res: table.Results, api: list[dict] | None) -> list[str]:
+    """Every speed target, MET / NOT MET / not run, with the figures it was decided on."""
+    lines = ["## Speed targets", ""]
+    for target, text, met, figures in table.verdicts(res):
+        verdict = {"yes": "MET", "NO": "NOT MET"}.get(met, met)
+        lines.append(f"#   {verdict:<8} {target.metric}, {target.system} ({text}): {figures}")
+    if api is None:
+        lines.append(
+            "#   not run  POST /api/jobs ≥ 0.6 / 0.5 / 0.35× bare Flask (Redis / PostgreSQL / SQLite): --api"
+        )
+    elif not api:
+        lines.append(
+            "#   not run  POST /api/jobs against bare Flask: bench/api_enqueue.py gave no result (above)"
+        )
+    for row in api or []:
+        verdict = "MET" if row["ratio"] >= row["target"] and "error" not in row else "NOT MET"
+        lines.append(
+            f"#   {verdict:<8} POST /api/jobs, leasehold-{row['store']} (≥ {row['target']:g}× bare Flask): "
+            f"{row['ratio']:.2f}× ({row['leasehold']:,.0f} / {row['bare']:,.0f} req/s)"
+            + (f"; {row['error']}" if "error" in row else "")
+        )
+    return lines
 
 
 def header(args: argparse.Namespace) -> list[str]:
@@ -262,7 +309,9 @@ def header(args: argparse.Namespace) -> list[str]:
         f"# sizes: {args.runs} runs (interleaved), medians; single enqueue {args.single:,}, "
         f"bulk {args.bulk:,}, "
         f"drain {args.jobs:,} no-op jobs (a peer's timed for at most {args.cap_s:g} s), "
-        f"latency {args.latency_jobs} jobs 0–{args.gap_ms:g} ms apart",
+        f"latency {args.latency_jobs} jobs 0–{args.gap_ms:g} ms apart; "
+        f"workers (processes × threads) per system in the configuration column"
+        + ("" if args.sweep else " (each system's DEFAULT: no --sweep)"),
     ]
 
 
@@ -306,14 +355,16 @@ def main(argv: list[str] | None = None) -> int:
             systems.append(name)
     configs: dict[str, dict | None] = {}
     for name in systems if args.sweep else []:
-        configs[name] = sweep(name, args, conn, sweep_lines)
+        if name not in DRAIN_ONLY:
+            configs[name] = sweep(name, args, conn, sweep_lines)
     keys = ("jobs", "single", "bulk", "latency_jobs", "gap_ms", "timeout", "cap_s")
     sizes = {k: getattr(args, k) for k in keys}
     for run in range(1, args.runs + 1):
         for name in systems:
             leasehold = name.startswith("leasehold")
             main_label = name + (table.PLAIN if leasehold and args.features == "off" else "")
-            passes = [(main_label, MEASURES, args.features != "off")]
+            measures = ["drain"] if name in DRAIN_ONLY else MEASURES
+            passes = [(main_label, measures, args.features != "off")]
             if leasehold and args.features == "both":
                 passes.append((name + table.PLAIN, ["drain"], False))
             for label, measures, features in passes:
@@ -341,15 +392,13 @@ def main(argv: list[str] | None = None) -> int:
     print(table.table(res, extra))
     for line in skipped:
         print(f"# skipped: {line}")
-    print()
-    print("## Speed targets measured here")
-    for target, met in table.verdicts(res):
-        ref = res.reference(target.metric, target.system)
-        bound = f"≤ {target.bound:g} MB" if target.bound else f"{target.factor:g}× {ref}"
-        print(f"#   {target.metric}, {target.system} ({bound}): {met}")
+    api_rows = None
     if args.api:
+        api_lines, api_rows = api_section(args)
         print()
-        print("\n".join(api_section(args)))
+        print("\n".join(api_lines))
+    print()
+    print("\n".join(summary(res, api_rows)))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\n# took {(time.perf_counter() - t0) / 60:.1f} min; load average at end {load}", flush=True)
     if args.json:
