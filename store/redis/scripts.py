@@ -241,6 +241,7 @@ class Scripts:
     audit: Function
     audit_migrate: Function
     reindex: Function
+    fixtures: Function
     enqueue_flow: Function
     flow_limits: Function
     flow_usage: Function
