@@ -3,7 +3,7 @@
 start rate against the limit), and a batch of 10,000 jobs with a callback
 (seconds from the last job's ack to the callback's start, p50 over runs).
 
-    .venv/bin/python bench/flow_control.py [--stores sqlite,postgresql,redis] [--runs 3]
+    .venv/bin/python -m bench.flow_control [--stores sqlite,postgresql,redis] [--runs 3]
         [--jobs 5000] [--rate-jobs 5000] [--batch-jobs 10000] [--workers 2]
 
 Workers are ``leasehold worker --queues Q --concurrency 8`` processes running
@@ -26,8 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stores import FreshStores
 from bench.worker_throughput import REPO, WORKER, all_jobs, worker_env

@@ -63,6 +63,7 @@ WEB_DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": 1048576,  # bytes; larger request bodies get 413
     "SECURE_COOKIES": False,  # Secure session cookie even on plain-http requests
     "METRICS_SAMPLE_JOBS": 500,  # jobs; window of the run-time/queue-wait percentile gauges
+    "SEARCH_LIMIT": 10,  # searches per API token or console user per window (webapp/search_limit.py)
     "TRUSTED_PROXIES": 0,  # proxy hops in front whose X-Forwarded-For/-Proto are applied
     "TRUST_FORWARDED_HOST": False,  # also apply X-Forwarded-Host from those hops
     "LOG_FORMAT": "text",  # text or json

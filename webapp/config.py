@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {**SHARED_DEFAULTS, **WEB_DEFAULTS}
 #: Bounds of the web's numeric keys (inclusive).
 MAX_BODY_BYTES = 1024**3
 MAX_PROXY_HOPS = 10
+MAX_SEARCH_LIMIT = 1_000_000
 LOG_FORMATS = ("text", "json")
 
 
@@ -47,6 +48,7 @@ class WebSettings:
     max_content_length: int  # bytes
     secure_cookies: bool
     metrics_sample_jobs: int
+    search_limit: int  # searches per caller per webapp.search_limit.SEARCH_WINDOW_S
     trusted_proxies: int  # hops
     trust_forwarded_host: bool
     log_format: str
@@ -80,6 +82,7 @@ def load_web_settings(config: Mapping[str, Any]) -> WebSettings:
         max_content_length=integer("MAX_CONTENT_LENGTH", 1, MAX_BODY_BYTES),
         secure_cookies=parse_flag("SECURE_COOKIES", config.get("SECURE_COOKIES", False)),
         metrics_sample_jobs=integer("METRICS_SAMPLE_JOBS", 0, MAX_PAGE_SIZE),
+        search_limit=integer("SEARCH_LIMIT", 1, MAX_SEARCH_LIMIT),
         trusted_proxies=integer("TRUSTED_PROXIES", 0, MAX_PROXY_HOPS),
         trust_forwarded_host=parse_flag("TRUST_FORWARDED_HOST", config.get("TRUST_FORWARDED_HOST", False)),
         log_format=parse_choice("LOG_FORMAT", config.get("LOG_FORMAT", "text"), LOG_FORMATS),

@@ -1,7 +1,7 @@
 """Redis server instructions of a Leasehold job's life (enqueue, claim, ack),
 one job a call and batched, with the store alone (no worker processes).
 
-    .venv/bin/python bench/peers/life_cost.py [--jobs 300]
+    .venv/bin/python -m bench.peers.life_cost [--jobs 300]
 
 Runs a redis-server of its own under ``valgrind --tool=callgrind`` (as
 bench/peers/cost.py does) and counts, per job (thousands of instructions,
@@ -35,16 +35,10 @@ import tempfile
 import uuid
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
-
-from cost import start_server  # noqa: E402
-from instructions import per_job  # noqa: E402
-
-from store import open_store  # noqa: E402
-from store.models import JobSpec  # noqa: E402
+from bench.peers.cost import start_server
+from bench.peers.instructions import per_job
+from store import open_store
+from store.models import JobSpec
 
 BACKLOG = 1000
 IN_FLIGHT = 16

@@ -1,51 +1,58 @@
-"""Bulk fixtures of the Redis store for the benchmarks at scale (bench/scale.py,
-bench/console_load.py): copies of one template job the store itself made,
-written by the library's ``copy_jobs`` function (lua/copy_jobs.lua) as the
-store's own functions would have left them: job hash and events, listing
-zsets, ready or scheduled zset, counters and the narrowest history width.
-Seconds for a million jobs instead of minutes through the lifecycle; the
-layout stays the store's business (docs/architecture.md, Redis key schema)."""
+"""The Redis half of the fixture loader (store/fixtures.py): copies of a
+template job written by lua/fixtures.lua, CHUNK copies of one status a call
+(a call blocks the server a few milliseconds), which indexes and counts each
+copy through the helpers of lua/lib/job.lua.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from store.copies import AT_FIELDS, DUE_FIELDS, LEASE_FIELDS
+from store.lifecycle import JobStatus
+from store.models import Job
 from store.redis.store import RedisStore
 
-#: Copies one function call writes (a call blocks the server a few ms).
+#: Copies a function call.
 CHUNK = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Copy:
-    """One copy: its id, its time (epoch seconds: created, started,
-    completed, last updated, its events' times) and, when not None, its own
-    name, payload and error (JSON texts) and due time (epoch seconds;
-    default its time)."""
-
-    id: str
-    at: float
-    name: str | None = None
-    payload: str | None = None
-    error: str | None = None
-    due_at: float | None = None
+def _text(value: Any) -> str:
+    """An ARGV value: '' for None, a float as ``repr`` (reads back as the same double)."""
+    if value is None:
+        return ""
+    return repr(float(value)) if isinstance(value, float | int) else str(value)
 
 
-def copy_jobs(
-    store: RedisStore, template_id: str, queue: str, copies: Iterable[Copy], kinds: Mapping[str, int]
-) -> int:
-    """Write ``copies`` of job ``template_id`` in ``queue``, CHUNK a call;
-    ``kinds``: the events one copy stands for, by kind (the template's
-    ``store.events``). Returns how many were written. Raises StoreUnavailable."""
-    head = [template_id, queue, " ".join(f"{kind} {n}" for kind, n in kinds.items())]
-    written, args = 0, []
-    for copy in copies:
-        due = "" if copy.due_at is None else repr(copy.due_at)
-        args += [copy.id, repr(copy.at), copy.name or "", copy.payload or "", copy.error or "", due]
-        if len(args) == 6 * CHUNK:
-            written += int(store._eval(store._lua.copy_jobs, store._route, store._args(*head, *args)))
-            args = []
-    if args:
-        written += int(store._eval(store._lua.copy_jobs, store._route, store._args(*head, *args)))
-    return written
+def load_rows(store: RedisStore, templates: Mapping[JobStatus, Job], rows: Iterator[dict[str, Any]]) -> int:
+    """Write the copy rows of store.fixtures.copy_rows, grouped by template,
+    CHUNK a call. Returns how many."""
+    heads = {}
+    for template in templates.values():
+        kinds = " ".join(str(getattr(e.kind, "value", e.kind)) for e in store.events(template.id))
+        heads[template.id] = [
+            template.id,
+            " ".join(AT_FIELDS),
+            " ".join(DUE_FIELDS),
+            " ".join(LEASE_FIELDS),
+            kinds,
+        ]
+    groups: dict[str, list[str]] = {tid: [] for tid in heads}
+    n = 0
+
+    def flush(tid: str) -> None:
+        args = groups[tid]
+        if args:
+            store._eval(store._lua.fixtures, store._route, store._args(*heads[tid], *args))
+            groups[tid] = []
+
+    for row in rows:
+        args = groups[row["tid"]]
+        args += [_text(row[k]) for k in ("id", "queue", "name", "payload", "error", "at", "due", "lease")]
+        n += 1
+        if len(args) == 8 * CHUNK:
+            flush(row["tid"])
+    for tid in heads:
+        flush(tid)
+    return n

@@ -249,6 +249,7 @@ class Scripts:
     audit: Function
     audit_migrate: Function
     reindex: Function
+    fixtures: Function
     enqueue_flow: Function
     flow_limits: Function
     flow_usage: Function
@@ -257,7 +258,6 @@ class Scripts:
     record_change: Function
     record_hold: Function
     record_prune: Function
-    copy_jobs: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

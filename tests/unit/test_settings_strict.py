@@ -32,6 +32,7 @@ GUNICORN_ROW = "LEASEHOLD_WEB_*"
         ("MAX_CONTENT_LENGTH", "0"),
         ("SECURE_COOKIES", "ture"),
         ("METRICS_SAMPLE_JOBS", "-1"),
+        ("SEARCH_LIMIT", "0"),
         ("TRUSTED_PROXIES", "two"),
         ("LOG_FORMAT", "xml"),
     ],

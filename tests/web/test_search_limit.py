@@ -8,7 +8,11 @@ from tests.backends import StoreHandle
 from tests.web.conftest import API_TOKENS, OPERATOR, VIEWER, api_app_for
 from tests.web.console_fixtures import ConsoleClient, console_app_for
 from webapp import create_app
-from webapp.search_limit import SEARCH_LIMIT, SEARCH_WINDOW_S
+from webapp.config import WEB_DEFAULTS
+from webapp.search_limit import SEARCH_WINDOW_S
+
+#: The default allowance (LEASEHOLD_SEARCH_LIMIT).
+SEARCH_LIMIT = WEB_DEFAULTS["SEARCH_LIMIT"]
 
 SEARCH = "/api/jobs?id=abc"
 
@@ -48,3 +52,14 @@ def test_console_searches_are_limited_per_user(handle: StoreHandle) -> None:
     assert int(refused.headers["Retry-After"]) >= 1
     assert vic.get("/jobs?status=Failed").status_code == 200  # a listing is no search
     assert ann.get("/jobs?id=abc").status_code == 200
+
+
+def test_the_allowance_is_the_search_limit_setting(handle: StoreHandle) -> None:
+    app = create_app(
+        {"STORE_URL": handle.url, "API_TOKENS": API_TOKENS, "TESTING": True, "SEARCH_LIMIT": "3"}
+    )
+    client = app.test_client()
+    assert [client.get(SEARCH, headers=VIEWER).status_code for _ in range(4)] == [200, 200, 200, 429]
+    refused = client.get(SEARCH, headers=VIEWER)
+    assert "at most 3 every" in refused.json["error"]["message"]
+    app.extensions["leasehold"].close()

@@ -67,7 +67,7 @@ from webapp.api.schemas_operating import (
 )
 from webapp.api.state import api_state, job_store
 from webapp.api.status_responses import job_status_response
-from webapp.search_limit import SEARCH_LIMIT, SEARCH_WINDOW_S, search_wait
+from webapp.search_limit import SEARCH_WINDOW_S, search_wait
 
 JOB = "/api/jobs/<uuid:job_id>"
 QUEUE = "/api/queues/<path:queue>"
@@ -124,11 +124,12 @@ def list_jobs() -> dict[str, Any]:
     q: ListJobsQuery = context_of("query", ListJobsQuery)
     status = JobStatus[q.status] if q.status else None
     if q.searching:
-        wait = search_wait(job_store(), "api:" + current_token().digest.hex())
+        limit = current_app.extensions["leasehold.web"].search_limit
+        wait = search_wait(job_store(), "api:" + current_token().digest.hex(), limit)
         if wait:
             raise APIError(
                 429,
-                f"too many searches: at most {SEARCH_LIMIT} every {SEARCH_WINDOW_S:g} s per token",
+                f"too many searches: at most {limit} every {SEARCH_WINDOW_S:g} s per token",
                 headers={"Retry-After": str(wait)},
             )
         found = job_store().search_jobs(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Response, abort, make_response, redirect, request, url_for
+from flask import Response, abort, current_app, make_response, redirect, request, url_for
 
 from store.base import RECOVERY_LOCK
 from store.errors import JobNotFound, ValidationError
@@ -23,7 +23,7 @@ from webapp.console import auth, diagnosis, flow, history, queries
 from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
 from webapp.console.recovery import operator_name
 from webapp.operations import OPERATION_IN_TEXT
-from webapp.search_limit import SEARCH_LIMIT, SEARCH_WINDOW_S, search_wait
+from webapp.search_limit import SEARCH_WINDOW_S, search_wait
 
 S = JobStatus
 PAGE_SIZES = (25, 50, 100, 200)
@@ -134,13 +134,13 @@ def jobs() -> Response:
     status, wait = 200, 0
     if filters.searching:
         user = auth.current_user()
-        wait = search_wait(st, "console:" + (user.name if user else "?"))
+        limit = current_app.extensions["leasehold.web"].search_limit
+        wait = search_wait(st, "console:" + (user.name if user else "?"), limit)
     try:
         args = request.args
         if wait:
             refusal = (
-                f"Too many searches: at most {SEARCH_LIMIT} every {SEARCH_WINDOW_S:g} s. "
-                f"Try again in {wait} s."
+                f"Too many searches: at most {limit} every {SEARCH_WINDOW_S:g} s. Try again in {wait} s."
             )
             found, status = queries.Search([], None, [refusal]), 429
         else:
