@@ -113,10 +113,10 @@ def load_rows(store: SqlStore, templates: Mapping[JobStatus, Job], rows: Iterato
 
         store.tx(write)
         n += len(chunk)
-    with store.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        if dialect == "postgresql":
+    if dialect == "postgresql":  # VACUUM runs outside a transaction block
+        with store.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("VACUUM ANALYZE"))
             conn.execute(text("CHECKPOINT"))
-        else:
-            conn.execute(text("ANALYZE"))
+    else:  # in the store's own write transaction, which commits it (sqlite_stat1)
+        store.tx(lambda conn: conn.execute(text("ANALYZE")))
     return n

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from sqlalchemy import text
+
 from store.base import JobStore
 from store.counters import HISTORY_KINDS
 from store.fixtures import AT_FIELDS, LEASE_FIELDS, STATUSES, Copy, copy_rows, load_copies, make_templates
@@ -53,6 +55,12 @@ def test_copies_read_back_as_jobs_of_the_normal_paths(store: JobStore) -> None:
     rows = list(copy_rows(templates, copies))
     ids = [c.id for c in copies]
     assert load_copies(store, templates, iter(copies)) == len(copies)
+    url: str = store.url  # type: ignore[attr-defined]
+    if url.startswith(
+        "sqlite"
+    ):  # the planner's statistics were written (a SQLite store picks its indexes by them)
+        stats = store.read(text("SELECT count(*) AS n FROM sqlite_stat1"))  # type: ignore[attr-defined]
+        assert stats[0]["n"] > 0
 
     # get: the template's job with the copy's own fields and times
     kinds = {s: kinds_of(store, t.id) for s, t in templates.items()}
