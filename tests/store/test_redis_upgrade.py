@@ -97,6 +97,18 @@ def _as_layout_3(store: RedisStore) -> None:
     c.delete(k.queue_names)
 
 
+def _cli_upgrade(url: str) -> str:
+    """``leasehold db upgrade`` on ``url`` through the command; its output
+    (it must exit 0)."""
+    invoke, close = make_cli(url)
+    try:
+        result = invoke("db", "upgrade")
+        assert result.exit_code == 0, result.output
+        return result.stdout.strip()
+    finally:
+        close()
+
+
 def _kinds(store: RedisStore, job_id: str) -> list[str]:
     return [e.kind for e in store.events(job_id)]
 
@@ -114,16 +126,9 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
     left = [key for key in stale_keys(store) if store._client.exists(key)]
     assert len(left) == 8  # updated, updated:300 and three lex zsets each of InProgress and Queued
 
-    invoke, close = make_cli(url)
-    try:
-        result = invoke("db", "upgrade")
-        assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == (
-            "upgraded the key layout from version 1 to 4 "
-            "(1 jobs indexed, 8 old indexes removed, 0 records moved)"
-        )
-    finally:
-        close()
+    assert _cli_upgrade(url) == (
+        "upgraded the key layout from version 1 to 4 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
+    )
     assert not any(store._client.exists(key) for key in stale_keys(store))
     again = upgrade(store)  # idempotent: nothing left to do
     assert again == {
@@ -202,13 +207,7 @@ def test_upgrade_from_layout_2_keeps_counts_history_and_leases(url_and_store: tu
     before, events = reads(), store.event_counts()
     _as_layout_2(store)
 
-    invoke, close = make_cli(url)
-    try:
-        result = invoke("db", "upgrade")
-        assert result.exit_code == 0, result.output
-        assert result.stdout.startswith("upgraded the key layout from version 2 to 4")
-    finally:
-        close()
+    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 4")
     fields = store._client.hkeys(store.keys.counters)
     assert not [f for f in fields if f.startswith("s:") or f in ("e:enqueued", "e:completed", "e:failed")]
     assert reads() == before
@@ -303,16 +302,9 @@ def test_layout_2_records_upgrade_with_everything_kept(url_and_store: tuple[str,
     store.record_action("operator:ann", EventKind.SCHEDULE_DISABLED, "schedule nightly")
     now = store.now()
     _write_layout_2(store, now)
-    invoke, close = make_cli(url)
-    try:
-        result = invoke("db", "upgrade")
-        assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == (
-            "upgraded the key layout from version 2 to 4 "
-            "(0 jobs indexed, 0 old indexes removed, 9 records moved)"
-        )
-    finally:
-        close()
+    assert _cli_upgrade(url) == (
+        "upgraded the key layout from version 2 to 4 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
+    )
     p = store.keys.route
     assert not [k for k in store._client.scan_iter(match=p.replace("{", "\\{").replace("}", "\\}") + "*")
                 if k[len(p):].split(":")[0] in OLD_RECORD_KEYS]  # fmt: skip
@@ -386,16 +378,10 @@ def test_upgrade_from_layout_3_keeps_every_listing_and_count(url_and_store: tupl
     store._client.set(layout_key(store), "3")
     assert store.list_jobs(status=S.Queued, queue="q2").items == []  # not readable before the upgrade
 
-    invoke, close = make_cli(url)
-    try:
-        result = invoke("db", "upgrade")
-        assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == (
-            "upgraded the key layout from version 3 to 4 "
-            "(28 jobs indexed, 9 old indexes removed, 0 records moved)"
-        )
-    finally:
-        close()
+    assert _cli_upgrade(url) == (
+        "upgraded the key layout from version 3 to 4 "
+        "(28 jobs indexed, 9 old indexes removed, 0 records moved)"
+    )
     assert (listings(), counted(), store.counts()) == (before, counts_before, numbers)
     assert upgrade(store)["indexed"] == 0
     [job] = store.claim("w-new", ["q2"], 1)  # the oldest Queued job of q2 first, as before
