@@ -132,11 +132,23 @@ def prelude() -> str:
     return "\n".join([operations_table(), history_table(), flow_table(), status_text_table(), *sections])
 
 
+#: The line of a function's file after which its per-call body starts; the
+#: text before it is the function's load section.
+CALL_MARK = "-- @call\n"
+
+
 def _body(name: str) -> str:
+    """Function ``name`` as a block of the library: its load section (the text
+    before a ``-- @call`` line, if any: tables and helpers built once, at
+    FUNCTION LOAD, where only table constructors, numeric loops, operators
+    and function definitions may run), then the registered function, whose
+    body is the rest."""
     starts = "".join(f"  start_{section}()\n" for section in ["keys", *includes(name)])
     text = (LUA_DIR / f"{name}.lua").read_text()
+    load, _, call = text.rpartition(CALL_MARK)
     head = "if not tonumber then\n  start_globals()\nend\nKEYS, ARGV = keys, args\n"
-    return f"F[{_lua_text(name)}] = function(keys, args)\n{head}{starts}{text}\nend\n"
+    function = f"F[{_lua_text(name)}] = function(keys, args)\n{head}{starts}{call}\nend\n"
+    return f"do\n{load}{function}end\n"
 
 
 #: The globals the functions use, as locals of the library, read once at the

@@ -36,26 +36,24 @@
 -- @include lib/clock.lua
 -- @include lib/job.lua
 
+-- Load section (store/redis/scripts.py): the argument layout, built once.
 local FIELDS = {
   'id', 'name', 'queue', 'priority', 'max_retries', 'timeout_seconds', 'lease_ttl_seconds',
   'idempotency_key', 'payload', 'headers', 'route_params', 'query_params', 'unique_key',
 }
 local PER_JOB = 3 + #FIELDS
-local AT = {status = 0, delay = 1, unique_for = 2}  -- offset of each value within a job's ARGV
-for j, field in ipairs(FIELDS) do
-  AT[field] = 2 + j
+-- Offset of each value within a job's ARGV: status 1, delay 2, unique_for 3,
+-- then FIELDS.
+local AT = {}
+for j = 1, #FIELDS do
+  AT[FIELDS[j]] = 3 + j
 end
-local n = (#ARGV - 6) / PER_JOB
-local op = operation(ARGV[5])
-local holding = status_set(ARGV[6])
+local ID, QUEUE, NAME, PRIORITY = AT['id'], AT['queue'], AT['name'], AT['priority']
+local IDEMPOTENCY, UNIQUE = AT['idempotency_key'], AT['unique_key']
 
--- The value of `name` in job i's ARGV.
-local function arg(i, name)
-  return ARGV[7 + PER_JOB * (i - 1) + AT[name]]
-end
-
--- The id of the job still holding unique key `key`, or nil when it is free.
-local function holder(key)
+-- The id of the job still holding unique key `key`, or nil when it is free;
+-- `holding` is the set of statuses that hold a key whatever its age.
+local function holder(key, holding)
   local id = redis.call('HGET', P .. 'unique', key)
   if not id then
     return nil  -- never taken
@@ -73,17 +71,22 @@ local function holder(key)
   return nil
 end
 
+-- @call
+local n = (#ARGV - 6) / PER_JOB
+local op = operation(ARGV[5])
+
 if n > 0 then
-  local first = P .. 'job:' .. arg(1, 'id')
+  local first = P .. 'job:' .. ARGV[6 + ID]
   if redis.call('EXISTS', first) == 1 then
     return {'replay', redis.call('HGET', first, 'created_at')}
   end
 end
 
-local seen, seen_unique, ready = {}, {}, {}
+local seen, holding = nil, nil
 for i = 1, n do
-  local key = none(arg(i, 'idempotency_key'))
-  if key then
+  local key = ARGV[6 + PER_JOB * (i - 1) + IDEMPOTENCY]
+  if key ~= '' then
+    seen = seen or {}
     if seen[key] then
       return {'duplicate', key, ''}
     end
@@ -94,47 +97,51 @@ for i = 1, n do
     end
   end
 end
+seen = nil
 for i = 1, n do
-  local key = none(arg(i, 'unique_key'))
-  if key then
-    if seen_unique[key] then
+  local key = ARGV[6 + PER_JOB * (i - 1) + UNIQUE]
+  if key ~= '' then
+    seen, holding = seen or {}, holding or status_set(ARGV[6])
+    if seen[key] then
       return {'unique', key, ''}
     end
-    seen_unique[key] = true
-    local id = holder(key)
+    seen[key] = true
+    local id = holder(key, holding)
     if id then
       return {'unique', key, id}
     end
   end
 end
 
+local stamps, zeroes, delays, held = op.stamps, op.zeroes, op.delays, op.held
+local ready = {}
 for i = 1, n do
-  local id, queue, key = arg(i, 'id'), arg(i, 'queue'), none(arg(i, 'idempotency_key'))
-  local status, delay = tonumber(arg(i, 'status')), tonumber(arg(i, 'delay'))
-  local due = now + delay
-  local member = rank(arg(i, 'priority'), due, id)
+  local base = 6 + PER_JOB * (i - 1)
+  local id, queue = ARGV[base + ID], ARGV[base + QUEUE]
+  local status, delay = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
+  local member = rank(ARGV[base + PRIORITY], now + delay, id)
   local code = STATUS_TEXT[status]
+  local due_text = delay > 0 and fmt(now + delay) or now_text
   local hash = {'status', code, 'last_updated_at', now_text, 'rank', member, 'enqueued_as', code}
-  for _, field in ipairs(op.stamps) do
-    hash[#hash + 1], hash[#hash + 2] = field, now_text
+  local h = #hash
+  for k = 1, #stamps do
+    hash[h + 1], hash[h + 2], h = stamps[k], now_text, h + 2
   end
-  for _, field in ipairs(op.zeroes) do
-    hash[#hash + 1], hash[#hash + 2] = field, '0'
+  for k = 1, #zeroes do
+    hash[h + 1], hash[h + 2], h = zeroes[k], '0', h + 2
   end
-  local due_text = delay > 0 and fmt(due) or now_text
-  for _, field in ipairs(op.delays) do
-    hash[#hash + 1], hash[#hash + 2] = field, due_text
+  for k = 1, #delays do
+    hash[h + 1], hash[h + 2], h = delays[k], due_text, h + 2
   end
-  for _, field in ipairs(FIELDS) do
-    local value = arg(i, field)
+  for j = 1, #FIELDS do
+    local value = ARGV[base + 3 + j]
     if value ~= '' then
-      hash[#hash + 1] = field
-      hash[#hash + 1] = value
+      hash[h + 1], hash[h + 2], h = FIELDS[j], value, h + 2
     end
   end
   if delay > 0 then
-    for _, field in ipairs(op.held) do
-      hash[#hash + 1], hash[#hash + 2] = field, due_text
+    for k = 1, #held do
+      hash[h + 1], hash[h + 2], h = held[k], due_text, h + 2
     end
     redis.call('ZADD', P .. 'scheduled:' .. queue, due_text, member)
   else
@@ -142,15 +149,16 @@ for i = 1, n do
     ready[queue] = ready[queue] == nil and member or '*'
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(hash))
-  if key then
+  local key = ARGV[base + IDEMPOTENCY]
+  if key ~= '' then
     redis.call('HSET', P .. 'idempotency', key, id)
   end
-  local unique = none(arg(i, 'unique_key'))
-  if unique then
+  local unique = ARGV[base + UNIQUE]
+  if unique ~= '' then
     redis.call('HSET', P .. 'unique', unique, id)
-    redis.call('HSET', P .. 'unique_until', unique, fmt(now + (tonumber(arg(i, 'unique_for')) or 0)))
+    redis.call('HSET', P .. 'unique_until', unique, fmt(now + (tonumber(ARGV[base + 3]) or 0)))
   end
-  move(id, queue, nil, status, arg(i, 'name'))
+  move(id, queue, nil, status, ARGV[base + NAME])
   happen(id, op.event, nil, status, nil, 0)
   count_history(queue, op.event)
 end
@@ -161,7 +169,7 @@ for queue, member in pairs(ready) do
   -- while no worker pops).
   local wakeup = P .. 'wakeup:' .. queue
   if redis.call('RPUSH', wakeup, member) > kept then
-    redis.call('LTRIM', wakeup, -math.floor(kept / 2), -1)
+    redis.call('LTRIM', wakeup, string.format('%d', -math.floor(kept / 2)), '-1')
   end
 end
 return {'ok', now_text}

@@ -109,19 +109,28 @@ local function count_history(queue, kind)
   end
 end
 
+-- An integer count as the text redis.call is given (a number would be
+-- formatted with %.17g at the call).
+local function count_text(n)
+  if n == 1 then
+    return '1'
+  end
+  return string.format('%d', n)
+end
+
 local function flush_counts()
   for field, n in pairs(deltas) do
     if n ~= 0 then
-      redis.call('HINCRBY', P .. 'counters', field, n)
+      redis.call('HINCRBY', P .. 'counters', field, count_text(n))
     end
   end
   deltas = {}
   local width = HISTORY_WIDTHS[1]
-  local bucket = fmt(math.floor(now / width) * width)
+  local bucket = string.format('%d', math.floor(now / width) * width)
   for field, n in pairs(history_deltas) do
     local member = bucket .. '|' .. field
     -- The zset (for trimming) learns a field once: when this call made it.
-    if redis.call('HINCRBY', P .. 'history:' .. width, member, n) == n then
+    if redis.call('HINCRBY', P .. 'history:' .. width, member, count_text(n)) == n then
       redis.call('ZADD', P .. 'history_index:' .. width, bucket, member)
     end
   end
