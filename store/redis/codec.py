@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
+from store import lifecycle
 from store.base import StoreSettings
-from store.lifecycle import EventKind, JobStatus
+from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import (
     Attempt,
     Job,
@@ -147,6 +148,28 @@ def job_from_hash(h: Mapping[str, str]) -> Job:
 def job_from_flat(flat: Sequence[str]) -> Job:
     """A job from a flat ``HGETALL`` array returned by a script."""
     return job_from_hash(flat_to_dict(flat))
+
+
+_CLAIM = lifecycle.rule(Operation.CLAIM)
+_LEASED = str(int(lifecycle.target(Operation.CLAIM)))
+
+
+def claimed_job(entry: Sequence[Any], worker_id: str) -> Job:
+    """A job lib/claim.lua leased, from its reply entry ``[hash, lease_token,
+    lease_expires_at, now]``: ``hash`` is the job's flat HGETALL array from
+    before the claim, to which the claim's row of the lifecycle table is
+    applied here as the function applied it to the stored hash (status, its
+    stamps and last_updated_at = now, its clears dropped, the lease and
+    ``worker_id`` written), so the reply carries no field the claim wrote."""
+    flat, token, expires, now = entry
+    h = flat_to_dict(flat)
+    for field in _CLAIM.clears:
+        h.pop(field, None)
+    for field in _CLAIM.stamps:
+        h[field] = now
+    h.update(status=_LEASED, last_updated_at=now, worker_id=worker_id)
+    h.update(lease_token=token, lease_expires_at=expires)
+    return job_from_hash(h)
 
 
 def event_from_json(text: str, job_id: str | None = None) -> JobEvent:

@@ -187,7 +187,7 @@ class RedisStore(
         the ready ``member`` (of ``queues[0]``) when one is named."""
         args = self._args(*op_args(Operation.CLAIM), worker_id, ttl, want, SCRIPT_BATCH, member, *queues)
         replies = self._note_retry(worker_id, self._eval(self._lua.claim, self._route, args))
-        return [codec.job_from_flat(flat) for flat in replies]
+        return [codec.claimed_job(entry, worker_id) for entry in replies]
 
     def heartbeat(
         self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
@@ -282,7 +282,7 @@ class RedisStore(
         replies, flats = self._eval(self._lua.complete_claim, self._route, args)
         outcomes = self._ack_outcomes(encoded, replies, worker_id)
         return [o if isinstance(o, LeaseLost) else None for o in outcomes], [
-            codec.job_from_flat(f) for f in flats
+            codec.claimed_job(entry, worker_id) for entry in flats
         ]
 
     def _report_progress(

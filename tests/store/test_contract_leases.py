@@ -36,6 +36,23 @@ def test_claim_sets_the_lease(store: JobStore) -> None:
     assert store.get(job.id) == c
 
 
+def test_a_retried_job_claimed_reads_back_as_held(store: JobStore) -> None:
+    """A claim's job is the job as the store then holds it, on a second run
+    too: the backoff's retry_delay_until cleared, the error and retry count
+    kept, the job's own lease TTL and payload as enqueued."""
+    job = store.enqueue("t", {"n": 1}, lease_ttl_s=40)
+    [first] = store.claim("w-1", ["default"], 1)
+    store.fail(first.id, first.lease_token, ERROR)
+    assert store.get(job.id).retry_delay_until is not None
+    store.clock_offset_s += 3600
+    [again] = store.claim("w-2", ["default"], 1, lease_ttl_s=5)
+    assert (again.retry_count, again.lease_token, again.retry_delay_until) == (1, 2, None)
+    assert again.lease_expires_at - again.started_at == pytest.approx(
+        timedelta(seconds=40), abs=timedelta(seconds=0.5)
+    )
+    assert store.get(job.id) == again
+
+
 def test_job_lease_ttl_overrides_worker_ttl(store: JobStore) -> None:
     store.enqueue("t", lease_ttl_s=2)
     [c] = store.claim("w", ["default"], 1, lease_ttl_s=100)

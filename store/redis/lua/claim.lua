@@ -16,7 +16,8 @@
 --              queue is ARGV[10]), or '' to claim by claim order
 -- ARGV[10..]   queue names
 -- A queue with limits is claimed after the others (lib/claim.lua).
--- Returns:     {job_1, job_2, ...}: each leased job as a flat HGETALL array;
+-- Returns:     {job_1, job_2, ...}: each leased job as lib/claim.lua returns it
+--              ({hash before the claim, lease_token, lease_expires_at, now});
 --              then {'retry_after', seconds} when a rate limit held jobs
 --              (store/redis/flow.py reads it: claim_retry_after)
 --

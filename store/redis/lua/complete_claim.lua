@@ -20,7 +20,7 @@
 -- ARGV[11 + 4n] k, the number of queues of the first group; then the queue names
 --              (the first k are the first group, the rest the second)
 -- Returns:     {acks, jobs}: one entry per ack as lua/complete.lua's with ARGV[6]
---              0; each leased job as a flat HGETALL array
+--              0; each leased job as lua/claim.lua's
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua

@@ -23,8 +23,13 @@
 -- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
 -- claimed after the others, by `flow.claim_queue` (store.flow.admit in Lua).
 -- `op` is the claim's row of the lifecycle table. Returns the leased jobs,
--- each as a flat HGETALL array, and the seconds until a rate limit that held
--- jobs reopens (nil when none held any).
+-- each as {hash, lease_token, lease_expires_at, now}: `hash` the job's flat
+-- HGETALL array as it was before the claim (read instead of an HMGET of the
+-- fields the lease needs), to which the reader applies the claim's row
+-- (store/redis/codec.py `claimed_job`: status, stamps = now, clears, the
+-- lease and worker_id), so the reply carries no field the claim wrote; and
+-- the seconds until a rate limit that held jobs reopens (nil when none held
+-- any).
 local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
   local paused = P .. 'paused'
   local candidates = {}  -- {ready member, queue}, in claim order
@@ -67,19 +72,32 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
     if redis.call('ZREM', P .. 'ready:' .. queue, member) == 1 then
       -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
       local id = string.sub(member, 26)
-      local job = P .. 'job:' .. id
-      local f = redis.call('HMGET', job, 'status', 'lease_ttl_seconds', 'lease_token', 'name')
-      local old = tonumber(f[1])
+      local hash = redis.call('HGETALL', P .. 'job:' .. id)
+      local status, lease_ttl, token, name
+      for i = 1, #hash, 2 do
+        local field = hash[i]
+        if field == 'status' then
+          status = hash[i + 1]
+        elseif field == 'lease_ttl_seconds' then
+          lease_ttl = hash[i + 1]
+        elseif field == 'lease_token' then
+          token = hash[i + 1]
+        elseif field == 'name' then
+          name = hash[i + 1]
+        end
+      end
+      local old = tonumber(status)
       if old and op.sources[old] then
-        local token = tonumber(f[3]) + 1
-        local expires = now + (tonumber(f[2]) or ttl)
-        move(id, queue, old, op.target, f[4])
-        change(id, op, op.target, {'lease_token', string.format('%d', token), 'worker_id', worker,
-          'lease_expires_at', fmt(expires),
-          'run', RUN_CLAIMED, 'claimed_from', f[1]}, {'rank'})
+        token = tonumber(token) + 1
+        local expires = now + (tonumber(lease_ttl) or ttl)
+        local token_text, expires_text = string.format('%d', token), fmt(expires)
+        move(id, queue, old, op.target, name)
+        change(id, op, op.target, {'lease_token', token_text, 'worker_id', worker,
+          'lease_expires_at', expires_text,
+          'run', RUN_CLAIMED, 'claimed_from', status}, {'rank'})
         redis.call('ZADD', P .. 'leases', micros(expires), id)
         happen(id, op.event, old, op.target, worker, token)
-        out[#out + 1] = redis.call('HGETALL', job)
+        out[#out + 1] = {hash, token_text, expires_text, now_text}
         return id, token
       end
     end
