@@ -1,6 +1,8 @@
 """The Redis store's Lua as one Redis Functions library (Redis >= 7.0, Valkey).
 
-``lua/<name>.lua`` is the body of function ``<name>``; ``lua/lib/*.lua`` are
+``lua/<name>.lua`` is the body of function ``<name>`` (the text before a
+``-- @call`` line, if any, is that function's load section: built once, at
+FUNCTION LOAD; see ``_body``); ``lua/lib/*.lua`` are
 sections of the library's top level, defined once, at FUNCTION LOAD (helpers,
 per-call state). ``library()`` concatenates them: the shebang
 ``#!lua name=leasehold_<v>``, the lifecycle table compiled from
