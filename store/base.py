@@ -398,12 +398,17 @@ class JobStore(FlowContract, OperatingContract):
         kept. Raises InvalidTransition (InProgress), JobNotFound."""
 
     # -------------------------------------------------------------- wake-ups
-    def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
+    def wakeups(
+        self, queues: Sequence[str], worker_id: str | None = None, lease_ttl_s: float | None = None
+    ) -> Wakeups | None:
         """A listener for "a job became ready on one of ``queues``" (enqueue),
         so an idle worker claims at once instead of at its next poll; None
         when the store has no such channel (SQLite: workers poll). Notices are
         hints, never the source of truth: one may be lost (a reconnect), and
-        a worker still polls, more slowly."""
+        a worker still polls, more slowly. With ``worker_id`` (the worker's,
+        leases of ``lease_ttl_s`` seconds, default the store's), a store may
+        also hand new jobs over to the worker while it waits, leased to it
+        (``Notice.leased``; Redis); one that does not ignores both."""
         return None
 
     def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:

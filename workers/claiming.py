@@ -166,11 +166,17 @@ class ClaimLoop:
 
     def _on_notice(self, notice: Notice) -> None:
         """A job became ready on one of our queues (called from the wake-up
-        thread). When no slot is busy and the notice names the job, this
-        thread leases it in one round trip (``JobStore.claim_notified``) and
-        starts it, with no hand-over to the claim loop; otherwise, or when
-        another worker took it first, the claim loop wakes and claims as usual
-        (a busy worker claims in batches)."""
+        thread). Jobs the enqueue already leased to this worker
+        (``Notice.leased``, hand-over) start at once, or are released when
+        the worker stops or has no slot for them. When no slot is busy and
+        the notice names the job, this thread leases it in one round trip
+        (``JobStore.claim_notified``) and starts it, with no hand-over to the
+        claim loop; otherwise, or when another worker took it first, the
+        claim loop wakes and claims as usual (a busy worker claims in
+        batches)."""
+        if notice.leased:
+            self._start_handed(notice.leased)
+            return
         if notice.job is not None and self.runner.busy() == 0 and self._wants_notices():
             try:
                 jobs = self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
@@ -182,6 +188,20 @@ class ClaimLoop:
                     self._start(job)
                 return
         self._wakeup.set()
+
+    def _start_handed(self, jobs: tuple[Job, ...]) -> None:
+        """Start the jobs handed over to this worker while it has room
+        (``_wants_notices``); release the others (due again at once, no
+        attempt spent)."""
+        for job in jobs:
+            if self._wants_notices():
+                self._idle.reset()
+                self._start(job)
+                continue
+            try:
+                self.store.release(job.id, job.lease_token, self.id)
+            except Exception as exc:  # its lease expires; recovery releases it then
+                log.warning("worker %s: release of handed-over job %s failed: %s", self.id, job.id, exc)
 
     def _wants_notices(self) -> bool:
         """Whether the wake-up thread should wait for notices: a slot is free

@@ -6,9 +6,11 @@ notice, so an idle worker claims a new job within a round trip instead of at
 its next poll (5 -> 200 ms backoff). It waits only while ``wanted()`` (the
 worker has a free slot): Redis hands each notice to one waiting worker, so a
 full worker must not take them; one that filled up while it waited gives the
-notice back (``Wakeups.give_back``). ``nudge()`` (a slot freed) ends a wait
-for a free slot at once. While the store is unreachable it retries with a
-backoff (0.1 -> 5 s); the claim loop keeps polling meanwhile.
+notice back (``Wakeups.give_back``; a job handed over to it is released).
+While it has no free slot it also takes back its registration for
+hand-over (``Wakeups.withdraw``), so no enqueue leases to a full worker.
+``nudge()`` (a slot freed) ends a wait for a free slot at once. While the
+store is unreachable it retries with a backoff (0.1 -> 5 s); the claim loop keeps polling meanwhile.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class WakeupListener(threading.Thread):
         while not self._stop_event.is_set():
             try:
                 if not self.wanted():
+                    self.wakeups.withdraw()
                     self._nudged.wait(WAIT_S)
                     self._nudged.clear()
                     continue

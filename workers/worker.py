@@ -224,7 +224,7 @@ class Worker(ClaimLoop):
         )
         self.heartbeat.start()
         self.acker.start()
-        wakeups = self.store.wakeups(self.config.queue_names)
+        wakeups = self.store.wakeups(self.config.queue_names, self.id, self.config.lease_ttl_s)
         if wakeups is not None:
             self.listener = WakeupListener(wakeups, self._on_notice, self.id, self._wants_notices)
             self.listener.start()

@@ -66,6 +66,12 @@ Key schema (``P`` = prefix):
 ``{P}:wakeup:<queue>``    list: wake-up entries of idle workers, at most
                           WAKEUP_KEPT (store/redis/wakeups.py): a ready job's
                           ``rank``, or ``*`` for several
+``{P}:idle:<queue>``      zset: workers waiting with a free slot (lua/idle.lua),
+                          member ``<lease TTL s> <worker id>``, score the
+                          registration's expiry, whole microseconds
+``{P}:hand:<worker>``     list: jobs an enqueue leased to that idle worker
+                          (lua/lib/claim.lua ``hand_over``), each its claim
+                          reply entry as JSON; the worker pops them
 ``{P}:limits``            hash: queue -> its limits as JSON (QueueLimits.to_json
                           without nulls; store/redis/flow.py, lua/lib/flow.lua)
 ``{P}:running``           hash: queue -> jobs of a limited queue InProgress
@@ -254,6 +260,14 @@ class Keys:
     def wakeup(self, queue: str) -> str:
         """The queue's wake-up list (store/redis/wakeups.py)."""
         return self._key("wakeup", queue)
+
+    def idle(self, queue: str) -> str:
+        """The workers registered for hand-over on the queue (lua/idle.lua)."""
+        return self._key("idle", queue)
+
+    def hand(self, worker_id: str) -> str:
+        """The jobs handed over to one worker (store/redis/wakeups.py)."""
+        return self._key("hand", worker_id)
 
     def common(self) -> list[str]:
         """The deployment-wide keys every function that changes jobs may

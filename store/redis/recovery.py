@@ -7,6 +7,13 @@ makes each retry decision (``lifecycle.decide_failure``), and
 InProgress, same token and retry_count, lease still expired). Concurrent
 recoverers therefore recover each job once, and a lease renewed after the
 read is left alone. The preview stops after the decisions.
+
+A job an enqueue handed over to an idle worker (store/redis/wakeups.py) whose
+entry is still on that worker's list ``hand:<worker>`` never reached the
+worker (it died, or stopped without releasing it): it is released instead
+(``lua/release.lua``: Scheduled, due at once, no attempt spent), once its
+entry is taken off the list (LREM; a worker that pops it first runs it, and
+its lease decides as for any other job).
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ from __future__ import annotations
 from store import lifecycle
 from store.lifecycle import FailureDecision, JobStatus, Operation
 from store.models import RecoveredJob, lease_expired_error
-from store.redis.plumbing import Failure, RedisPlumbing
+from store.redis.plumbing import Failure, RedisPlumbing, op_args
+from store.redis.wakeups import handed_id
 
 S = JobStatus
 
@@ -30,14 +38,43 @@ class RecoveryMixin(RedisPlumbing):
         _, *ids = self._eval(self._lua.expired_leases, self._route, [self._offset(), limit])
         names = ("status", "name", "queue", "worker_id", "lease_token", "retry_count", "max_retries")
         rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), names) for job_id in ids])
+        handed = self._handed({row[3] for row in rows if row[3]})
         plan = []
         for job_id, (code, name, queue, worker, token, retries, max_retries) in zip(ids, rows, strict=True):
             if code is None or S(int(code)) not in lifecycle.sources(Operation.FAIL):
+                continue
+            if (worker, job_id) in handed:
+                job = RecoveredJob(job_id, name, queue, worker, int(token), S.Scheduled, int(retries), 0.0)
+                plan.append((job, -1))  # released, not failed
                 continue
             d = lifecycle.decide_failure(int(retries), int(max_retries), self.settings.retry)
             job = RecoveredJob(job_id, name, queue, worker, int(token), d.status, d.retry_count, d.delay_s)
             plan.append((job, int(retries)))
         return plan, len(ids)
+
+    def _handed(self, workers: set[str]) -> dict[tuple[str, str], str]:
+        """The entries still on the hand-over lists of ``workers``, by
+        (worker id, job id): jobs leased to a worker that never popped them."""
+        names = sorted(workers)
+        lists = self._pipe(lambda p: [p.lrange(self.keys.hand(w), 0, -1) for w in names])
+        return {
+            (w, job_id): text
+            for w, texts in zip(names, lists, strict=True)
+            for text in texts
+            if (job_id := handed_id(text))
+        }
+
+    def _release_handed(self, r: RecoveredJob, owner: str) -> bool:
+        """Release a job whose hand-over entry is still on its worker's list,
+        once the entry is taken off it; False when the worker popped it
+        first or the lease changed."""
+        text = self._handed({r.worker_id or ""}).get((r.worker_id or "", r.job_id))
+        if text is None or not self._client.lrem(self.keys.hand(r.worker_id or ""), 1, text):
+            return False
+        reply = self._eval(
+            self._lua.release, self._route, self._args(*op_args(Operation.RELEASE), r.job_id, r.token, owner)
+        )
+        return reply[0] == 1
 
     def _recover(self, limit: int | None, owner: str | None) -> tuple[list[RecoveredJob], int]:
         """One batch (SharedStore.recover_expired), or with ``owner`` None
@@ -49,10 +86,15 @@ class RecoveryMixin(RedisPlumbing):
         plan, read = self._recovery_plan(limit)
         if owner is None:
             return [r for r, _ in plan], read
-        items = []
+        items, failing, done = [], [], []
         for r, retries in plan:
+            if retries < 0:
+                if self._release_handed(r, owner):
+                    done.append(r)
+                continue
             decision = FailureDecision(r.outcome, r.retry_count, r.delay_s)
             error = lease_expired_error(r.worker_id, r.token)
             items.append(Failure(r.job_id, r.queue, r.token, retries, decision, error, True, owner))
+            failing.append(r)
         replies = self._apply_failures(items, want_jobs=False) if items else []
-        return [r for (r, _), ok in zip(plan, replies, strict=True) if ok], read
+        return [*done, *(r for r, ok in zip(failing, replies, strict=True) if ok)], read

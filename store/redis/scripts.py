@@ -272,6 +272,7 @@ class Scripts:
     record_change: Function
     record_hold: Function
     record_prune: Function
+    idle: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

@@ -63,7 +63,7 @@ from store.redis.plumbing import (
 from store.redis.records import RecordsMixin
 from store.redis.recovery import RecoveryMixin
 from store.redis.search import SearchMixin
-from store.redis.wakeups import WAKEUP_KEPT, RedisWakeups
+from store.redis.wakeups import WAKEUP_KEPT, HandOver, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
 from store.spec import clean_error
 
@@ -355,9 +355,24 @@ class RedisStore(
             raise JobNotFound(job_id)
         raise self._refusals(refusal(Operation.RELEASE), worker_id, [(job_id, token, reply[1], reply[2])])[0]
 
-    def wakeups(self, queues: Sequence[str]) -> RedisWakeups:
-        """A blocking pop on the queues' wake-up lists (lua/enqueue.lua pushes)."""
-        return RedisWakeups(self._client, self.keys, queues)
+    def wakeups(
+        self, queues: Sequence[str], worker_id: str | None = None, lease_ttl_s: float | None = None
+    ) -> RedisWakeups:
+        """A blocking pop on the queues' wake-up lists (lua/enqueue.lua
+        pushes); with ``worker_id``, also on the worker's hand-over list,
+        registered on the queues while it waits (store/redis/wakeups.py)."""
+        hand = None
+        if worker_id is not None:
+            ttl = lease_ttl_s or self.settings.lease_ttl_s
+
+            def register(member: str, hold_s: float, names: Sequence[str]) -> None:
+                self._eval(self._lua.idle, self._route, [self._offset(), member, hold_s, *names])
+
+            def release(job: Job) -> None:
+                self.release(job.id, job.lease_token, worker_id)
+
+            hand = HandOver(worker_id, ttl, register, release)
+        return RedisWakeups(self._client, self.keys, queues, hand)
 
     # ------------------------------------------------------------ operator
     def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:

@@ -373,6 +373,9 @@ class SqlStore(
         else:  # counted only, like Redis: no event row of a job that is gone
             self.book(conn, [event_row(job_id, kind, old, None, actor, None, logged=False)])
 
-    def wakeups(self, queues: Sequence[str]) -> Wakeups | None:
-        """PostgreSQL: LISTEN for enqueue notices; SQLite: None, workers poll."""
+    def wakeups(
+        self, queues: Sequence[str], worker_id: str | None = None, lease_ttl_s: float | None = None
+    ) -> Wakeups | None:
+        """PostgreSQL: LISTEN for enqueue notices; SQLite: None, workers poll.
+        No hand-over: ``worker_id`` and ``lease_ttl_s`` are not used."""
         return self.dialect.wakeups(queues)

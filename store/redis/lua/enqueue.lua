@@ -2,14 +2,18 @@
 --
 -- KEYS[1]      the prefix (lib/keys.lua); every key is built from it: per job
 --              job:<id>, events:<id>, ready:<queue> (no delay) or
---              scheduled:<queue>, wakeup:<queue> (store/redis/wakeups.py); and
+--              scheduled:<queue>, wakeup:<queue> (store/redis/wakeups.py),
+--              idle:<queue> and hand:<worker> (lib/claim.lua `hand_over`); and
 --              idempotency, unique, unique_until, counters, history, listing zsets,
 --              queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      most wake-up entries kept per queue: each queue that got a ready
---              (undelayed) job gets one entry on its wake-up list, the job's
---              ready member when the call made one job of that queue ready,
---              else '*' (a worker's blocking pop hands it to one idle worker)
+-- ARGV[4]      most wake-up entries kept per queue. Each queue that got ready
+--              (undelayed) jobs first hands up to HAND_MOST of them to idle
+--              workers registered on it (lib/claim.lua `hand_over`: leased,
+--              pushed on hand:<worker>); if any is left, the queue gets one
+--              entry on its wake-up list, the job's ready member when the
+--              call made one job of that queue ready, else '*' (a worker's
+--              blocking pop hands it to one idle worker)
 -- ARGV[5]      the operation's name ('enqueue'): its row of the compiled
 --              lifecycle table gives the event kind, the stamped, zeroed,
 --              delayed and held fields
@@ -49,6 +53,9 @@ for j = 1, #FIELDS do
   AT[FIELDS[j]] = 3 + j
 end
 local ID, QUEUE, NAME, PRIORITY = AT['id'], AT['queue'], AT['name'], AT['priority']
+-- Most jobs of a queue one call hands over to idle workers (lib/claim.lua
+-- `hand_over`); the rest wait for a claim.
+local HAND_MOST = 8
 local IDEMPOTENCY, UNIQUE = AT['idempotency_key'], AT['unique_key']
 
 -- The id of the job still holding unique key `key`, or nil when it is free;
@@ -146,7 +153,15 @@ for i = 1, n do
     redis.call('ZADD', P .. 'scheduled:' .. queue, due_text, member)
   else
     redis.call('ZADD', P .. 'ready:' .. queue, '0', member)
-    ready[queue] = ready[queue] == nil and member or '*'
+    local made = ready[queue]
+    if made == nil then
+      ready[queue] = {n = 1, member}
+    else
+      made.n = made.n + 1
+      if made.n <= HAND_MOST then
+        made[made.n] = member
+      end
+    end
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(hash))
   local key = ARGV[base + IDEMPOTENCY]
@@ -162,14 +177,17 @@ for i = 1, n do
   happen(id, op.event, nil, status, nil, 0)
   count_history(queue, op.event)
 end
-flush_counts()
 local kept = tonumber(ARGV[4])
-for queue, member in pairs(ready) do
-  -- Past `kept` entries, the newest half stays (one LTRIM per kept/2 pushes
-  -- while no worker pops).
-  local wakeup = P .. 'wakeup:' .. queue
-  if redis.call('RPUSH', wakeup, member) > kept then
-    redis.call('LTRIM', wakeup, string.format('%d', -math.floor(kept / 2)), '-1')
+for queue, made in pairs(ready) do
+  local left = made.n - hand_over(queue, made)
+  if left > 0 then
+    -- Past `kept` entries, the newest half stays (one LTRIM per kept/2 pushes
+    -- while no worker pops).
+    local wakeup = P .. 'wakeup:' .. queue
+    if redis.call('RPUSH', wakeup, made.n == 1 and made[1] or '*') > kept then
+      redis.call('LTRIM', wakeup, string.format('%d', -math.floor(kept / 2)), '-1')
+    end
   end
 end
+flush_counts()
 return {'ok', now_text}

@@ -122,3 +122,36 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
   end
   return out, retry
 end
+
+-- Hand the ready `members` of `queue` (a list, claim handles of jobs this
+-- call made ready) over to idle workers, one each, in order (an enqueue
+-- leases to a worker waiting on the queue, docs/architecture.md, Hand-over):
+-- each live registration of idle:<queue> (lua/idle.lua; member '<lease TTL
+-- s> <worker id>', score its expiry in microseconds, the soonest first) is
+-- taken and given the next member through `claim_jobs` with the claim's row
+-- row (pause and limits as any notified claim), whose reply entry is pushed
+-- as JSON on that worker's list hand:<worker> (store/redis/wakeups.py pops
+-- it). A registration whose claim leases nothing (paused, limited) is put
+-- back and the handing stops. Returns how many jobs were handed.
+local function hand_over(queue, members)
+  local op = operation('claim')
+  local idle = P .. 'idle:' .. queue
+  local handed = 0
+  while handed < #members do
+    local got = redis.call('ZRANGE', idle, micros(now), '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+    if #got == 0 then
+      break
+    end
+    local member = got[1]
+    redis.call('ZREM', idle, member)
+    local ttl, worker = string.match(member, '^(%S+) (.*)$')
+    local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
+    if #out == 0 then
+      redis.call('ZADD', idle, got[2], member)
+      break
+    end
+    redis.call('RPUSH', P .. 'hand:' .. worker, cjson.encode(out[1]))
+    handed = handed + 1
+  end
+  return handed
+end
