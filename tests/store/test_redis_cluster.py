@@ -377,6 +377,21 @@ def test_wakeups_and_the_notified_claim_on_the_cluster(store: RedisStore) -> Non
         wakeups.close()
 
 
+def test_the_hand_over_to_an_idle_worker_on_the_cluster(store: RedisStore) -> None:
+    """The registration, the lease taken in the enqueue and pushed on the
+    worker's own list (keys built in the functions, in one slot), and the
+    worker's pop of it beside the wake-up lists."""
+    wakeups = store.wakeups(["default", "other"], "w-1", 30.0)
+    try:
+        assert wakeups.wait(0.01) is None
+        job = store.enqueue("t", queue="other")
+        notice = wakeups.wait(2.0)
+        assert notice is not None and [j.id for j in notice.leased] == [job.id]
+        assert notice.leased[0] == store.get(job.id)
+    finally:
+        wakeups.close()
+
+
 def test_flow_control_on_the_cluster(store: RedisStore) -> None:
     """Limits decided in the claim (concurrency, rate with its retry-after)
     and a dependency released by its parent's ack, in one slot: the flow
