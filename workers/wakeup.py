@@ -51,6 +51,15 @@ class WakeupListener(threading.Thread):
         """A slot freed: stop waiting for one (thread-safe)."""
         self._nudged.set()
 
+    def withdraw(self) -> None:
+        """Take the worker's hand-over registration back now (it went quiet;
+        thread-safe); the thread does not register again while it is not
+        ``wanted``."""
+        try:
+            self.wakeups.withdraw()
+        except Exception as exc:  # the registration expires on its own
+            log.info("worker %s: withdrawing from hand-over failed: %s", self.worker_id, exc)
+
     def stop(self) -> None:
         self._stop_event.set()
         self._nudged.set()

@@ -133,6 +133,8 @@ class Worker(ClaimLoop):
         log.info("worker %s: operator command %r", self.id, command)
         if command == "quiet":
             self._quiet.set()
+            if self.listener is not None:  # no enqueue hands it a job from now on
+                self.listener.withdraw()
         elif command == "unquiet":
             self._quiet.clear()
         elif command == "stop":

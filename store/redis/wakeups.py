@@ -104,6 +104,7 @@ class RedisWakeups(Wakeups):
         if self._hand_key:
             self._keys.insert(0, self._hand_key)
         self._registered_at: float | None = None  # monotonic time of the last registration
+        self._registered = False  # a registration may be live (withdraw has one to take back)
         self._multi_pop = True  # BLMPOP until the server says it has none (Redis < 7)
 
     def _register(self) -> None:
@@ -112,14 +113,16 @@ class RedisWakeups(Wakeups):
             return
         at = time.monotonic()
         if self._registered_at is None or at - self._registered_at >= REFRESH_S:
+            self._registered = True
             with unavailable():
                 self._hand.register(self._hand.member, REGISTRATION_S, self._queues)
             self._registered_at = at
 
     def withdraw(self) -> None:
-        """Take the hand-over registration back (the worker has no free slot)."""
-        if self._hand is not None and self._registered_at is not None:
-            self._registered_at = None
+        """Take the hand-over registration back (the worker has no free slot,
+        or went quiet; may be called from another thread than ``wait``)."""
+        if self._hand is not None and self._registered:
+            self._registered, self._registered_at = False, None
             with unavailable():
                 self._hand.register(self._hand.member, 0, self._queues)
 
@@ -171,7 +174,7 @@ class RedisWakeups(Wakeups):
         and a wait in progress ends within its timeout."""
         if self._hand is None:
             return
-        self._registered_at = -1.0  # registered or not: withdraw
+        self._registered = True  # whatever the last call did: take it back
         self.withdraw()
         while (text := self._client.lpop(self._hand_key)) is not None:
             job = handed_job(text, self._hand.worker_id)

@@ -132,7 +132,12 @@ def test_a_handed_job_never_popped_comes_back_without_an_attempt(store: RedisSto
     report = {r.job_id: r for r in store.recover_expired().recovered}
     assert (report[lost.id].retry_count, report[popped.id].retry_count) == (0, 1)
     back = store.get(lost.id)
-    assert (back.status, back.retry_count, back.lease_expirations, back.worker_id) == (S.Scheduled, 0, 0, None)
+    assert (back.status, back.retry_count, back.lease_expirations, back.worker_id) == (
+        S.Scheduled,
+        0,
+        0,
+        None,
+    )
     assert hand_list(store, "w-2") == 0
     assert [e.kind for e in store.events(lost.id)][-1] == "released"
     # the job w-1 popped and ran past its lease spent an attempt, as any expired lease does
