@@ -26,8 +26,8 @@ def test_an_idle_worker_is_handed_each_new_job(handle: StoreHandle, spawn: Spawn
     spawn.worker("--concurrency", "2", name="w-idle")
     for i in range(3):
         wait_until(lambda: registered_for_hand_over(store, "w-idle"), what="the worker registered")
-        job = store.enqueue("noop", {"i": i})
-        done = wait_until(lambda: job_is(store, job.id, "Completed"), what=f"job {i} ran")
+        job_id = store.enqueue("noop", {"i": i}).id
+        done = wait_until(lambda j=job_id: job_is(store, j, "Completed"), what=f"job {i} ran")
         assert done.worker_id == done.result["worker"] == "w-idle"
         assert done.started_at == done.created_at  # leased in the enqueue's own call
 
