@@ -1,12 +1,13 @@
 -- lib/claim.lua: the claim, a section of the library's top level after
 -- lib/job.lua (store/redis/scripts.py), called by lua/claim.lua and by the
--- ack that claims the next jobs (lua/complete_claim.lua). Its caller
--- includes lib/clock.lua and lib/job.lua and calls flush_counts().
+-- ack that claims the next jobs (lua/complete_claim.lua), and the hand-over
+-- of new jobs to idle workers (lua/enqueue.lua). Its caller includes
+-- lib/clock.lua and lib/job.lua and calls flush_counts().
 --
 -- KEYS, ARGV: none of its own.
 -- Keys written: paused (read), ready:<queue>, scheduled:<queue>, job:<id>,
--- leases, and what lib/job.lua `move` writes.
--- Returns: nothing. Defines claim_jobs.
+-- leases, idle:<queue>, hand:<worker>, and what lib/job.lua `move` writes.
+-- Returns: nothing. Defines claim_jobs and hand_over.
 
 -- Lease up to `want` due jobs of `queues` (a list of names) to `worker` for
 -- `ttl` seconds (a job's own lease_ttl_seconds wins): promote at most
@@ -125,33 +126,37 @@ end
 
 -- Hand the ready `members` of `queue` (a list, claim handles of jobs this
 -- call made ready) over to idle workers, one each, in order (an enqueue
--- leases to a worker waiting on the queue, docs/architecture.md, Hand-over):
--- each live registration of idle:<queue> (lua/idle.lua; member '<lease TTL
--- s> <worker id>', score its expiry in microseconds, the soonest first) is
--- taken and given the next member through `claim_jobs` with the claim's row
--- row (pause and limits as any notified claim), whose reply entry is pushed
--- as JSON on that worker's list hand:<worker> (store/redis/wakeups.py pops
--- it). A registration whose claim leases nothing (paused, limited) is put
--- back and the handing stops. Returns how many jobs were handed.
+-- leases to a worker waiting on the queue, docs/architecture.md, Hand-over).
+-- Each registration of idle:<queue> (lua/idle.lua; member '<lease TTL s>
+-- <worker id>', score its expiry in microseconds), soonest expiry first, is
+-- taken; one that expired is dropped, a live one is given the next member
+-- through `claim_jobs` with the claim's row of the lifecycle table (pause
+-- and limits decide as in any notified claim), and the claim's reply entry
+-- is pushed as JSON on that worker's list hand:<worker>
+-- (store/redis/wakeups.py pops it). A registration whose claim leases
+-- nothing (paused, limited) is put back and the handing stops. Returns how
+-- many jobs were handed.
 local function hand_over(queue, members)
-  local op = operation('claim')
   local idle = P .. 'idle:' .. queue
-  local handed = 0
+  local handed, op = 0, nil
   while handed < #members do
-    local got = redis.call('ZRANGE', idle, micros(now), '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+    local got = redis.call('ZRANGE', idle, 0, 0, 'WITHSCORES')
     if #got == 0 then
       break
     end
     local member = got[1]
     redis.call('ZREM', idle, member)
-    local ttl, worker = string.match(member, '^(%S+) (.*)$')
-    local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
-    if #out == 0 then
-      redis.call('ZADD', idle, got[2], member)
-      break
+    if tonumber(got[2]) >= now * 1000000 then  -- else its worker stopped renewing it
+      local ttl, worker = string.match(member, '^(%S+) (.*)$')
+      op = op or operation('claim')
+      local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
+      if #out == 0 then
+        redis.call('ZADD', idle, got[2], member)
+        break
+      end
+      redis.call('RPUSH', P .. 'hand:' .. worker, cjson.encode(out[1]))
+      handed = handed + 1
     end
-    redis.call('RPUSH', P .. 'hand:' .. worker, cjson.encode(out[1]))
-    handed = handed + 1
   end
   return handed
 end
