@@ -14,6 +14,7 @@ comes back short.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,10 @@ from store.sql.wakeups import WAKEUP_CHANNEL
 
 S = JobStatus
 _OPEN = (S.Queued, S.Scheduled, S.InProgress)
+#: Seconds a store handle keeps the names of the limited queues before it
+#: reads them again (``_limited_queues``): how long a claim by another
+#: process may take to reach a queue limited meanwhile.
+LIMITED_CACHE_S = 1.0
 
 
 def limits_of(row: Any) -> QueueLimits:
@@ -69,6 +74,8 @@ class SqlFlowMixin(SqlBatchesMixin):
         self._f_lease = sql.claim_sqlite(now)
         self._retry_after: dict[str, float] = {}
         self._retry_lock = threading.Lock()
+        #: (monotonic time read, names of the limited queues): LIMITED_CACHE_S old at most.
+        self._limited: tuple[float, frozenset[str]] | None = None
 
     # ------------------------------------------------------------ limits
     def set_queue_limits(self, queue: str, limits: QueueLimits, *, actor: str = "operator") -> QueueLimits:
@@ -94,7 +101,10 @@ class SqlFlowMixin(SqlBatchesMixin):
             self.book(conn, [event])  # type: ignore[attr-defined]
             return limits_of(row)
 
-        return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+        try:
+            return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+        finally:
+            self._limited = None  # this handle's next claim reads the limited queues again
 
     def queue_limits(self) -> dict[str, QueueLimits]:
         return {r["name"]: limits_of(r) for r in self.read(fs.all_limits())}  # type: ignore[attr-defined]
@@ -129,15 +139,13 @@ class SqlFlowMixin(SqlBatchesMixin):
     def _claim_limited(self, params: dict[str, Any], queues: Sequence[str], wanted: int) -> list[Any]:
         """Claims from the limited ones of ``queues`` (each in its own
         transaction) after a short plain claim: ``store.flow.admit`` decides."""
-        rows = self.read(fs.limited_queues(), {"names": list(queues)})  # type: ignore[attr-defined]
+        limited = self._limited_queues()
         out: list[Any] = []
         retry: float | None = None
-        for row in rows:
+        for name in (q for q in queues if q in limited):
             if wanted - len(out) <= 0:
                 break
-            got, wait = self.tx(
-                lambda conn, q=row["name"]: self._claim_queue(conn, q, params, wanted - len(out))
-            )  # type: ignore[attr-defined]
+            got, wait = self.tx(lambda conn, q=name: self._claim_queue(conn, q, params, wanted - len(out)))  # type: ignore[attr-defined]
             out.extend(got)
             if wait is not None:
                 retry = wait if retry is None else min(retry, wait)
@@ -147,6 +155,20 @@ class SqlFlowMixin(SqlBatchesMixin):
             else:
                 self._retry_after.pop(params["worker_id"], None)
         return out
+
+    def _limited_queues(self) -> frozenset[str]:
+        """The names of the limited queues, read at most every LIMITED_CACHE_S
+        seconds (at once after this handle set limits): a claim that found
+        fewer jobs than it wanted then costs no read. A stale answer is safe
+        both ways: the plain claim skips a queue limited meanwhile (its jobs
+        wait LIMITED_CACHE_S at most), and ``_claim_queue`` re-reads the
+        queue's row under its lock and leaves a queue no longer limited to
+        the plain claim."""
+        at = time.monotonic()
+        if self._limited is None or at - self._limited[0] >= LIMITED_CACHE_S:
+            rows = self.read(fs.limited_names())  # type: ignore[attr-defined]
+            self._limited = (at, frozenset(r["name"] for r in rows))
+        return self._limited[1]
 
     def _claim_queue(
         self, conn: Connection, queue: str, params: dict[str, Any], wanted: int

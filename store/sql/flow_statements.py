@@ -31,11 +31,9 @@ from store.sql.statements import due
 IN_PROGRESS = int(JobStatus.InProgress)
 
 
-def limited_queues() -> Select:
-    """The limited queues among some. Params: names (expanding)."""
-    return select(queues).where(
-        queues.c.limited == const(1), queues.c.name.in_(bindparam("names", expanding=True))
-    )
+def limited_names() -> Select:
+    """The names of the limited queues. No parameters."""
+    return select(queues.c.name).where(queues.c.limited == const(1))
 
 
 def all_limits() -> Select:
