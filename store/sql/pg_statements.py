@@ -18,9 +18,11 @@ from sqlalchemy import (
     Text,
     Update,
     bindparam,
+    case,
     cast,
     func,
     insert,
+    literal_column,
     select,
     update,
 )
@@ -62,9 +64,11 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
     ``unnest`` of one array per column (a fixed number of bind parameters
     whatever the chunk size), one ``enqueued`` event per job, the
     counter deltas, and one ``pg_notify`` per queue that got ready jobs
-    (delivered at commit; workers LISTEN, see store/sql/wakeups.py). Params:
+    (delivered at commit; workers LISTEN, see store/sql/wakeups.py), its
+    payload ``<id>\n<queue>`` when the statement made one job of the queue
+    ready, else ``\n<queue>``. Params:
     the arrays of ENQUEUE_ARRAYS (JSON columns as JSON texts, None for SQL
-    NULL; ``delay_untils`` None when not delayed), shard, channel. With
+    NULL; ``delay_untils`` None when not delayed), shard, channel (JOB_CHANNEL). With
     ``one``, the same for one job, each parameter a value instead of an array
     (a single enqueue: arrays cost ~40 us of client CPU to adapt). Returns
     each inserted job's id and the times the database set (created_at,
@@ -96,19 +100,23 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
         ins.c.id, ins.c.queue, EventKind.ENQUEUED, None, ins.c.status, None, const(0), None
     )
     queued = ins.c.status == const(int(JobStatus.Queued))
-    ready = select(ins.c.queue).where(queued).distinct().subquery("ready")
-    notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.queue)))
+    # '<id>\n<queue>' when the statement made one job of the queue ready, else '\n<queue>'.
+    single = case((func.count() == const(1), func.min(ins.c.id)), else_=literal_column("''"))
+    payload = (single + literal_column("E'\\n'") + ins.c.queue).label("p")
+    ready = select(payload).where(queued).group_by(ins.c.queue).subquery("ready")
+    notified = select(func.count(func.pg_notify(bindparam("channel", type_=Text()), ready.c.p)))
     stamps = (ins.c.id, *(ins.c[t] for t in times))
     return select(*stamps, notified.scalar_subquery().label("notified")).add_cte(
         *_bookkeeping(src, now, EventKind.ENQUEUED, new=True)
     )
 
 
-def claim_pg(now: ColumnElement[float], queues: int) -> Update:
+def claim_pg(now: ColumnElement[float], queues: int, one: bool = False) -> Update:
     """PostgreSQL claim: pick due jobs with FOR UPDATE SKIP LOCKED and lease
-    them in one statement. Params: q0..qN, limit, worker_id, ttl."""
+    them in one statement. Params: q0..qN, limit, worker_id, ttl; with
+    ``one``, also job: only that job (a notice named it)."""
     picked = (
-        due(select(jobs.c.id, jobs.c.status.label("old_status")), now, queues)
+        due(select(jobs.c.id, jobs.c.status.label("old_status")), now, queues, one=one)
         .with_for_update(skip_locked=True)
         .subquery("picked")
     )

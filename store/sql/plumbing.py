@@ -173,7 +173,8 @@ class Dialect(abc.ABC):
 
     @abc.abstractmethod
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
-        """Lease due jobs (params of ``statements.due`` and ``lease``); the rows."""
+        """Lease due jobs (params of ``statements.due`` and ``lease``; with
+        ``job``, only that job); the rows."""
 
     @abc.abstractmethod
     def complete(

@@ -22,7 +22,7 @@ from store.sql import statements as sql
 from store.sql.bookkeeping import CHANGE_COLUMNS
 from store.sql.plumbing import Dialect, Planned, SqlPlumbing
 from store.sql.rows import job_from_row, json_texts, new_jobs
-from store.sql.wakeups import WAKEUP_CHANNEL, PgWakeups
+from store.sql.wakeups import JOB_CHANNEL, WAKEUP_CHANNEL, PgWakeups
 
 #: Counter shards; a process writes to one, readers sum them.
 SHARDS = 16
@@ -43,7 +43,7 @@ class PostgresDialect(Dialect):
         self.shard = os.getpid() % SHARDS
         self._q_enqueue = pg.enqueue_jobs_pg(now)
         self._q_enqueue_one = pg.enqueue_jobs_pg(now, one=True)
-        self._q_claim: dict[int, Any] = {}
+        self._q_claim: dict[tuple[int, bool], Any] = {}
         done = rule(Operation.COMPLETE).event
         assert done is not None
         self._q_complete = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done)
@@ -89,7 +89,7 @@ class PostgresDialect(Dialect):
         else:
             params = {p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
             stmt = self._q_enqueue
-        params.update(shard=self.shard, channel=WAKEUP_CHANNEL)
+        params.update(shard=self.shard, channel=JOB_CHANNEL)
         stamped = {r["id"]: r for r in conn.execute(stmt, params).mappings()}
         return new_jobs(rows, texts, stamped)
 
@@ -98,13 +98,16 @@ class PostgresDialect(Dialect):
         return self.p.tx(lambda conn: self.insert_in(conn, rows), single=True)
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
-        if queues not in self._q_claim:
+        """See Dialect.claim; with the parameter ``job``, that job alone
+        (a notice named it: ``SqlStore.claim_notified``)."""
+        key = (queues, "job" in params)
+        if key not in self._q_claim:
             claimed = rule(Operation.CLAIM).event
             assert claimed is not None
-            self._q_claim[queues] = pg.with_bookkeeping(
-                pg.claim_pg(self.p._now, queues), self.p._now, claimed
+            self._q_claim[key] = pg.with_bookkeeping(
+                pg.claim_pg(self.p._now, queues, one=key[1]), self.p._now, claimed
             )
-        stmt = self._q_claim[queues]
+        stmt = self._q_claim[key]
         return self.p.tx(
             lambda conn: conn.execute(stmt, {**params, "shard": self.shard}).mappings().all(), single=True
         )
@@ -164,5 +167,5 @@ class PostgresDialect(Dialect):
         return {r["id"] for r in conn.execute(self._q_recover, params).mappings()}
 
     def wakeups(self, queues: Sequence[str]) -> PgWakeups:
-        """LISTEN on WAKEUP_CHANNEL (enqueue notifies in its transaction)."""
+        """LISTEN on WAKEUP_CHANNEL and JOB_CHANNEL (enqueue notifies in its statement)."""
         return PgWakeups(self.p.write_engine, WAKEUP_CHANNEL, queues)

@@ -36,7 +36,7 @@ class SqliteDialect(Dialect):
         offset = lambda: p.clock_offset_s  # noqa: E731
         self._q_insert_one = Precompiled(self._q_insert, p.write_engine.dialect, INSERT_JOB_KEYS, offset)
         self._q_claim = sql.claim_sqlite(now)
-        self._q_candidates: dict[int, Any] = {}
+        self._q_candidates: dict[tuple[int, bool], Any] = {}
         self._q_complete = sql.complete_job(now)
         self._q_recover = sql.apply_failure(now, expired_only=True)
         self._q_expired = sql.expired_leases(now, lock=True)
@@ -80,10 +80,13 @@ class SqliteDialect(Dialect):
         return created
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
+        """See Dialect.claim; with the parameter ``job``, that job alone."""
+        key = (queues, "job" in params)
+
         def body(conn: Connection) -> list[Any]:  # inside BEGIN IMMEDIATE
-            if queues not in self._q_candidates:
-                self._q_candidates[queues] = sql.claim_candidates_sqlite(self.p._now, queues)
-            old = dict(conn.execute(self._q_candidates[queues], params).all())
+            if key not in self._q_candidates:
+                self._q_candidates[key] = sql.claim_candidates_sqlite(self.p._now, queues, one=key[1])
+            old = dict(conn.execute(self._q_candidates[key], params).all())
             if not old:
                 return []
             rows = conn.execute(self._q_claim, {**params, "ids": list(old)}).mappings().all()

@@ -149,14 +149,19 @@ def lock_job_for_update() -> Select:
     return select(jobs).where(jobs.c.id == bindparam("j_id")).with_for_update()
 
 
-def due(stmt: Select, now: ColumnElement[float], queues: int, limited: bool = False) -> Select:
+def due(
+    stmt: Select, now: ColumnElement[float], queues: int, limited: bool = False, one: bool = False
+) -> Select:
     """Due jobs of the named queues in claim order, written so the planner walks
     ix_jobs_ready in order and stops at LIMIT: the status codes are literals
     (implying the partial index's predicate) and one queue is an equality.
     Jobs of a paused queue are never due (``queues.paused``); jobs of a
     limited queue (``queues.limited``) only to its own claim (``limited``:
-    ``store/sql/flow.py``), which decides the limits."""
+    ``store/sql/flow.py``), which decides the limits. With ``one``, only the
+    job whose id is the parameter ``job`` (a notice named it)."""
     waiting = jobs.c.status.in_([literal_column(str(code)) for code in source_codes(Operation.CLAIM)])
+    if one:
+        waiting = waiting & (jobs.c.id == bindparam("job"))
     if queues == 1:
         in_queue = jobs.c.queue == bindparam("q0")
     else:
@@ -172,9 +177,10 @@ def due(stmt: Select, now: ColumnElement[float], queues: int, limited: bool = Fa
     )
 
 
-def claim_candidates_sqlite(now: ColumnElement[float], queues: int) -> Select:
-    """SQLite claim, step 1 (inside BEGIN IMMEDIATE): due jobs. Params: q0..qN, limit."""
-    return due(select(jobs.c.id, jobs.c.status), now, queues)
+def claim_candidates_sqlite(now: ColumnElement[float], queues: int, one: bool = False) -> Select:
+    """SQLite claim, step 1 (inside BEGIN IMMEDIATE): due jobs. Params:
+    q0..qN, limit; with ``one``, job (only that job)."""
+    return due(select(jobs.c.id, jobs.c.status), now, queues, one=one)
 
 
 def claim_sqlite(now: ColumnElement[float]) -> Update:

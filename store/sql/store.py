@@ -18,7 +18,7 @@ from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import IntegrityError
 
 from store import lifecycle
-from store.base import MAX_BATCH, StoreSettings, Wakeups
+from store.base import MAX_BATCH, Notice, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
@@ -205,6 +205,22 @@ class SqlStore(
         # RETURNING order is unspecified: hand jobs out in claim order.
         rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
         return [job_from_row(r) for r in rows]
+
+    def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
+        """See JobStore.claim_notified: ``notice.job`` is the job's id
+        (PostgreSQL's JOB_CHANNEL, store/sql/wakeups.py), leased alone by the
+        claim's statement restricted to it: [] when another worker took it,
+        its queue is paused or limited (the claim loop claims those)."""
+        if not notice.job:
+            return []
+        params = {
+            "q0": notice.queue,
+            "job": notice.job,
+            "limit": 1,
+            "worker_id": worker_id,
+            "ttl": lease_ttl_s or self.settings.lease_ttl_s,
+        }
+        return [job_from_row(r) for r in self.dialect.claim(params, 1)]
 
     def heartbeat(
         self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
