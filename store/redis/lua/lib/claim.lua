@@ -124,6 +124,12 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
   return out, retry
 end
 
+-- Milliseconds a hand-over list outlives its last push: the list of a worker
+-- that died keeps its entries for recovery (which takes them off, as its
+-- worker would have) long after their leases expire, but not for ever (a
+-- handed job canceled or deleted meanwhile leaves its entry behind).
+local HAND_KEPT_MS = '86400000'
+
 -- Hand the ready `members` of `queue` (a list, claim handles of jobs this
 -- call made ready) over to idle workers, one each, in order (an enqueue
 -- leases to a worker waiting on the queue, docs/architecture.md, Hand-over).
@@ -133,9 +139,9 @@ end
 -- through `claim_jobs` with the claim's row of the lifecycle table (pause
 -- and limits decide as in any notified claim), and the claim's reply entry
 -- is pushed as JSON on that worker's list hand:<worker>
--- (store/redis/wakeups.py pops it). A registration whose claim leases
--- nothing (paused, limited) is put back and the handing stops. Returns how
--- many jobs were handed.
+-- (store/redis/wakeups.py pops it; the list expires HAND_KEPT_MS after its
+-- last push). A registration whose claim leases nothing (paused, limited) is
+-- put back and the handing stops. Returns how many jobs were handed.
 local function hand_over(queue, members)
   local idle = P .. 'idle:' .. queue
   local handed, op = 0, nil
@@ -154,7 +160,9 @@ local function hand_over(queue, members)
         redis.call('ZADD', idle, got[2], member)
         break
       end
-      redis.call('RPUSH', P .. 'hand:' .. worker, cjson.encode(out[1]))
+      local hand = P .. 'hand:' .. worker
+      redis.call('RPUSH', hand, cjson.encode(out[1]))
+      redis.call('PEXPIRE', hand, HAND_KEPT_MS)
       handed = handed + 1
     end
   end
