@@ -125,6 +125,7 @@ def test_a_handed_job_never_popped_comes_back_without_an_attempt(store: RedisSto
     dead.wait(0.01)
     lost = store.enqueue("noop")  # w-2 dies before its next wait: never closed
     assert (store.get(lost.id).worker_id, hand_list(store, "w-2")) == ("w-2", 1)
+    assert 0 < store._client.pttl(store.keys.hand("w-2")) <= 86_400_000  # not kept for ever
 
     expire_leases(store, TTL_S + 1)
     preview = {r.job_id: r for r in store.preview_recovery().recovered}
