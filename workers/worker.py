@@ -57,7 +57,7 @@ from workers.progress import ProgressReporter
 from workers.scheduler import Scheduler
 from workers.services import MaintenanceService, RecoveryService
 from workers.timeouts import ExecutionTimeouts
-from workers.wakeup import WakeupListener
+from workers.wakeup import WAIT_S, WakeupListener
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 #: Longest wait at shutdown for the heartbeat's last beat and the removal of
 #: the registry entry that follows it, seconds.
 HEARTBEAT_JOIN_S = 10.0
+#: Seconds shutdown waits for the wake-up thread: one blocking wait, and the
+#: release of a job handed over as the worker stopped.
+LISTENER_JOIN_S = WAIT_S + 1.0
 
 
 def open_worker_store(config: WorkerConfig, connections: int) -> JobStore:
@@ -273,6 +276,8 @@ class Worker(ClaimLoop):
                 )
         else:
             Heartbeat.leave_registry(self.store, self.id)
+        if self.listener is not None:  # a job handed over as it stopped is being released
+            self.listener.join(timeout=LISTENER_JOIN_S)
         self.runner.stop()
         log.info("worker %s stopped", self.id)
 

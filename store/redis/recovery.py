@@ -11,9 +11,11 @@ read is left alone. The preview stops after the decisions.
 A job an enqueue handed over to an idle worker (store/redis/wakeups.py) whose
 entry is still on that worker's list ``hand:<worker>`` never reached the
 worker (it died, or stopped without releasing it): it is released instead
-(``lua/release.lua``: Scheduled, due at once, no attempt spent), once its
-entry is taken off the list (LREM; a worker that pops it first runs it, and
-its lease decides as for any other job).
+(``lua/release.lua``: Scheduled, due at once, no attempt spent), taking its
+entry off the list in the same call (a worker that pops it first runs it,
+and its lease decides as for any other job). A recovery of a release before
+2026-11-27 fails such a job instead (an attempt spent) during a rolling
+deploy.
 """
 
 from __future__ import annotations
@@ -65,16 +67,15 @@ class RecoveryMixin(RedisPlumbing):
         }
 
     def _release_handed(self, r: RecoveredJob, owner: str) -> bool:
-        """Release a job whose hand-over entry is still on its worker's list,
-        once the entry is taken off it; False when the worker popped it
-        first or the lease changed."""
-        text = self._handed({r.worker_id or ""}).get((r.worker_id or "", r.job_id))
-        if text is None or not self._client.lrem(self.keys.hand(r.worker_id or ""), 1, text):
+        """Release a job whose hand-over entry is still on its worker's list
+        and take the entry off, in one call (lua/release.lua); False when the
+        worker popped it first or the lease changed."""
+        worker = r.worker_id or ""
+        text = self._handed({worker}).get((worker, r.job_id))
+        if text is None:
             return False
-        reply = self._eval(
-            self._lua.release, self._route, self._args(*op_args(Operation.RELEASE), r.job_id, r.token, owner)
-        )
-        return reply[0] == 1
+        args = self._args(*op_args(Operation.RELEASE), r.job_id, r.token, owner, worker, text)
+        return self._eval(self._lua.release, self._route, args)[0] == 1
 
     def _recover(self, limit: int | None, owner: str | None) -> tuple[list[RecoveredJob], int]:
         """One batch (SharedStore.recover_expired), or with ``owner`` None

@@ -21,8 +21,10 @@ there (``lib/claim.lua`` ``hand_over``), so the job reaches the worker with
 the pop it is already blocked in: no claim round trip. Each registration
 takes one job; the worker registers again before its next wait. A job whose
 worker never popped it (it died) is released when its lease expires, with
-no attempt spent (``recovery.py``); ``close`` releases what is left on the
-list of a worker that stops.
+no attempt spent (``recovery.py``); ``withdraw`` (no free slot, quiet) and
+``close`` (stop) release what is left on the list. A popped entry whose
+reply is lost (the connection broke) is lost like any claim's reply: the
+job's lease expires and recovery retries it, an attempt spent.
 
 Entries are hints, never the source of truth: an entry may name a job that a
 batch claim already took (the notified claim then finds nothing), and one
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -105,14 +108,19 @@ class RedisWakeups(Wakeups):
             self._keys.insert(0, self._hand_key)
         self._registered_at: float | None = None  # monotonic time of the last registration
         self._registered = False  # a registration may be live (withdraw has one to take back)
+        self._lock = threading.Lock()  # a registration's flag and its call go together
+        self._closed = False
         self._multi_pop = True  # BLMPOP until the server says it has none (Redis < 7)
 
     def _register(self) -> None:
-        """Register for hand-over unless a registration newer than REFRESH_S holds."""
+        """Register for hand-over unless a registration newer than REFRESH_S
+        holds or the listener is closed."""
         if self._hand is None:
             return
-        at = time.monotonic()
-        if self._registered_at is None or at - self._registered_at >= REFRESH_S:
+        with self._lock:
+            at = time.monotonic()
+            if self._closed or (self._registered_at is not None and at - self._registered_at < REFRESH_S):
+                return
             self._registered = True
             with unavailable():
                 self._hand.register(self._hand.member, REGISTRATION_S, self._queues)
@@ -120,11 +128,28 @@ class RedisWakeups(Wakeups):
 
     def withdraw(self) -> None:
         """Take the hand-over registration back (the worker has no free slot,
-        or went quiet; may be called from another thread than ``wait``)."""
-        if self._hand is not None and self._registered:
+        went quiet or stops; thread-safe), then release what was handed over
+        before it and not popped: every enqueue that used the registration
+        pushed its job in the same call, so the list holds them all by now."""
+        if self._hand is None:
+            return
+        with self._lock:
+            if not self._registered:
+                return
             self._registered, self._registered_at = False, None
             with unavailable():
                 self._hand.register(self._hand.member, 0, self._queues)
+        with unavailable():
+            while (text := self._client.lpop(self._hand_key)) is not None:
+                self._release(handed_job(text, self._hand.worker_id))
+
+    def _release(self, job: Job) -> None:
+        """Release a job handed over to this worker that it will not run."""
+        assert self._hand is not None
+        try:
+            self._hand.release(job)
+        except Exception as exc:  # already recovered, or the store is gone: its lease decides
+            log.info("releasing handed-over job %s failed: %s", job.id, exc)
 
     def wait(self, timeout_s: float) -> Notice | None:
         """The jobs handed over to this worker (``Notice.leased``), else
@@ -161,9 +186,8 @@ class RedisWakeups(Wakeups):
         list, for another worker; release the jobs it leased to this worker
         (``Notice.leased``: due again at once, no attempt spent)."""
         if notice.leased:
-            assert self._hand is not None
             for job in notice.leased:
-                self._hand.release(job)
+                self._release(job)
             return
         with unavailable():
             self._client.lpush(self._key_of[notice.queue], notice.job or ANY_JOB)
@@ -174,11 +198,7 @@ class RedisWakeups(Wakeups):
         and a wait in progress ends within its timeout."""
         if self._hand is None:
             return
-        self._registered = True  # whatever the last call did: take it back
+        with self._lock:
+            self._closed = True  # no wait registers again
+            self._registered = True  # whatever the last call did: take it back
         self.withdraw()
-        while (text := self._client.lpop(self._hand_key)) is not None:
-            job = handed_job(text, self._hand.worker_id)
-            try:
-                self._hand.release(job)
-            except Exception as exc:  # already recovered, or the store is gone: its lease decides
-                log.info("releasing handed-over job %s failed: %s", job.id, exc)

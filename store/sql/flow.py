@@ -164,11 +164,11 @@ class SqlFlowMixin(SqlBatchesMixin):
         wait LIMITED_CACHE_S at most), and ``_claim_queue`` re-reads the
         queue's row under its lock and leaves a queue no longer limited to
         the plain claim."""
-        at = time.monotonic()
-        if self._limited is None or at - self._limited[0] >= LIMITED_CACHE_S:
+        at, cached = time.monotonic(), self._limited  # one read: set_queue_limits may reset it
+        if cached is None or at - cached[0] >= LIMITED_CACHE_S:
             rows = self.read(fs.limited_names())  # type: ignore[attr-defined]
-            self._limited = (at, frozenset(r["name"] for r in rows))
-        return self._limited[1]
+            cached = self._limited = (at, frozenset(r["name"] for r in rows))
+        return cached[1]
 
     def _claim_queue(
         self, conn: Connection, queue: str, params: dict[str, Any], wanted: int

@@ -97,23 +97,53 @@ def test_an_expired_or_withdrawn_registration_is_not_used(store: RedisStore) -> 
         assert store.get(job.id).status is S.Queued
 
 
-def test_a_delayed_job_a_paused_queue_and_a_full_limit_are_not_handed(store: RedisStore) -> None:
+def test_a_delayed_job_a_paused_queue_and_a_limited_one_are_not_handed(store: RedisStore) -> None:
     with idle_worker(store, "w-1", ["default", "lim"]) as wakeups:
         delayed = store.enqueue("noop", delay_s=60)
         store.pause_queue("default", actor="operator:ann")
         paused = store.enqueue("noop")
-        store.set_queue_limits("lim", QueueLimits(concurrency=1))
-        wakeups.withdraw()
-        held = store.enqueue("noop", queue="lim")
-        assert [j.id for j in store.claim("w-9", ["lim"], 1, TTL_S)] == [held.id]  # the limit is full
-        assert wakeups.wait(5.0).leased == ()  # held's wake-up entry; this wait registers again
-        full = store.enqueue("noop", queue="lim")
-        assert [store.get(j.id).status for j in (delayed, paused, full)] == [S.Scheduled, S.Queued, S.Queued]
-        assert store.get(held.id).worker_id == "w-9"
+        store.set_queue_limits("lim", QueueLimits(concurrency=2))  # room, but its claim admits
+        limited = store.enqueue("noop", queue="lim")
+        assert [store.get(j.id).status for j in (delayed, paused, limited)] == [
+            S.Scheduled,
+            S.Queued,
+            S.Queued,
+        ]
+        assert wakeup_entries(store, "lim") != []  # the limited queue's job wakes a worker instead
         store.resume_queue("default", actor="operator:ann")
         job = store.enqueue("noop")  # the registration was put back each time
         assert store.get(job.id).worker_id == "w-1"
         assert [j.id for j in wakeups.wait(5.0).leased] == [job.id]
+
+
+def test_the_registration_renewed_last_is_handed_the_job(store: RedisStore) -> None:
+    with idle_worker(store, "w-old") as old:
+        store.clock_offset_s += 1.0  # w-new registers later: its registration ends later
+        with idle_worker(store, "w-new"):
+            job = store.enqueue("noop")
+            assert store.get(job.id).worker_id == "w-new"
+        assert old.wait(0.01) is None
+
+
+def test_a_worker_that_withdraws_releases_what_was_handed_before(store: RedisStore) -> None:
+    with idle_worker(store, "w-1") as wakeups:
+        job = store.enqueue("noop")
+        assert store.get(job.id).worker_id == "w-1"
+        wakeups.withdraw()  # its slots filled before its next pop
+        back = store.get(job.id)
+        assert (back.status, back.retry_count, back.worker_id) == (S.Scheduled, 0, None)
+        assert hand_list(store, "w-1") == 0
+        later = store.enqueue("noop")
+        assert store.get(later.id).status is S.Queued
+
+
+def test_a_release_for_a_hand_over_entry_no_longer_there_writes_nothing(store: RedisStore) -> None:
+    with idle_worker(store, "w-1") as wakeups:
+        job = store.enqueue("noop")
+        [handed] = wakeups.wait(5.0).leased  # the worker popped it: recovery must not release it
+        args = store._args("release", job.id, handed.lease_token, "recovery", "w-1", '[["id","x"]]')
+        assert store._eval(store._lua.release, store._route, args) == [-2]
+        assert store.get(job.id) == handed
 
 
 def test_a_handed_job_never_popped_comes_back_without_an_attempt(store: RedisStore) -> None:

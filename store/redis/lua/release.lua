@@ -9,9 +9,14 @@
 -- ARGV[5]       job id
 -- ARGV[6]      lease token the caller holds
 -- ARGV[7]      actor (worker id, '' for none)
+-- ARGV[8..9]   optional: a worker id and an entry of its hand-over list
+--              hand:<worker> (lib/claim.lua `hand_over`): the release applies
+--              only if that entry is still there, and takes it off (recovery
+--              of a job its worker never popped, store/redis/recovery.py)
 -- Returns:     {1, job as a flat HGETALL array} released,
 --              {0, current token, status} refused (nothing written),
---              {-1} no such job
+--              {-1} no such job,
+--              {-2} the hand-over entry was gone: its worker popped it (nothing written)
 --
 -- @include lib/clock.lua
 -- @include lib/job.lua
@@ -25,6 +30,10 @@ end
 local old = tonumber(f[1])
 if not op.sources[old] or tonumber(f[2]) ~= token then
   return {0, f[2], f[1]}
+end
+local handed_to = ARGV[8]
+if handed_to and handed_to ~= '' and redis.call('LREM', P .. 'hand:' .. handed_to, 1, ARGV[9]) == 0 then
+  return {-2}
 end
 local member = rank(f[4], now, id)
 settle(id)

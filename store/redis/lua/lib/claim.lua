@@ -134,19 +134,22 @@ local HAND_KEPT_MS = '86400000'
 -- call made ready) over to idle workers, one each, in order (an enqueue
 -- leases to a worker waiting on the queue, docs/architecture.md, Hand-over).
 -- Each registration of idle:<queue> (lua/idle.lua; member '<lease TTL s>
--- <worker id>', score its expiry in microseconds), soonest expiry first, is
--- taken; one that expired is dropped, a live one is given the next member
--- through `claim_jobs` with the claim's row of the lifecycle table (pause
--- and limits decide as in any notified claim), and the claim's reply entry
--- is pushed as JSON on that worker's list hand:<worker>
+-- <worker id>', score its expiry in microseconds), the one renewed last
+-- first (a worker that died while idle is the last to be picked), is taken;
+-- one that expired is dropped, a live one is given the next member through
+-- `claim_jobs` with the claim's row of the lifecycle table (pause decides as
+-- in any notified claim), and the claim's reply entry is pushed as JSON on
+-- that worker's list hand:<worker>
 -- (store/redis/wakeups.py pops it; the list expires HAND_KEPT_MS after its
--- last push). A registration whose claim leases nothing (paused, limited) is
--- put back and the handing stops. Returns how many jobs were handed.
+-- last push). A registration whose claim leases nothing (paused) is put back
+-- and the handing stops. A queue with limits hands nothing over (its claim
+-- admits jobs in its own order, lib/flow.lua): its jobs wake a worker as
+-- before. Returns how many jobs were handed.
 local function hand_over(queue, members)
   local idle = P .. 'idle:' .. queue
   local handed, op = 0, nil
   while handed < #members do
-    local got = redis.call('ZRANGE', idle, 0, 0, 'WITHSCORES')
+    local got = redis.call('ZRANGE', idle, -1, -1, 'WITHSCORES')
     if #got == 0 then
       break
     end
@@ -154,7 +157,13 @@ local function hand_over(queue, members)
     redis.call('ZREM', idle, member)
     if tonumber(got[2]) >= now * 1000000 then  -- else its worker stopped renewing it
       local ttl, worker = string.match(member, '^(%S+) (.*)$')
-      op = op or operation('claim')
+      if op == nil then
+        if flow.limits(queue) then
+          redis.call('ZADD', idle, got[2], member)
+          break
+        end
+        op = operation('claim')
+      end
       local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
       if #out == 0 then
         redis.call('ZADD', idle, got[2], member)
