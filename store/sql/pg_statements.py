@@ -56,6 +56,8 @@ ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
     ("delays", "delay", Double()),
     ("delay_untils", "delay_until", Double()),
 )
+#: The parameters of ENQUEUE_ARRAYS whose elements are doubles.
+DOUBLE_ARRAYS: tuple[str, ...] = tuple(p for p, _, kind in ENQUEUE_ARRAYS if isinstance(kind, Double))
 
 
 def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:

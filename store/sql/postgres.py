@@ -88,6 +88,8 @@ class PostgresDialect(Dialect):
             stmt = self._q_enqueue_one
         else:
             params = {p: texts[c] if c in texts else [r[c] for r in rows] for p, c, _ in pg.ENQUEUE_ARRAYS}
+            for p in pg.DOUBLE_ARRAYS:  # psycopg dumps no list mixing ints and floats (delay_s=5 beside 0.0)
+                params[p] = [None if v is None else float(v) for v in params[p]]
             stmt = self._q_enqueue
         params.update(shard=self.shard, channel=JOB_CHANNEL)
         stamped = {r["id"]: r for r in conn.execute(stmt, params).mappings()}

@@ -118,6 +118,29 @@ def test_enqueue_many(store: JobStore) -> None:
     assert delayed[0].retry_delay_until - delayed[0].created_at == timedelta(seconds=60)
 
 
+def test_what_enqueue_returns_is_what_get_reads_with_every_option(store: JobStore) -> None:
+    spec = JobSpec(
+        "t",
+        {"k": [1, {"b": 2}], "s": "é"},
+        queue="q",
+        priority=7,
+        max_retries=9,
+        timeout_s=12.5,
+        lease_ttl_s=4.0,
+        idempotency_key="k-all",
+        headers={"X-A": "1"},
+        route_params={"id": 3},
+        query_params={"q": "x"},
+    )
+    [one] = store.enqueue_many([spec])
+    # ints beside the defaults' floats in one bulk (PostgreSQL sends each column as one array)
+    mixed = store.enqueue_many(
+        [JobSpec("t"), JobSpec("t", delay_s=5), JobSpec("t", timeout_s=10, lease_ttl_s=3)]
+    )
+    for job in (one, *mixed):
+        assert job == store.get(job.id)
+
+
 def test_list_filters_and_cursor_paging(store: JobStore) -> None:
     a = [store.enqueue("alpha", {"i": i}, queue="qa") for i in range(7)]
     b = [store.enqueue("beta", {"i": i}, queue="qb") for i in range(5)]
