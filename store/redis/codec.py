@@ -8,6 +8,7 @@ fields as JSON. A field that is absent is None.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -142,6 +143,32 @@ def job_from_hash(h: Mapping[str, str]) -> Job:
         batch_id=h.get("batch_id"),
         pending_parents=int(h["pending_parents"]) if "pending_parents" in h else None,
         on_parent_failure=h.get("on_parent_failure"),
+    )
+
+
+def new_job(fields: Mapping[str, str], status: JobStatus, times: Mapping[str, datetime | None]) -> Job:
+    """A job lua/enqueue.lua wrote, as ``job_from_hash`` reads its hash back:
+    ``fields`` its ENQUEUE_FIELDS (``spec_fields``; JSON decoded from the
+    text stored), ``times`` the times ENQUEUE's row gave it
+    (``lifecycle.enqueue_times``, as datetimes), every other field empty or
+    zero. A bulk enqueue builds thousands: no hash to fill and parse again."""
+    return Job(
+        id=fields["id"],
+        name=fields["name"],
+        queue=fields["queue"],
+        status=status,
+        payload=_json(fields, "payload"),
+        priority=int(fields["priority"]),
+        headers=_json(fields, "headers"),
+        route_params=_json(fields, "route_params"),
+        query_params=_json(fields, "query_params"),
+        max_retries=int(fields["max_retries"]),
+        retry_delay_until=times.get("retry_delay_until"),
+        timeout_seconds=float(fields["timeout_seconds"]),
+        lease_ttl_seconds=_float(fields, "lease_ttl_seconds"),
+        created_at=times.get("created_at"),
+        last_updated_at=times.get("last_updated_at"),
+        idempotency_key=fields.get("idempotency_key"),
     )
 
 

@@ -36,6 +36,7 @@ SCRIPT_BATCH.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import uuid6
@@ -110,20 +111,19 @@ class RedisStore(
                 int(status),
                 repr(float(spec.delay_s)),
                 "" if spec.unique_for is None else repr(float(spec.unique_for)),
-                *(fields.get(f, "") for f in codec.ENQUEUE_FIELDS),
             ]
+            args += [fields.get(f, "") for f in codec.ENQUEUE_FIELDS]
             rows.append((fields, status, float(spec.delay_s)))
         reply = self._eval(self._lua.enqueue, self._route, args)
         if reply[0] in ("duplicate", "unique"):
             return [], reply[2]
-        now = reply[1]  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
+        now = float(reply[1])  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
+        times: dict[float, dict[str, datetime | None]] = {}  # by delay: a chunk shares its clock
         jobs = []
         for fields, status, delay in rows:
-            # The row's times: the same doubles Lua computed; ``now`` as the hashes hold it.
-            times = lifecycle.enqueue_times(float(now), delay)
-            fields.update({f: repr(t) for f, t in times.items() if t is not None})
-            fields.update(status=str(int(status)), created_at=now, last_updated_at=now)
-            jobs.append(codec.job_from_hash(fields))
+            if delay not in times:
+                times[delay] = {f: ts(t) for f, t in lifecycle.enqueue_times(now, delay).items()}
+            jobs.append(codec.new_job(fields, status, times[delay]))
         return jobs, None
 
     # ---------------------------------------------------------------- read
