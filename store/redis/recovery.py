@@ -33,10 +33,11 @@ class RecoveryMixin(RedisPlumbing):
     """The engine halves of ``recover_expired`` and ``preview_recovery``
     (store/shared.py takes the limit and the time)."""
 
-    def _recovery_plan(self, limit: int) -> tuple[list[tuple[RecoveredJob, int]], int]:
+    def _recovery_plan(self, limit: int) -> tuple[list[tuple[RecoveredJob, int | str]], int]:
         """Up to ``limit`` expired leases, oldest first, each with its retry
-        decision and the retry_count it was made from; and how many expired
-        leases were read. Reads only."""
+        decision and the retry_count it was made from, or (a job handed over
+        and never popped) released, with its entry of the hand-over list; and
+        how many expired leases were read. Reads only."""
         _, *ids = self._eval(self._lua.expired_leases, self._route, [self._offset(), limit])
         names = ("status", "name", "queue", "worker_id", "lease_token", "retry_count", "max_retries")
         rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), names) for job_id in ids])
@@ -47,7 +48,7 @@ class RecoveryMixin(RedisPlumbing):
                 continue
             if (worker, job_id) in handed:
                 job = RecoveredJob(job_id, name, queue, worker, int(token), S.Scheduled, int(retries), 0.0)
-                plan.append((job, -1))  # released, not failed
+                plan.append((job, handed[worker, job_id]))  # released, not failed
                 continue
             d = lifecycle.decide_failure(int(retries), int(max_retries), self.settings.retry)
             job = RecoveredJob(job_id, name, queue, worker, int(token), d.status, d.retry_count, d.delay_s)
@@ -66,15 +67,11 @@ class RecoveryMixin(RedisPlumbing):
             if (job_id := handed_id(text))
         }
 
-    def _release_handed(self, r: RecoveredJob, owner: str) -> bool:
-        """Release a job whose hand-over entry is still on its worker's list
-        and take the entry off, in one call (lua/release.lua); False when the
-        worker popped it first or the lease changed."""
-        worker = r.worker_id or ""
-        text = self._handed({worker}).get((worker, r.job_id))
-        if text is None:
-            return False
-        args = self._args(*op_args(Operation.RELEASE), r.job_id, r.token, owner, worker, text)
+    def _release_handed(self, r: RecoveredJob, entry: str, owner: str) -> bool:
+        """Release a job whose hand-over ``entry`` is still on its worker's
+        list and take the entry off, in one call (lua/release.lua); False
+        when the worker popped it first or the lease changed."""
+        args = self._args(*op_args(Operation.RELEASE), r.job_id, r.token, owner, r.worker_id, entry)
         return self._eval(self._lua.release, self._route, args)[0] == 1
 
     def _recover(self, limit: int | None, owner: str | None) -> tuple[list[RecoveredJob], int]:
@@ -89,8 +86,8 @@ class RecoveryMixin(RedisPlumbing):
             return [r for r, _ in plan], read
         items, failing, done = [], [], []
         for r, retries in plan:
-            if retries < 0:
-                if self._release_handed(r, owner):
+            if isinstance(retries, str):  # the hand-over entry: released, not failed
+                if self._release_handed(r, retries, owner):
                     done.append(r)
                 continue
             decision = FailureDecision(r.outcome, r.retry_count, r.delay_s)

@@ -135,8 +135,9 @@ local HAND_KEPT_MS = '86400000'
 -- leases to a worker waiting on the queue, docs/architecture.md, Hand-over).
 -- Each registration of idle:<queue> (lua/idle.lua; member '<lease TTL s>
 -- <worker id>', score its expiry in microseconds), the one renewed last
--- first (a worker that died while idle is the last to be picked), is taken;
--- one that expired is dropped, a live one is given the next member through
+-- first (a worker that died while idle is the last to be picked), is taken
+-- (when that one has expired, so has every other: the set is dropped) and
+-- given the next member through
 -- `claim_jobs` with the claim's row of the lifecycle table (pause decides as
 -- in any notified claim), and the claim's reply entry is pushed as JSON on
 -- that worker's list hand:<worker>
@@ -153,27 +154,28 @@ local function hand_over(queue, members)
     if #got == 0 then
       break
     end
-    local member = got[1]
-    redis.call('ZREM', idle, member)
-    if tonumber(got[2]) >= now * 1000000 then  -- else its worker stopped renewing it
-      local ttl, worker = string.match(member, '^(%S+) (.*)$')
-      if op == nil then
-        if flow.limits(queue) then
-          redis.call('ZADD', idle, got[2], member)
-          break
-        end
-        op = operation('claim')
-      end
-      local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
-      if #out == 0 then
-        redis.call('ZADD', idle, got[2], member)
+    local member, score = got[1], got[2]
+    if tonumber(score) < now * 1000000 then
+      redis.call('DEL', idle)  -- the last renewed has expired: so has every other
+      break
+    end
+    if op == nil then
+      if flow.limits(queue) then
         break
       end
-      local hand = P .. 'hand:' .. worker
-      redis.call('RPUSH', hand, cjson.encode(out[1]))
-      redis.call('PEXPIRE', hand, HAND_KEPT_MS)
-      handed = handed + 1
+      op = operation('claim')
     end
+    redis.call('ZREM', idle, member)
+    local ttl, worker = string.match(member, '^(%S+) (.*)$')
+    local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
+    if #out == 0 then
+      redis.call('ZADD', idle, score, member)
+      break
+    end
+    local hand = P .. 'hand:' .. worker
+    redis.call('RPUSH', hand, cjson.encode(out[1]))
+    redis.call('PEXPIRE', hand, HAND_KEPT_MS)
+    handed = handed + 1
   end
   return handed
 end
