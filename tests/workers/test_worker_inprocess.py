@@ -31,7 +31,7 @@ def make_worker(handle: StoreHandle, **options: Any) -> Worker:
     config = WorkerConfig(
         store_url=handle.url,
         concurrency=options.pop("concurrency", 2),
-        lease_ttl_s=1.0,
+        lease_ttl_s=options.pop("lease_ttl_s", 1.0),
         name=options.pop("name", "w-in"),
         handlers=("tests.handlers",),
         recovery_interval_s=0.2,
@@ -191,13 +191,15 @@ def test_an_idle_worker_is_woken_by_enqueue(handle: StoreHandle) -> None:
 def test_a_full_worker_leaves_notices_to_an_idle_one(handle: StoreHandle, tmp_path) -> None:
     """Redis hands each notice to one waiting worker: a worker with no free
     slot must not take them (nor keep one it took as it filled up), or the
-    jobs would wait for the idle worker's poll (made 30 s here)."""
+    jobs would wait for the idle worker's poll (made 30 s here). Leases of
+    5 s: the held job must outlive a loaded machine's stalls (a 1-s lease
+    expired in CI, and the busy worker then exited with its slot lost)."""
     store = handle.store
     if store.wakeups(["default"]) is None:
         pytest.skip(f"{handle.backend} has no wake-up channel (workers poll)")
     release = tmp_path / "release"
-    busy = make_worker(handle, name="w-busy", concurrency=1)
-    idle = make_worker(handle, name="w-idle")
+    busy = make_worker(handle, name="w-busy", concurrency=1, lease_ttl_s=5.0)
+    idle = make_worker(handle, name="w-idle", lease_ttl_s=5.0)
     for worker in (busy, idle):
         worker._idle = IdleBackoff(30.0, 30.0)
     held = store.enqueue("hold", {"path": str(release)})
