@@ -13,7 +13,7 @@ lower floor imports ``leasehold.urls`` or ``leasehold.settings``.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -96,17 +96,22 @@ __all__ = [
 ]
 
 
-def _version() -> str:
+@cache
+def installed_version() -> str:
+    """The installed distribution's version ("0.1.0"), or "0+checkout" for a
+    checkout that was never installed. Read on first use
+    (``leasehold --version``, ``leasehold.__version__``), not at import."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("leasehold")
-    except PackageNotFoundError:  # a checkout that was never installed
+    except PackageNotFoundError:
         return "0+checkout"
 
 
-__version__ = _version()
-
-
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return installed_version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'leasehold' has no attribute {name!r}")

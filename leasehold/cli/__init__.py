@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import click
 
+from leasehold import installed_version
 from leasehold.cli.admin import db_group, demo_command, hash_password_command, web_command
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
 from leasehold.cli.handlers import handlers_group
@@ -64,19 +65,20 @@ def _log_format() -> None:
         configure_logging("WARNING", "json")
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("leasehold")
-    except PackageNotFoundError:  # a checkout that was never installed
-        return "unknown (not installed)"
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"leasehold {installed_version()}")
+        ctx.exit()
 
 
-leasehold = click.version_option(
-    version=_version(),
-    prog_name="leasehold",
-    message="%(prog)s %(version)s",
+#: ``--version``, read when asked (leasehold.installed_version), not at import.
+leasehold = click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
 )(
     OneLineGroup(
         "leasehold",

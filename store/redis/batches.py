@@ -17,11 +17,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-import uuid6
-
 from store.contract_flow import Batch
 from store.errors import JobNotFound
 from store.flow import ParentFailure, check_batch
+from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Job, JobSpec
 from store.redis import codec
@@ -40,9 +39,9 @@ class BatchesMixin(FlowMixin):
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
     ) -> Batch:
         check_batch(specs, kind)
-        batch_id = str(uuid6.uuid7())
+        batch_id = new_id()
         checked = [validate_spec(replace(s, batch_id=batch_id)) for s in specs]
-        ids = [str(uuid6.uuid7()) for _ in checked]
+        ids = [new_id() for _ in checked]
         rows: list[tuple[JobSpec, str, Sequence[str]]] = [(checked[0], ids[0], ())]
         for (before, _), (job_id, spec) in itertools.pairwise(zip(ids, checked, strict=True)):
             parents = (before,) if kind == "chain" else ()
@@ -53,7 +52,7 @@ class BatchesMixin(FlowMixin):
         if callback is not None:
             callback = validate_spec(callback)
             policy = callback.on_parent_failure or ParentFailure.RUN.value
-            callback_id = str(uuid6.uuid7())
+            callback_id = new_id()
             cb = replace(callback, depends_on=tuple(ids), on_parent_failure=policy)
             rows.append((cb, callback_id, ids))
         self._write_flow(self._flow_specs(rows), (batch_id, kind, callback_id))

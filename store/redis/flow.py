@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-import uuid6
 
 from store import flow
 from store.errors import ValidationError
 from store.flow import QueueLimits, Usage
+from store.ids import new_id
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec
 from store.redis import codec
@@ -128,7 +128,7 @@ class FlowMixin(RedisPlumbing):
         """One job with flow options (``([job], None)``), or the id of the
         job holding its idempotency key (``([], id)``): SharedStore._insert."""
         parents = list(spec.depends_on or ())
-        status, rest = self._write_flow(self._flow_specs([(spec, str(uuid6.uuid7()), parents)]))
+        status, rest = self._write_flow(self._flow_specs([(spec, new_id(), parents)]))
         if status == "duplicate":
             return [], rest[1]
         return [codec.job_from_flat(rest[0])], None

@@ -39,12 +39,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import uuid6
-
 from store import lifecycle
 from store.base import MAX_BATCH, Notice
 from store.contract_operating import ProgressReport
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
+from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
 from store.redis import codec
@@ -104,7 +103,7 @@ class RedisStore(
         rows = []
         args = self._args(WAKEUP_KEPT, Operation.ENQUEUE.value, HOLDING_UNIQUE)
         for spec in specs:
-            job_id = str(uuid6.uuid7())
+            job_id = new_id()
             status = lifecycle.enqueue_target(spec.delay_s)
             fields = codec.spec_fields(spec, job_id, self.settings)
             args += [

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import uuid6
 from sqlalchemy import Connection
 
 from store import flow
 from store.contract_flow import Batch
 from store.errors import JobNotFound
 from store.flow import ParentFailure
+from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation, sources
 from store.models import Job, JobSpec
 from store.spec import validate_spec
@@ -38,7 +38,7 @@ class SqlBatchesMixin:
         checked = [validate_spec(s) for s in specs]
         if callback is not None:
             callback = validate_spec(callback)
-        batch_id = str(uuid6.uuid7())
+        batch_id = new_id()
         rows = [self._flow_row(replace(s, batch_id=batch_id)) for s in checked]
         edges: list[dict[str, Any]] = []
         if kind == "chain":

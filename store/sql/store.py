@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import uuid6
 from sqlalchemy import Connection, bindparam
 from sqlalchemy.exc import IntegrityError
 
@@ -21,6 +20,7 @@ from store import lifecycle
 from store.base import MAX_BATCH, Notice, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ValidationError
+from store.ids import new_id
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import CheckedProgress, EncodedAck, SharedStore
@@ -86,7 +86,7 @@ class SqlStore(
         s = self.settings
         status = lifecycle.enqueue_target(spec.delay_s)
         return {
-            "id": str(uuid6.uuid7()),
+            "id": new_id(),
             "name": spec.name,
             "queue": spec.queue,
             "status": int(status),

@@ -1,0 +1,21 @@
+"""Ids of jobs, batches and flows: UUIDv7 text (RFC 9562, section 5.7),
+"01a21b31-c91b-7440-b07a-3bf806b6a560".
+
+A UUIDv7 starts with its Unix time in milliseconds, and uuid-utils keeps
+the ids of one process increasing within a millisecond (a counter, RFC
+9562 section 6.2), so ids made in order sort in order: the tie-break of
+jobs with the same priority and due time (their rank, docs/architecture.md)
+and of listings by time. uuid-utils (Rust) makes one in 0.2 us, against
+2.5 us for the pure-Python uuid6 package used before (a job enqueued
+one at a time costs about 90 us in the client).
+"""
+
+from __future__ import annotations
+
+from uuid_utils import uuid7
+
+
+def new_id() -> str:
+    """A new UUIDv7 as text (36 characters, lowercase, hyphenated),
+    greater than every id this process made before."""
+    return str(uuid7())
