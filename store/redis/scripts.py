@@ -39,7 +39,7 @@ from typing import Any
 from redis import exceptions as rx
 
 from store import lifecycle
-from store.counters import HISTORY_KINDS, HISTORY_WIDTHS
+from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW
 from store.errors import StoreUnavailable
 from store.flow import WAITING_DUE_AT
 from store.lifecycle import Operation
@@ -83,11 +83,16 @@ def operations_table() -> str:
 
 
 def history_table() -> str:
-    """``HISTORY_WIDTHS`` (bucket widths, seconds, store.counters order) and
-    ``HISTORY_KINDS`` (the set of kinds counted) as Lua locals."""
+    """``HISTORY_WIDTHS`` (bucket widths, seconds, store.counters order),
+    ``HISTORY_NARROW`` (the first width as text: a number joined to a key
+    name is formatted at every join) and ``HISTORY_KINDS`` (the set of kinds
+    counted) as Lua locals."""
     widths = ", ".join(str(int(w)) for w in HISTORY_WIDTHS)
     kinds = ", ".join(f"[{_lua_text(k.value)}] = true" for k in sorted(HISTORY_KINDS))
-    return f"local HISTORY_WIDTHS = {{{widths}}}\nlocal HISTORY_KINDS = {{{kinds}}}"
+    return (
+        f"local HISTORY_WIDTHS = {{{widths}}}\nlocal HISTORY_NARROW = '{int(NARROW)}'\n"
+        f"local HISTORY_KINDS = {{{kinds}}}"
+    )
 
 
 def flow_table() -> str:

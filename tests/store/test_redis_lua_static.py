@@ -297,7 +297,8 @@ def test_a_script_that_counts_flushes_its_counters(path: Path) -> None:
 def test_rank_format_matches_the_python_side() -> None:
     lib = (LUA_DIR / "lib" / "job.lua").read_text()
     assert f"{MAX_PRIORITY} - tonumber(priority)" in lib
-    assert "'%07d%017d:%s'" in lib
+    assert "string.format('%07d', 1000000 - tonumber(priority))" in lib
+    assert "string.format('%017d', math.floor(due * 1000000 + 0.5))" in lib
     assert redis_keys.RANK_HEAD == 7 + 17
     member = "0999995" + "1".zfill(17) + ":" + "0" * 8 + "-job"
     assert redis_keys.rank_job_id(member) == "00000000-job"

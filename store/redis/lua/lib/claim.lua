@@ -150,7 +150,7 @@ local function hand_over(queue, members)
   local idle = P .. 'idle:' .. queue
   local handed, op = 0, nil
   while handed < #members do
-    local got = redis.call('ZRANGE', idle, -1, -1, 'WITHSCORES')
+    local got = redis.call('ZRANGE', idle, '-1', '-1', 'WITHSCORES')  -- texts: a number is formatted
     if #got == 0 then
       break
     end

@@ -12,7 +12,7 @@
 -- A function of an operation passes the operation's name (an Operation value,
 -- store/redis/plumbing.py op_args); `operation(name)` returns its row of the
 -- lifecycle table compiled into the library (OPERATIONS: sources, target,
--- event, stamps, clears). HISTORY_WIDTHS and HISTORY_KINDS (store/counters.py)
+-- event, stamps, clears). HISTORY_WIDTHS, HISTORY_NARROW and HISTORY_KINDS (store/counters.py)
 -- are compiled in too.
 -- Keys written (keys.py): counters, the listing zsets updated:<status>,
 -- updated:<status>:queue:<queue> and updated:<status>:name:<name>,
@@ -76,7 +76,21 @@ end
 -- store.models.MAX_PRIORITY), due time ascending in microseconds, then id.
 -- Ready zsets keep every score 0, so byte order of the member is claim order.
 local function rank(priority, due, id)
-  return string.format('%07d%017d:%s', 1000000 - tonumber(priority), math.floor(due * 1000000 + 0.5), id)
+  local head, us
+  if priority == '0' or priority == 0 then
+    head = '1000000'  -- the default priority; string.format costs a sprintf a number
+  else
+    head = string.format('%07d', 1000000 - tonumber(priority))
+  end
+  if due == now then
+    us = now_us
+    if #us < 17 then
+      us = string.rep('0', 17 - #us) .. us
+    end
+  else
+    us = string.format('%017d', math.floor(due * 1000000 + 0.5))
+  end
+  return head .. us .. ':' .. id
 end
 
 -- Counter keys of the counters hash; store/counters.py (event_key,
@@ -125,13 +139,16 @@ local function flush_counts()
     end
   end
   deltas = {}
-  local width = HISTORY_WIDTHS[1]
-  local bucket = string.format('%d', math.floor(now / width) * width)
+  local bucket
   for field, n in pairs(history_deltas) do
+    if not bucket then
+      local width = HISTORY_WIDTHS[1]
+      bucket = string.format('%d', math.floor(now / width) * width)
+    end
     local member = bucket .. '|' .. field
     -- The zset (for trimming) learns a field once: when this call made it.
-    if redis.call('HINCRBY', P .. 'history:' .. width, member, count_text(n)) == n then
-      redis.call('ZADD', P .. 'history_index:' .. width, bucket, member)
+    if redis.call('HINCRBY', P .. 'history:' .. HISTORY_NARROW, member, count_text(n)) == n then
+      redis.call('ZADD', P .. 'history_index:' .. HISTORY_NARROW, bucket, member)
     end
   end
   history_deltas = {}
@@ -152,17 +169,15 @@ local LEASED = OPERATIONS['claim'].target
 -- needs neither `at` nor anything but the id. The first ZADD of a queue in a
 -- call also adds it to the queue_names set (counts and listings by status
 -- walk it: lua/counts.lua, store/redis/listing.py).
-local now_us  -- micros(now), made by the first list_job at now
 local named_queues = {}  -- queues this call has added to queue_names
 local function list_job(command, status, queue, name, at, id)
   if status == LEASED then
     return
   end
-  local by = P .. 'updated:' .. status
+  local by = P .. 'updated:' .. (STATUS_TEXT[status] or status)
   if command == 'ZADD' then
     local us
     if at == now_text then
-      now_us = now_us or micros(now)
       us = now_us
     else
       us = micros(tonumber(at))
@@ -368,5 +383,5 @@ end
 -- The per-call state of this section: ARGV[2..3], no counts yet.
 local function start_job()
   EVENTS_KEPT = tonumber(ARGV[2])
-  deltas, history_deltas, now_us, named_queues = {}, {}, nil, {}
+  deltas, history_deltas, named_queues = {}, {}, {}
 end
