@@ -23,7 +23,8 @@ Key schema (``P`` = prefix):
 ``{P}:leases``            zset: InProgress jobs, score lease_expires_at in whole
                           microseconds (an integer: lua/lib/clock.lua ``micros``):
                           the only index of InProgress jobs (listings and counts
-                          of InProgress read it, store/redis/listing.py, lua/counts.lua)
+                          of InProgress read it, store/redis/listing.py, lua/counts.lua);
+                          plus LEASES_PAD at +inf, which keeps it a skiplist
 ``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
                           last_updated_at in whole microseconds, member the id
 ``{P}:updated:<status>:queue:<queue>``, ``{P}:updated:<status>:name:<name>``
@@ -105,6 +106,15 @@ from store.lifecycle import JobStatus
 DEFAULT_PREFIX = "leasehold"
 #: Length of ``rank`` before the ``:`` that precedes the job id.
 RANK_HEAD = 7 + 17
+#: A member of the leases zset that is no job (no id is this long), score
+#: +inf, added by each claim that leases (ZADD NX, lua/lib/claim.lua): longer
+#: than zset-max-listpack-value (64 bytes by default), it turns the zset into
+#: a skiplist, which stays one however few jobs are in flight. A listpack
+#: zset of 16 to 127 members pays a scan and a memmove at every ZADD and
+#: ZREM (a claim and an ack: about 20k instructions each at 16 leases),
+#: a skiplist O(log n) (docs/architecture.md, Redis key schema). Readers of
+#: the zset skip it: its score is past every lease, and it has no job hash.
+LEASES_PAD = "leases-skiplist:" + "-" * 64
 #: The lex listing zsets of each status in layouts 1 to 3, by what they were
 #: keyed on (store/redis/upgrade.py removes them).
 LEX_LISTING_BY = ("queue", "name", "queue_name")

@@ -199,7 +199,7 @@ class ListingMixin(RedisPlumbing):
         if status is JobStatus.InProgress:
             if queue:
                 return len(self._leased(queue, None, None, True))
-            [n] = self._pipe(lambda p: p.zcard(self.keys.leases))
+            [n] = self._pipe(lambda p: p.zcount(self.keys.leases, "-inf", "(+inf"))  # not LEASES_PAD
         else:
             [n] = self._pipe(lambda p: p.zcard(self._index(status, queue or None, None)))
         return int(n)

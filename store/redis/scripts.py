@@ -43,6 +43,7 @@ from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW
 from store.errors import StoreUnavailable
 from store.flow import WAITING_DUE_AT
 from store.lifecycle import Operation
+from store.redis.keys import LEASES_PAD
 from store.redis.wakeups import WAKEUP_KEPT
 
 LUA_DIR = Path(__file__).with_name("lua")
@@ -109,11 +110,12 @@ def flow_table() -> str:
 
 
 def status_text_table() -> str:
-    """``local STATUS_TEXT``: each status code's text by code. A number passed
+    """``local STATUS_TEXT``: each status code's text by code, and
+    ``LEASES_PAD`` (store/redis/keys.py). A number passed
     to ``redis.call`` is formatted with ``%.17g`` on every call (about 2k
     instructions); the functions pass these texts instead."""
     entries = ", ".join(f"[{int(s)}] = '{int(s)}'" for s in lifecycle.JobStatus)
-    return f"local STATUS_TEXT = {{{entries}}}"
+    return f"local STATUS_TEXT = {{{entries}}}\nlocal LEASES_PAD = '{LEASES_PAD}'"
 
 
 def function_names() -> list[str]:

@@ -45,10 +45,12 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       end
     end
   else
+    -- texts, not numbers: redis.call formats a number argument with %.17g
+    local promote_text, last_text = count_text(promote), count_text(want - 1)
     for _, queue in ipairs(queues) do
       if redis.call('SISMEMBER', paused, queue) == 0 then
         local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
-        for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', 0, promote)) do
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', '0', promote_text)) do
           redis.call('ZADD', ready, '0', member)
           redis.call('ZREM', scheduled, member)
         end
@@ -56,7 +58,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
         if limits then
           limited[#limited + 1] = {queue, limits}
         else
-          for _, member in ipairs(redis.call('ZRANGE', ready, 0, want - 1)) do
+          for _, member in ipairs(redis.call('ZRANGE', ready, '0', last_text)) do
             candidates[#candidates + 1] = {member, queue}
           end
         end
@@ -68,6 +70,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
   end
 
   local out = {}
+  local padded = false  -- LEASES_PAD is in the leases zset (once a call)
   -- Lease ready `member` of `queue`; its id and new token, or nil.
   local function lease(member, queue)
     if redis.call('ZREM', P .. 'ready:' .. queue, member) == 1 then
@@ -96,6 +99,10 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
         change(id, op, op.target, {'lease_token', token_text, 'worker_id', worker,
           'lease_expires_at', expires_text,
           'run', RUN_CLAIMED, 'claimed_from', status}, {'rank'})
+        if not padded then  -- keeps the zset a skiplist (store/redis/keys.py LEASES_PAD)
+          redis.call('ZADD', P .. 'leases', 'NX', '+inf', LEASES_PAD)
+          padded = true
+        end
         redis.call('ZADD', P .. 'leases', micros(expires), id)
         happen(id, op.event, old, op.target, worker, token)
         out[#out + 1] = {hash, token_text, expires_text, now_text}

@@ -123,11 +123,13 @@ local function count_history(queue, kind)
   end
 end
 
--- An integer count as the text redis.call is given (a number would be
--- formatted with %.17g at the call).
+-- An integer as the text redis.call is given (a number would be formatted
+-- with %.17g at the call); 0 and 1, the usual ones, need no formatting.
 local function count_text(n)
   if n == 1 then
     return '1'
+  elseif n == 0 then
+    return '0'
   end
   return string.format('%d', n)
 end

@@ -4,7 +4,8 @@ TIME's own digits ("<seconds>.<6 digits>", no number formatting), with an
 offset the 17-digit text of the sum; either way a job's stored times read
 back as the times the store returns, its listing score is those times in
 whole microseconds, and its rank is priority, due time and id in claim
-order, as the Python side parses it (store/redis/keys.py)."""
+order, as the Python side parses it (store/redis/keys.py). The leases zset
+is kept a skiplist by a padding member that no reader takes for a job."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import re
 
 import pytest
 
-from store.redis.keys import RANK_HEAD, rank_job_id
+from store.lifecycle import JobStatus
+from store.redis.keys import LEASES_PAD, RANK_HEAD, rank_job_id
 from store.redis.store import RedisStore
 from tests.conftest import handle_fixture
+from tests.store.helpers import expire_leases
 
 handle = handle_fixture(["redis"])
 
@@ -27,9 +30,7 @@ def expected_rank(priority: int, due: float, job_id: str) -> str:
 def test_times_ranks_and_scores_agree(store: RedisStore, offset_s: float) -> None:
     store.clock_offset_s = offset_s
     jobs = [
-        store.enqueue("t", priority=priority, delay_s=delay)
-        for priority in (0, 7, -3)
-        for delay in (0, 5.5)
+        store.enqueue("t", priority=priority, delay_s=delay) for priority in (0, 7, -3) for delay in (0, 5.5)
     ]
     client = store._client
     for job in jobs:
@@ -46,3 +47,24 @@ def test_times_ranks_and_scores_agree(store: RedisStore, offset_s: float) -> Non
     ready = client.zrange(store.keys.ready("default"), 0, -1)
     undelayed = sorted(jobs[::2], key=lambda j: (-j.priority, j.id))  # delay 0: every other job
     assert [rank_job_id(m) for m in ready] == [j.id for j in undelayed]
+
+
+def test_the_leases_zset_stays_a_skiplist_and_its_padding_is_never_a_job(store: RedisStore) -> None:
+    """One claim pads the leases zset (LEASES_PAD at +inf): a skiplist from
+    then on, even with one lease or none; counts, listings and recovery of
+    InProgress jobs never see the padding."""
+    client = store._client
+    store.enqueue_many([("t", {"i": i}) for i in range(3)])
+    held = store.claim("w", ["default"], 3)
+    assert client.object("encoding", store.keys.leases) == "skiplist"
+    assert client.zscore(store.keys.leases, LEASES_PAD) == float("inf")
+    for job in held[1:]:
+        store.complete(job.id, job.lease_token, None)
+    assert client.object("encoding", store.keys.leases) == "skiplist"  # one lease left
+    assert store.count_jobs(JobStatus.InProgress) == 1
+    assert [j.id for j in store.list_jobs(status=JobStatus.InProgress).items] == [held[0].id]
+    expire_leases(store)
+    assert store.expired_lease_count() == 1
+    report = store.recover_expired(10)
+    assert [r.job_id for r in report.recovered] == [held[0].id] and not report.failed
+    assert store.count_jobs(JobStatus.InProgress) == 0 and store.expired_lease_count() == 0
