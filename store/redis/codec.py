@@ -1,8 +1,9 @@
 """Redis hashes and JSON texts of the Redis store to contract models and back.
 
 Hash values are text: integers in decimal, times as epoch seconds written by
-Lua with 17 significant digits (they read back as the same double), JSON
-fields as JSON. A field that is absent is None.
+Lua (Redis TIME's own digits, "<seconds>.<6 digits>", or with a clock offset
+17 significant digits: either reads back as the double the function used),
+JSON fields as JSON. A field that is absent is None.
 """
 
 from __future__ import annotations
