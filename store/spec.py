@@ -196,7 +196,7 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             raise ValidationError("depends_on", "must be a list of job ids")
         if len(spec.depends_on) > 10_000:
             raise ValidationError("depends_on", "must name at most 10000 jobs")
-    for fld in ("name", "queue", "idempotency_key", "unique_key"):
+    for fld in ("name", "queue", "idempotency_key", "unique_key", "limit_key"):
         if "\x00" in (getattr(spec, fld) or ""):
             raise ValidationError(fld, "must not contain NUL characters")
     for fld in ("payload", "headers", "route_params", "query_params"):

@@ -182,14 +182,22 @@ _CLAIM = lifecycle.rule(Operation.CLAIM)
 _LEASED = str(int(lifecycle.target(Operation.CLAIM)))
 
 
-def claimed_job(entry: Sequence[Any], worker_id: str) -> Job:
-    """A job lib/claim.lua leased, from its reply entry ``[hash, lease_token,
-    lease_expires_at, now]``: ``hash`` is the job's flat HGETALL array from
-    before the claim, to which the claim's row of the lifecycle table is
+def claim_entry(entry: str | bytes) -> tuple[list[str], str, str, str]:
+    """``(flat hash, lease_token, lease_expires_at, now)`` of a claim's reply
+    entry (lib/claim.lua ``claim_jobs``): the JSON text of those four, the
+    hash the job's flat HGETALL array from before the claim."""
+    flat, token, expires, now = orjson.loads(entry)
+    return flat, token, expires, now
+
+
+def claimed_job(entry: str | bytes, worker_id: str) -> Job:
+    """A job lib/claim.lua leased, from its reply entry (``claim_entry``):
+    its hash as it was before the claim, to which the claim's row of the
+    lifecycle table is
     applied here as the function applied it to the stored hash (status, its
     stamps and last_updated_at = now, its clears dropped, the lease and
     ``worker_id`` written), so the reply carries no field the claim wrote."""
-    flat, token, expires, now = entry
+    flat, token, expires, now = claim_entry(entry)
     h = flat_to_dict(flat)
     for field in _CLAIM.clears:
         h.pop(field, None)

@@ -94,7 +94,7 @@ class FlowMixin(RedisPlumbing):
         """The claim's replies without the trailing retry-after entry, which
         is kept for ``claim_retry_after`` (a claim without it clears it)."""
         retry = None
-        if replies and replies[-1][0] == RETRY_AFTER:
+        if replies and isinstance(replies[-1], list) and replies[-1][0] == RETRY_AFTER:  # jobs are JSON texts
             retry = float(replies.pop()[1])
         with self._retry_lock:
             if retry is None:

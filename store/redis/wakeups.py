@@ -33,7 +33,6 @@ may be trimmed before anyone reads it (that job waits for a poll).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -62,14 +61,14 @@ REFRESH_S = 1.0
 
 
 def handed_job(text: str | bytes, worker_id: str) -> Job:
-    """A job from an entry of ``hand:<worker>``: the claim's reply entry as
-    JSON (lib/claim.lua ``hand_over``)."""
-    return codec.claimed_job(json.loads(text), worker_id)
+    """A job from an entry of ``hand:<worker>``: the claim's reply entry
+    (lib/claim.lua ``hand_over``, codec.claim_entry)."""
+    return codec.claimed_job(text, worker_id)
 
 
 def handed_id(text: str | bytes) -> str | None:
     """The job id of an entry of ``hand:<worker>`` (None if it has none)."""
-    flat = json.loads(text)[0]
+    flat = codec.claim_entry(text)[0]
     return next((flat[i + 1] for i in range(0, len(flat) - 1, 2) if flat[i] == "id"), None)
 
 

@@ -83,7 +83,7 @@ def test_an_error_that_is_not_json_is_refused_on_every_store(store: JobStore) ->
     assert store.get(job.id).status is S.InProgress
 
 
-@pytest.mark.parametrize("option", ["idempotency_key", "unique_key"])
+@pytest.mark.parametrize("option", ["idempotency_key", "unique_key", "limit_key"])
 def test_nul_in_an_enqueue_key_is_refused_naming_it(store: JobStore, option: str) -> None:
     with pytest.raises(ValidationError) as raised:
         store.enqueue("t", None, **{option: "k\x00"})

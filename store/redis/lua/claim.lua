@@ -17,7 +17,8 @@
 -- ARGV[10..]   queue names
 -- A queue with limits is claimed after the others (lib/claim.lua).
 -- Returns:     {job_1, job_2, ...}: each leased job as lib/claim.lua returns it
---              ({hash before the claim, lease_token, lease_expires_at, now});
+--              (the JSON text of {hash before the claim, lease_token,
+--              lease_expires_at, now}: codec.claim_entry);
 --              then {'retry_after', seconds} when a rate limit held jobs
 --              (store/redis/flow.py reads it: claim_retry_after)
 --
