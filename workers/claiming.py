@@ -171,9 +171,9 @@ class ClaimLoop:
         the worker stops or has no slot for them. When no slot is busy and
         the notice names the job, this thread leases it in one round trip
         (``JobStore.claim_notified``) and starts it, with no hand-over to the
-        claim loop; otherwise, or when another worker took it first, the
-        claim loop wakes and claims as usual (a busy worker claims in
-        batches)."""
+        claim loop (when another worker took it first, nothing more: that
+        job was all the notice announced); otherwise the claim loop wakes
+        and claims as usual (a busy worker claims in batches)."""
         if notice.leased:
             self._start_handed(notice.leased)
             return
@@ -182,10 +182,14 @@ class ClaimLoop:
                 jobs = self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
             except Exception as exc:  # the claim loop tries again as usual
                 log.warning("worker %s: claim of a notified job failed: %s", self.id, exc)
-                jobs = []
-            if jobs:
+            else:
                 for job in jobs:
                     self._start(job)
+                # None: another worker leased the one job the notice named (each
+                # PostgreSQL listener gets every notice). A claim now would find
+                # nothing that notice made ready, and with N idle workers N - 1
+                # of them would run one for each enqueue; a job that became due
+                # otherwise is found by the idle poll (IdleBackoff: <= 200 ms).
                 return
         self._wakeup.set()
 

@@ -5,6 +5,7 @@ graceful stop, and the recovery service and ``run_recovery``."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
@@ -223,6 +224,41 @@ def test_a_full_worker_leaves_notices_to_an_idle_one(handle: StoreHandle, tmp_pa
             release.touch()
     finally:
         release.touch()
+
+
+def test_a_worker_that_loses_a_notified_job_claims_nothing_more(handle: StoreHandle, monkeypatch) -> None:
+    """PostgreSQL sends every notice to every listener: of two idle workers,
+    one leases the job a notice names and the other, finding it taken, runs
+    no claim of its own (the notice announced that job alone; with N idle
+    workers each enqueue would otherwise cost N - 1 claims). The winner
+    claims once its run is done (more work?), as any worker does. Polls are
+    made 30 s here, so every claim seen comes from a notice or a run's end."""
+    store = handle.store
+    if handle.backend != "postgresql":
+        pytest.skip("Redis hands each notice to one worker; SQLite has no notices")
+    workers = [make_worker(handle, name=f"w-{i}", lease_ttl_s=5.0) for i in range(2)]
+    for worker in workers:
+        worker._idle = IdleBackoff(30.0, 30.0)
+    claims: list[str] = []
+    real_claim = store.claim
+
+    def counted(worker_id: str, *args: Any, **kwargs: Any) -> list[Any]:
+        claims.append(worker_id)
+        return real_claim(worker_id, *args, **kwargs)
+
+    with running(workers[0]), running(workers[1]):
+        wait_until(lambda: all(w.listener is not None and registered(store, w.id) for w in workers), what="up")
+        warm = store.enqueue("noop")  # the subscriptions may still be starting: wait for one run
+        wait_until(lambda: job_is(store, warm.id, "Completed"), timeout=40, what="first job")
+        time.sleep(0.2)  # the warm run's own claims are over
+        monkeypatch.setattr(store, "claim", counted)
+        for _ in range(5):
+            claims.clear()
+            job_id = store.enqueue("noop").id
+            wait_until(lambda j=job_id: job_is(store, j, "Completed"), timeout=5, what="woken by the notice")
+            winner = store.get(job_id).worker_id
+            wait_until(lambda w=winner: w in claims, timeout=5, what="the winner's claim after its run")
+            assert set(claims) == {winner}
 
 
 def test_acks_claim_the_next_jobs_where_the_store_does_it_in_one_call(handle: StoreHandle) -> None:
