@@ -247,7 +247,8 @@ def test_a_worker_that_loses_a_notified_job_claims_nothing_more(handle: StoreHan
         return real_claim(worker_id, *args, **kwargs)
 
     with running(workers[0]), running(workers[1]):
-        wait_until(lambda: all(w.listener is not None and registered(store, w.id) for w in workers), what="up")
+        up = lambda: all(w.listener is not None and registered(store, w.id) for w in workers)  # noqa: E731
+        wait_until(up, what="both workers up")
         warm = store.enqueue("noop")  # the subscriptions may still be starting: wait for one run
         wait_until(lambda: job_is(store, warm.id, "Completed"), timeout=40, what="first job")
         time.sleep(0.2)  # the warm run's own claims are over
