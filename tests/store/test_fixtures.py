@@ -48,7 +48,9 @@ def test_copies_read_back_as_jobs_of_the_normal_paths(store: JobStore) -> None:
         at = now - 3600 - (PER_STATUS * len(STATUSES) - i) * STEP_S
         due = now + 3600 + i if status is S.Scheduled else None
         queue, name = QUEUES[(i // 18) % 2], NAMES[(i // 6) % 3]
-        copies.append(Copy(status, queue, name, at, {"i": i}, f"error {i}", due, id=f"fx-{i:05d}"))
+        # ids out of time order (a permutation), so no listing or claim order can come from ids alone
+        job_id = f"fx-{(i * 7919) % (PER_STATUS * len(STATUSES)):05d}"
+        copies.append(Copy(status, queue, name, at, {"i": i}, f"error {i}", due, id=job_id))
     since = now - 86400
     counts0, events0, by_queue0 = store.counts(), store.event_counts(), store.queue_event_counts()
     history0 = history_totals(store, since)

@@ -58,6 +58,7 @@ for i = 1, n do
   -- the counts of the copy before are flushed at its time first.
   flush_counts()
   now, now_text = tonumber(times.at), times.at
+  now_us = micros(now)  -- the listing scores and ranks made at now (lib/clock.lua)
   start_job()
   local member = rank(priority, tonumber(times.due), id)
   local copy = {}
