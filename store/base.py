@@ -414,11 +414,15 @@ class JobStore(FlowContract, OperatingContract):
     def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
         """Claim the one job ``notice`` names (``Notice.job``) as ``claim``
         would, in one round trip: an idle worker woken by a notice runs the
-        job without first asking which jobs are due. Returns ``[]`` when
-        another worker took it first, its queue is paused, or the notice names
-        no job (the default, for stores whose notices never do); the caller
-        then claims as usual. The job is not weighed against other due jobs:
-        it is the newest ready one, and an idle worker found none before it."""
+        job without first asking which jobs are due; in a queue with limits,
+        the job its limits admit next (one), as ``claim`` would. Returns
+        ``[]`` when another worker took it first, its queue is paused, or the
+        notice names no job (the default, for stores whose notices never do:
+        a store whose notices name jobs implements it). After ``[]`` for a
+        named job the caller has nothing more to claim for that notice (the
+        worker leaves the rest to its idle poll: ``workers/claiming.py``).
+        The job is not weighed against other due jobs: it is the newest ready
+        one, and an idle worker found none before it."""
         return []
 
     @abc.abstractmethod

@@ -186,10 +186,11 @@ class ClaimLoop:
                 for job in jobs:
                     self._start(job)
                 # None: another worker leased the one job the notice named (each
-                # PostgreSQL listener gets every notice). A claim now would find
-                # nothing that notice made ready, and with N idle workers N - 1
-                # of them would run one for each enqueue; a job that became due
-                # otherwise is found by the idle poll (IdleBackoff: <= 200 ms).
+                # PostgreSQL listener gets every notice), or its queue is paused
+                # or its limits admit nothing (JobStore.claim_notified). A claim
+                # now would find nothing that notice made ready, and with N idle
+                # workers N - 1 of them would run one for each enqueue; a job that
+                # became due otherwise is found by the idle poll (<= 200 ms).
                 return
         self._wakeup.set()
 

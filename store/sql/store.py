@@ -209,10 +209,14 @@ class SqlStore(
     def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
         """See JobStore.claim_notified: ``notice.job`` is the job's id
         (PostgreSQL's JOB_CHANNEL, store/sql/wakeups.py), leased alone by the
-        claim's statement restricted to it: [] when another worker took it,
-        its queue is paused or limited (the claim loop claims those)."""
+        claim's statement restricted to it ([] when another worker took it or
+        its queue is paused); a queue with limits is claimed as ``claim``
+        claims it, one job, the next its limits admit (the statement by id
+        leaves limited queues out: ``statements.due``)."""
         if not notice.job:
             return []
+        if notice.queue in self._limited_queues():
+            return self.claim(worker_id, [notice.queue], 1, lease_ttl_s)
         params = {
             "q0": notice.queue,
             "job": notice.job,

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from store.base import JobStore, Notice, Wakeups
+from store.flow import QueueLimits
 from store.models import JobSpec
 from tests.backends import StoreHandle
 
@@ -63,6 +64,25 @@ def test_an_enqueue_of_one_ready_job_notifies_its_queue(handle: StoreHandle) -> 
         assert jobs[0].lease_token == 1
         assert store.claim_notified("w-2", notice) == []  # taken: nobody else leases it
         assert store.get(job.id).worker_id == "w-1"
+
+
+def test_a_notice_in_a_limited_queue_leases_what_its_limits_admit(handle: StoreHandle) -> None:
+    """A queue with limits: the notified claim leases as ``claim`` would, the
+    job its limits admit (a worker runs no other claim for the notice, so a
+    store that left limited queues to the claim loop kept the job waiting
+    for the idle poll)."""
+    store = handle.store
+    store.set_queue_limits("lim", QueueLimits(concurrency=1))
+    with listening(handle, ["lim"]) as wakeups:
+        job = store.enqueue("noop", queue="lim")
+        notice = first_notice(wakeups)
+        assert notice is not None and notice.job is not None
+        assert [j.id for j in store.claim_notified("w-1", notice)] == [job.id]
+        second = store.enqueue("noop", queue="lim")
+        notice = first_notice(wakeups)
+        assert notice is not None
+        assert store.claim_notified("w-2", notice) == []  # concurrency 1, held by w-1
+        assert store.get(second.id).status.name == "Queued"
 
 
 def test_a_notice_for_another_queue_does_not_end_the_wait(handle: StoreHandle) -> None:
