@@ -46,6 +46,7 @@ class RecoveryMixin(RedisPlumbing):
         for job_id, (code, name, queue, worker, token, retries, max_retries) in zip(ids, rows, strict=True):
             if code is None or S(int(code)) not in lifecycle.sources(Operation.FAIL):
                 continue
+            token, retries = token or 0, retries or 0  # absent: 0 (codec.job_from_hash)
             if (worker, job_id) in handed:
                 job = RecoveredJob(job_id, name, queue, worker, int(token), S.Scheduled, int(retries), 0.0)
                 plan.append((job, handed[worker, job_id]))  # released, not failed

@@ -330,6 +330,7 @@ class RedisStore(
             )
             if code is None:
                 raise JobNotFound(job_id)
+            current, retries = current or "0", retries or "0"  # absent: 0 (codec.job_from_hash)
             if S(int(code)) not in lifecycle.sources(Operation.FAIL) or int(current) != token:
                 raise self._refusals(refusal(Operation.FAIL), worker_id, [(job_id, token, current, code)])[0]
             snoozes = 0

@@ -46,7 +46,7 @@ for i = 1, (#ARGV - 5) / 11 do
   local f = redis.call('HMGET', job, 'status', 'lease_token', 'retry_count', 'lease_expires_at',
     'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at', 'counted', 'has_children')
   local old = tonumber(f[1])
-  local ok = old and op.sources[old] and tonumber(f[2]) == token and tonumber(f[3]) == expected
+  local ok = old and op.sources[old] and (tonumber(f[2]) or 0) == token and (tonumber(f[3]) or 0) == expected
   if ok and expired == 1 then
     ok = tonumber(f[4]) ~= nil and tonumber(f[4]) < now
   end
@@ -55,7 +55,7 @@ for i = 1, (#ARGV - 5) / 11 do
   else
     settle(id)
     move(id, f[5], old, target)
-    local written = {'retry_count', retries, 'error', ARGV[a + 6], 'lease_expirations', tonumber(f[7]) + expired}
+    local written = {'retry_count', retries, 'error', ARGV[a + 6], 'lease_expirations', (tonumber(f[7]) or 0) + expired}
     if delay then
       local due = now + delay
       local member = rank(f[6], due, id)
@@ -66,7 +66,7 @@ for i = 1, (#ARGV - 5) / 11 do
       change(id, op, target, {'due_at', now, 'completed_at', now, unpack(written)}, {'retry_delay_until'})
     end
     redis.call('RPUSH', P .. 'attempts:' .. id, cjson.encode({
-      attempt = tonumber(f[3]) + 1, token = token, worker_id = f[8] or nil, error = ARGV[a + 6],
+      attempt = (tonumber(f[3]) or 0) + 1, token = token, worker_id = f[8] or nil, error = ARGV[a + 6],
       started_at = f[9] or nil, finished_at = fmt(now),
     }))
     redis.call('ZREM', P .. 'leases', id)

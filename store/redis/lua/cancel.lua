@@ -28,7 +28,7 @@ unqueue(f[4], f[3])
 move(id, f[3], old, op.target)
 change(id, op, op.target, nil, {'rank'})
 redis.call('ZREM', P .. 'leases', id)
-append_event(id, op.event, old, op.target, actor, tonumber(f[2]), nil)
+append_event(id, op.event, old, op.target, actor, tonumber(f[2]) or 0, nil)
 if f[5] then
   flow.left(id, f[3], f[5])  -- a limited queue's running count (lib/flow.lua)
 end

@@ -44,7 +44,7 @@ for _, id in ipairs(ids) do
     redis.call('ZREM', P .. 'leases', id)
     -- the job's event, counted; the audit log gets the batch's one entry
     local events = P .. 'events:' .. id
-    local event = new_event(op.event, old, op.target, actor, tonumber(f[2]), ARGV[7])
+    local event = new_event(op.event, old, op.target, actor, tonumber(f[2]) or 0, ARGV[7])
     if redis.call('RPUSH', events, encode_event(event)) > EVENTS_KEPT then
       redis.call('LTRIM', events, -EVENTS_KEPT, -1)
     end

@@ -36,6 +36,6 @@ if f[7] then
 end
 redis.call('DEL', P .. 'parents:' .. id)
 remove_job(id, old, f[2], f[5], f[6])
-audit_event(id, op.event, old, nil, actor, tonumber(f[4]), nil)
+audit_event(id, op.event, old, nil, actor, tonumber(f[4]) or 0, nil)
 flush_counts()
 return {1}

@@ -26,7 +26,7 @@ for i = 1, (#ARGV - 3) / 2 do
     redis.call('ZADD', P .. 'leases', micros(expires), id)
     out[i] = {1, fmt(expires)}
   else
-    out[i] = {0, f[2], f[1]}
+    out[i] = {0, f[2] or '0', f[1]}
   end
 end
 return out

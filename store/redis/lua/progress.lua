@@ -26,8 +26,8 @@ for i = 1, (#ARGV - 2) / 3 do
   local f = redis.call('HMGET', job, 'status', 'lease_token')
   if not f[1] then
     out[i] = {-1}
-  elseif tonumber(f[1]) ~= held or tonumber(f[2]) ~= token then
-    out[i] = {0, f[2], f[1]}
+  elseif tonumber(f[1]) ~= held or (tonumber(f[2]) or 0) ~= token then
+    out[i] = {0, f[2] or '0', f[1]}
   else
     redis.call('HSET', job, 'progress', string.sub(value, 1, -2) .. at)
     out[i] = {1}

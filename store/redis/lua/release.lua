@@ -28,8 +28,8 @@ if not f[1] then
   return {-1}
 end
 local old = tonumber(f[1])
-if not op.sources[old] or tonumber(f[2]) ~= token then
-  return {0, f[2], f[1]}
+if not op.sources[old] or (tonumber(f[2]) or 0) ~= token then
+  return {0, f[2] or '0', f[1]}
 end
 local handed_to = ARGV[8]
 if handed_to and handed_to ~= '' and redis.call('LREM', P .. 'hand:' .. handed_to, 1, ARGV[9]) == 0 then

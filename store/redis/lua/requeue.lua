@@ -33,6 +33,6 @@ end
 move(id, f[3], old, op.target)
 change(id, op, op.target, set)
 redis.call('ZADD', P .. 'ready:' .. f[3], 0, member)
-append_event(id, op.event, old, op.target, actor, tonumber(f[2]), nil)
+append_event(id, op.event, old, op.target, actor, tonumber(f[2]) or 0, nil)
 flush_counts()
 return {1, redis.call('HGETALL', P .. 'job:' .. id)}

@@ -25,8 +25,8 @@ local function complete_job(op, actor, id, token, result, progress, want_job)
   local old = tonumber(f[1])
   if not old then
     return {-1}
-  elseif not op.sources[old] or tonumber(f[2]) ~= token then
-    return {0, f[2], f[1]}
+  elseif not op.sources[old] or (tonumber(f[2]) or 0) ~= token then
+    return {0, f[2] or '0', f[1]}
   end
   move(id, f[3], old, op.target, f[5])
   local set = {'result', result}

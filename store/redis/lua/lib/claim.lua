@@ -96,7 +96,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       end
       local old = tonumber(status)
       if old and op.sources[old] then
-        token = tonumber(token) + 1
+        token = (tonumber(token) or 0) + 1  -- absent: 0 (store/redis/codec.py job_from_hash)
         local expires = now + (tonumber(lease_ttl) or ttl)
         local token_text, expires_text = string.format('%d', token), fmt(expires)
         move(id, queue, old, op.target, name)

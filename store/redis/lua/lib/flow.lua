@@ -316,7 +316,7 @@ local function unblock(id, f, message, actor)
   move(id, queue, tonumber(f[1]), op.target)
   change(id, op, op.target, {'pending_parents', 0, 'rank', member})
   redis.call('ZADD', P .. 'ready:' .. queue, 0, member)
-  append_event(id, op.event, tonumber(f[1]), op.target, actor, tonumber(f[6]), message)
+  append_event(id, op.event, tonumber(f[1]), op.target, actor, tonumber(f[6]) or 0, message)
   local wakeup = P .. 'wakeup:' .. queue
   if redis.call('RPUSH', wakeup, member) > FLOW.wakeup_kept then
     redis.call('LTRIM', wakeup, -math.floor(FLOW.wakeup_kept / 2), -1)
@@ -332,7 +332,7 @@ local function cancel_child(id, f, left, reason, actor)
   unqueue(f[5], f[4])
   move(id, f[4], tonumber(f[1]), op.target)
   change(id, op, op.target, {'pending_parents', left, 'error', err}, {'rank'})
-  append_event(id, op.event, tonumber(f[1]), op.target, actor, tonumber(f[6]), reason)
+  append_event(id, op.event, tonumber(f[1]), op.target, actor, tonumber(f[6]) or 0, reason)
 end
 
 -- Parent `id` ended `outcome` (Completed, Failed or Canceled): apply
