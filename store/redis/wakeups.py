@@ -68,8 +68,7 @@ def handed_job(text: str | bytes, worker_id: str) -> Job:
 
 def handed_id(text: str | bytes) -> str | None:
     """The job id of an entry of ``hand:<worker>`` (None if it has none)."""
-    flat = codec.claim_entry(text)[0]
-    return next((flat[i + 1] for i in range(0, len(flat) - 1, 2) if flat[i] == "id"), None)
+    return codec.flat_to_dict(codec.claim_entry(text)[0]).get("id")
 
 
 class HandOver:
