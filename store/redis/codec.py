@@ -62,17 +62,19 @@ ENQUEUE_FIELDS = (
 
 
 def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str, str]:
-    """The ENQUEUE_FIELDS of a new job (those that are null left out); the
-    script adds status, times, rank and zero counters. ``unique_key`` is
+    """The ENQUEUE_FIELDS of a new job (those that are null, and priority 0,
+    left out: an absent priority reads as 0); the script adds status, times
+    and rank, and leaves the zero counters out (absent reads as 0). ``unique_key`` is
     ``unique_key_of(spec)``: kept in the hash so a removal frees the key."""
     out = {
         "id": job_id,
         "name": spec.name,
         "queue": spec.queue,
-        "priority": str(spec.priority),
         "max_retries": str(settings.max_retries if spec.max_retries is None else spec.max_retries),
         "timeout_seconds": repr(float(settings.job_timeout_s if spec.timeout_s is None else spec.timeout_s)),
     }
+    if spec.priority:
+        out["priority"] = str(spec.priority)
     if spec.lease_ttl_s is not None:
         out["lease_ttl_seconds"] = repr(float(spec.lease_ttl_s))
     if spec.idempotency_key is not None:
@@ -159,7 +161,7 @@ def new_job(fields: Mapping[str, str], status: JobStatus, times: Mapping[str, da
         queue=fields["queue"],
         status=status,
         payload=_json(fields, "payload"),
-        priority=int(fields["priority"]),
+        priority=int(fields.get("priority", 0)),
         headers=_json(fields, "headers"),
         route_params=_json(fields, "route_params"),
         query_params=_json(fields, "query_params"),

@@ -24,7 +24,7 @@
 --              an optional field out (null)
 -- Writes each job hash with status, rank, enqueued_as (its enqueued event,
 -- lib/job.lua `happen`) and the fields of the row: stamps and last_updated_at
--- = now, zeroes = 0, delays = now + delay, held = the same for a delayed job; a
+-- = now, zeroes absent (read as 0), delays = now + delay, held = the same for a delayed job; a
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of ARGV[6] (read
@@ -120,7 +120,10 @@ for i = 1, n do
   end
 end
 
-local stamps, zeroes, delays, held = op.stamps, op.zeroes, op.delays, op.held
+-- The row's zeroes are not written: an absent retry_count, lease_token or
+-- lease_expirations reads as 0 in every reader (Lua `tonumber(x) or 0`,
+-- store/redis/codec.py job_from_hash), as an absent priority does.
+local stamps, delays, held = op.stamps, op.delays, op.held
 local ready = {}
 for i = 1, n do
   local base = 6 + PER_JOB * (i - 1)
@@ -133,9 +136,6 @@ for i = 1, n do
   local h = #hash
   for k = 1, #stamps do
     hash[h + 1], hash[h + 2], h = stamps[k], now_text, h + 2
-  end
-  for k = 1, #zeroes do
-    hash[h + 1], hash[h + 2], h = zeroes[k], '0', h + 2
   end
   for k = 1, #delays do
     hash[h + 1], hash[h + 2], h = delays[k], due_text, h + 2

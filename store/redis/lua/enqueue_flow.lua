@@ -71,8 +71,7 @@ for _, spec in ipairs(specs) do
   if status == S.Queued and tonumber(spec.d) > 0 then
     status = S.Scheduled
   end
-  local hash = {'status', status, 'created_at', now_text, 'last_updated_at', now_text, 'enqueued_as', status,
-    'retry_count', 0, 'lease_expirations', 0, 'lease_token', 0}
+  local hash = {'status', status, 'created_at', now_text, 'last_updated_at', now_text, 'enqueued_as', status}
   for field, value in pairs(f) do
     hash[#hash + 1] = field
     hash[#hash + 1] = value

@@ -77,8 +77,8 @@ end
 -- Ready zsets keep every score 0, so byte order of the member is claim order.
 local function rank(priority, due, id)
   local head, us
-  if not priority or priority == '0' or priority == 0 then
-    head = '1000000'  -- the default (absent: nil, or false from HMGET); string.format costs a sprintf
+  if not priority or priority == '0' or priority == '' or priority == 0 then
+    head = '1000000'  -- the default (absent: nil, false from HMGET, '' in ARGV); string.format costs a sprintf
   else
     head = string.format('%07d', 1000000 - tonumber(priority))
   end
