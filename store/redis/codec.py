@@ -46,19 +46,43 @@ def flat_to_dict(flat: Sequence[str]) -> dict[str, str]:
     return dict(zip(it, it, strict=True))
 
 
-#: The hash fields enqueue passes, in the order lua/enqueue.lua reads them.
-ENQUEUE_FIELDS = (
-    "id",
-    "name",
-    "queue",
+#: The hash fields every new job has, passed in this order after a job's
+#: status and delay (lua/enqueue.lua reads them; ``enqueue_values``).
+ENQUEUE_FIXED = ("id", "name", "queue", "max_retries", "timeout_seconds")
+#: The values a job may have, each passed only when it has it, after a text
+#: of their letters (``a`` the first of this list, ``b`` the second...):
+#: hash fields, then ``unique_for`` (seconds the unique key is held; not a
+#: hash field). The library has this list compiled in
+#: (store/redis/scripts.py ``enqueue_table``).
+ENQUEUE_OPTIONAL = (
     "priority",
-    "max_retries",
-    "timeout_seconds",
     "lease_ttl_seconds",
     "idempotency_key",
     *_JSON_FIELDS,
     "unique_key",
+    "unique_for",
 )
+#: (letter, name) of each ENQUEUE_OPTIONAL value.
+ENQUEUE_LETTERED = tuple((chr(ord("a") + i), name) for i, name in enumerate(ENQUEUE_OPTIONAL))
+
+
+def enqueue_values(
+    fields: Mapping[str, str], status: int, delay: str, unique_for: str | None
+) -> list[str | int]:
+    """The ARGV values of one job for lua/enqueue.lua: ``status`` (code),
+    ``delay`` (seconds, text), the ENQUEUE_FIXED fields of ``fields``
+    (``spec_fields``), the letters of the ENQUEUE_OPTIONAL values it has, then
+    those values in that order. A job with no option is 8 values: every ARGV
+    element costs the server about 1k instructions, an empty one too."""
+    out: list[str | int] = [status, delay, *(fields[name] for name in ENQUEUE_FIXED), ""]
+    letters = []
+    for letter, name in ENQUEUE_LETTERED:
+        value = unique_for if name == "unique_for" else fields.get(name)
+        if value is not None:
+            letters.append(letter)
+            out.append(value)
+    out[len(ENQUEUE_FIXED) + 2] = "".join(letters)
+    return out
 
 
 def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str, str]:

@@ -43,6 +43,7 @@ from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW
 from store.errors import StoreUnavailable
 from store.flow import WAITING_DUE_AT
 from store.lifecycle import Operation
+from store.redis.codec import ENQUEUE_FIXED, ENQUEUE_LETTERED
 from store.redis.keys import LEASES_PAD
 from store.redis.wakeups import WAKEUP_KEPT
 
@@ -118,6 +119,20 @@ def status_text_table() -> str:
     return f"local STATUS_TEXT = {{{entries}}}\nlocal LEASES_PAD = '{LEASES_PAD}'"
 
 
+def enqueue_table() -> str:
+    """The layout of a job's ARGV values that lua/enqueue.lua reads
+    (store/redis/codec.py ``enqueue_values``): ``ENQUEUE_FIXED`` (the fields
+    in order), ``ENQUEUE_BYTE`` (the byte of each optional value's letter, by
+    name) and ``ENQUEUE_FIELD`` (its name by that byte)."""
+    fixed = ", ".join(_lua_text(f) for f in ENQUEUE_FIXED)
+    letters = ", ".join(f"{name} = {ord(letter)}" for letter, name in ENQUEUE_LETTERED)
+    names = ", ".join(f"[{ord(letter)}] = {_lua_text(name)}" for letter, name in ENQUEUE_LETTERED)
+    return (
+        f"local ENQUEUE_FIXED = {{{fixed}}}\nlocal ENQUEUE_BYTE = {{{letters}}}\n"
+        f"local ENQUEUE_FIELD = {{{names}}}"
+    )
+
+
 def function_names() -> list[str]:
     """The functions of the library: the stems of ``lua/*.lua``, sorted."""
     return sorted(p.stem for p in LUA_DIR.glob("*.lua"))
@@ -138,7 +153,8 @@ def prelude() -> str:
     the sections (also run by tests with EVAL, where KEYS and ARGV are the
     script's own)."""
     sections = [(LUA_DIR / "lib" / f"{s}.lua").read_text() for s in SECTIONS]
-    return "\n".join([operations_table(), history_table(), flow_table(), status_text_table(), *sections])
+    tables = [operations_table(), history_table(), flow_table(), status_text_table(), enqueue_table()]
+    return "\n".join([*tables, *sections])
 
 
 #: The line of a function's file after which its per-call body starts; the

@@ -106,12 +106,8 @@ class RedisStore(
             job_id = new_id()
             status = lifecycle.enqueue_target(spec.delay_s)
             fields = codec.spec_fields(spec, job_id, self.settings)
-            args += [
-                int(status),
-                repr(float(spec.delay_s)),
-                "" if spec.unique_for is None else repr(float(spec.unique_for)),
-            ]
-            args += [fields.get(f, "") for f in codec.ENQUEUE_FIELDS]
+            unique_for = None if spec.unique_for is None else repr(float(spec.unique_for))
+            args += codec.enqueue_values(fields, int(status), repr(float(spec.delay_s)), unique_for)
             rows.append((fields, status, float(spec.delay_s)))
         reply = self._eval(self._lua.enqueue, self._route, args)
         if reply[0] in ("duplicate", "unique"):

@@ -68,3 +68,32 @@ def test_the_leases_zset_stays_a_skiplist_and_its_padding_is_never_a_job(store: 
     report = store.recover_expired(10)
     assert [r.job_id for r in report.recovered] == [held[0].id] and not report.failed
     assert store.count_jobs(JobStatus.InProgress) == 0 and store.expired_lease_count() == 0
+
+
+def test_enqueue_passes_only_the_values_a_job_has(store: RedisStore) -> None:
+    """A job's ARGV values: status, delay, the fixed fields, the letters of its
+    optional values, those values (codec.enqueue_values); the hash holds
+    exactly the fields given, whichever subset and in whatever mix."""
+    from store.redis import codec
+
+    plain = store.enqueue("t")
+    stored = store._client.hgetall(store.keys.job(plain.id))
+    assert set(codec.ENQUEUE_OPTIONAL) & set(stored) == set()
+    values = codec.enqueue_values(
+        {"id": "i", "name": "n", "queue": "q", "max_retries": "3", "timeout_seconds": "1.0"}, 100, "0.0", None
+    )
+    assert values == [100, "0.0", "i", "n", "q", "3", "1.0", ""]
+
+    full = store.enqueue(
+        "t", {"a": 1}, queue="q2", priority=4, lease_ttl_s=9.0, idempotency_key="k1", headers={"h": "v"},
+        unique_key="u1", unique_for=60.0,
+    )  # fmt: skip
+    some = store.enqueue("t", None, queue="q2", headers={"x": "y"}, unique_key="u2")
+    for job, present in ((full, {"priority", "lease_ttl_seconds", "idempotency_key", "payload", "headers"}),
+                         (some, {"headers"})):  # fmt: skip
+        stored = store._client.hgetall(store.keys.job(job.id))
+        assert set(codec.ENQUEUE_OPTIONAL) & set(stored) == present | {"unique_key"}
+        assert store.get(job.id) == job
+    assert float(store._client.hget(store.keys.unique_until, "u1")) > full.created_at.timestamp() + 59
+    [first] = store.claim("w", ["q2"])
+    assert (first.id, first.priority, first.lease_ttl_seconds) == (full.id, 4, 9.0)

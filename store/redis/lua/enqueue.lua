@@ -18,10 +18,14 @@
 --              lifecycle table gives the event kind, the stamped, zeroed,
 --              delayed and held fields
 -- ARGV[6]      statuses that hold a unique key whatever its age ("100 200 300")
--- then 16 values per job, ARGV[7 + 16(i-1)] ...: status code, delay (s),
---              unique_for (s, '' for none), and the hash fields of FIELDS below
---              in that order (store/redis/codec.py, ENQUEUE_FIELDS); '' leaves
---              an optional field out (null)
+-- then per job, from ARGV[7]: status code, delay (s), the ENQUEUE_FIXED
+--              fields (id, name, queue, max_retries, timeout_seconds), the
+--              letters of the ENQUEUE_OPTIONAL values the job has ('a' the
+--              first: priority ... unique_key, then unique_for, seconds, not
+--              a hash field), then those values in that order
+--              (store/redis/codec.py enqueue_values; the layout compiled in
+--              by store/redis/scripts.py enqueue_table); an optional value left out is
+--              absent from the hash (null; priority 0)
 -- Writes each job hash with status, rank, enqueued_as (its enqueued event,
 -- lib/job.lua `happen`) and the fields of the row: stamps and last_updated_at
 -- = now, zeroes absent (read as 0), delays = now + delay, held = the same for a delayed job; a
@@ -41,22 +45,39 @@
 -- @include lib/job.lua
 
 -- Load section (store/redis/scripts.py): the argument layout, built once.
-local FIELDS = {
-  'id', 'name', 'queue', 'priority', 'max_retries', 'timeout_seconds', 'lease_ttl_seconds',
-  'idempotency_key', 'payload', 'headers', 'route_params', 'query_params', 'unique_key',
-}
-local PER_JOB = 3 + #FIELDS
--- Offset of each value within a job's ARGV: status 1, delay 2, unique_for 3,
--- then FIELDS.
-local AT = {}
-for j = 1, #FIELDS do
-  AT[FIELDS[j]] = 3 + j
+-- A job's values start at its base b: ARGV[b] status, ARGV[b + 1] delay,
+-- ARGV[b + 1 + j] the j-th ENQUEUE_FIXED field, ARGV[b + LETTERS] the letters
+-- of its optional values, ARGV[b + LETTERS + k] the value of its k-th letter.
+-- (A job with none costs no call: most jobs; an ARGV element costs the
+-- server about 400 instructions, an empty one too.)
+local FIXED_AT = {}
+for j = 1, #ENQUEUE_FIXED do
+  FIXED_AT[ENQUEUE_FIXED[j]] = 1 + j
 end
-local ID, QUEUE, NAME, PRIORITY = AT['id'], AT['queue'], AT['name'], AT['priority']
+local ID, QUEUE, NAME = FIXED_AT['id'], FIXED_AT['queue'], FIXED_AT['name']
+local LETTERS = #ENQUEUE_FIXED + 2
+-- The byte of the letter of each optional value enqueue reads itself
+-- (ENQUEUE_BYTE; ENQUEUE_FIELD gives a letter's field by its byte).
+local PRIORITY, IDEMPOTENCY, UNIQUE, UNIQUE_FOR = ENQUEUE_BYTE['priority'], ENQUEUE_BYTE['idempotency_key'],
+  ENQUEUE_BYTE['unique_key'], ENQUEUE_BYTE['unique_for']
 -- Most jobs of a queue one call hands over to idle workers (lib/claim.lua
 -- `hand_over`); the rest wait for a claim.
 local HAND_MOST = 8
-local IDEMPOTENCY, UNIQUE = AT['idempotency_key'], AT['unique_key']
+local NO_OPTIONS = {}
+
+-- The optional values of the job at base `b` by their letter's byte, or
+-- nil when it has none (most jobs: no table, no call).
+local function options(b)
+  local letters = ARGV[b + LETTERS]
+  if letters == '' then
+    return nil
+  end
+  local found = {}
+  for k = 1, #letters do
+    found[string.byte(letters, k)] = ARGV[b + LETTERS + k]
+  end
+  return found
+end
 
 -- The id of the job still holding unique key `key`, or nil when it is free;
 -- `holding` is the set of statuses that hold a key whatever its age.
@@ -79,11 +100,17 @@ local function holder(key, holding)
 end
 
 -- @call
-local n = (#ARGV - 6) / PER_JOB
 local op = operation(ARGV[5])
+local bases, opts, n, b = {}, {}, 0, 7  -- each job's base and options
+local last = #ARGV
+while b <= last do
+  n = n + 1
+  bases[n], opts[n] = b, options(b)
+  b = b + LETTERS + #ARGV[b + LETTERS] + 1
+end
 
 if n > 0 then
-  local first = P .. 'job:' .. ARGV[6 + ID]
+  local first = P .. 'job:' .. ARGV[7 + ID]
   if redis.call('EXISTS', first) == 1 then
     return {'replay', redis.call('HGET', first, 'created_at')}
   end
@@ -91,8 +118,8 @@ end
 
 local seen, holding = nil, nil
 for i = 1, n do
-  local key = ARGV[6 + PER_JOB * (i - 1) + IDEMPOTENCY]
-  if key ~= '' then
+  local key = opts[i] and opts[i][IDEMPOTENCY]
+  if key then
     seen = seen or {}
     if seen[key] then
       return {'duplicate', key, ''}
@@ -106,8 +133,8 @@ for i = 1, n do
 end
 seen = nil
 for i = 1, n do
-  local key = ARGV[6 + PER_JOB * (i - 1) + UNIQUE]
-  if key ~= '' then
+  local key = opts[i] and opts[i][UNIQUE]
+  if key then
     seen, holding = seen or {}, holding or status_set(ARGV[6])
     if seen[key] then
       return {'unique', key, ''}
@@ -126,10 +153,11 @@ end
 local stamps, delays, held = op.stamps, op.delays, op.held
 local ready = {}
 for i = 1, n do
-  local base = 6 + PER_JOB * (i - 1)
+  local base, opt = bases[i], opts[i] or NO_OPTIONS
   local id, queue = ARGV[base + ID], ARGV[base + QUEUE]
-  local status, delay = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
-  local member = rank(ARGV[base + PRIORITY], now + delay, id)
+  local status, delay = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
+  local letters = ARGV[base + LETTERS]
+  local member = rank(opt[PRIORITY], now + delay, id)
   local code = STATUS_TEXT[status]
   local due_text = delay > 0 and fmt(now + delay) or now_text
   local hash = {'status', code, 'last_updated_at', now_text, 'rank', member, 'enqueued_as', code}
@@ -140,10 +168,15 @@ for i = 1, n do
   for k = 1, #delays do
     hash[h + 1], hash[h + 2], h = delays[k], due_text, h + 2
   end
-  for j = 1, #FIELDS do
-    local value = ARGV[base + 3 + j]
-    if value ~= '' then
-      hash[h + 1], hash[h + 2], h = FIELDS[j], value, h + 2
+  for j = 1, #ENQUEUE_FIXED do
+    hash[h + 1], hash[h + 2], h = ENQUEUE_FIXED[j], ARGV[base + 1 + j], h + 2
+  end
+  if letters ~= '' then
+    for k = 1, #letters do
+      local field = ENQUEUE_FIELD[string.byte(letters, k)]
+      if field ~= 'unique_for' then
+        hash[h + 1], hash[h + 2], h = field, ARGV[base + LETTERS + k], h + 2
+      end
     end
   end
   if delay > 0 then
@@ -164,14 +197,14 @@ for i = 1, n do
     end
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(hash))
-  local key = ARGV[base + IDEMPOTENCY]
-  if key ~= '' then
+  local key = opt[IDEMPOTENCY]
+  if key then
     redis.call('HSET', P .. 'idempotency', key, id)
   end
-  local unique = ARGV[base + UNIQUE]
-  if unique ~= '' then
+  local unique = opt[UNIQUE]
+  if unique then
     redis.call('HSET', P .. 'unique', unique, id)
-    redis.call('HSET', P .. 'unique_until', unique, fmt(now + (tonumber(ARGV[base + 3]) or 0)))
+    redis.call('HSET', P .. 'unique_until', unique, fmt(now + (tonumber(opt[UNIQUE_FOR]) or 0)))
   end
   move(id, queue, nil, status, ARGV[base + NAME])
   happen(id, op.event, nil, status, nil, 0)
