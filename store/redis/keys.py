@@ -25,13 +25,14 @@ Key schema (``P`` = prefix):
                           the only index of InProgress jobs (listings and counts
                           of InProgress read it, store/redis/listing.py, lua/counts.lua);
                           plus LEASES_PAD at +inf, which keeps it a skiplist
-``{P}:updated:<status>``  zset: the jobs of one status but InProgress, score
-                          last_updated_at in whole microseconds, member the id
 ``{P}:updated:<status>:queue:<queue>``, ``{P}:updated:<status>:name:<name>``
-                          zsets: the same jobs of one queue, of one name
-                          (lua/lib/job.lua ``list_job``, store/redis/listing.py)
+                          zsets: the jobs of one status but InProgress of one
+                          queue, of one name, score last_updated_at in whole
+                          microseconds, member the id (lua/lib/job.lua
+                          ``list_job``, store/redis/listing.py); no zset of a
+                          status alone (layouts 1 to 4 kept ``updated:<status>``)
 ``{P}:queue_names``       set: every queue a listing zset was ever written for
-                          (counts and listings by status walk it)
+                          (counts, purges and listings by status walk it)
 ``{P}:counters``          hash: ``e:<kind>`` totals of the kinds not in HISTORY_KINDS,
                           ``q:<kind>:<queue>`` totals of those in it, ``b:<kind>``
                           an upgraded store's earlier events (store/counters.py);
@@ -148,12 +149,7 @@ class Keys:
     def __post_init__(self) -> None:
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
             raise ValidationError("prefix", "must be non-empty, without { or }")
-        common = (
-            self.counters,
-            *(self.updated(s) for s in JobStatus),
-            self.leases,
-            self.audit,
-        )
+        common = (self.counters, self.leases, self.audit)
         object.__setattr__(self, "_common", common)
 
     @property
@@ -181,8 +177,9 @@ class Keys:
         return self._key("scheduled", queue)
 
     def updated(self, status: JobStatus | None = None) -> str:
-        """``updated:<status>``; with no status the previous layout's all-jobs
-        zset (store/redis/upgrade.py removes it)."""
+        """``updated:<status>``, the zset of a status alone that layouts 1 to
+        4 kept; with no status layout 1's all-jobs zset (store/redis/upgrade.py
+        removes both)."""
         return self._key("updated") if status is None else self._key("updated", str(int(status)))
 
     def by_queue(self, status: JobStatus, queue: str) -> str:
@@ -281,6 +278,5 @@ class Keys:
 
     def common(self) -> list[str]:
         """The deployment-wide keys every function that changes jobs may
-        write (lua/lib/job.lua): counters, updated:100 .. updated:600, leases,
-        audit (a new list each call)."""
+        write (lua/lib/job.lua): counters, leases, audit."""
         return list(self._common)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
+#: 5: no listing zset of a status alone (``updated:<status>``): a status's
+#: zsets by queue serve its listings, counts and purges.
 #: 4: listing zsets scored in microseconds, member the id, by status, status x
 #: queue and status x name (no lex zsets; ``queue_names``: store/redis/keys.py).
 #: 3: counts from the indexes (no status counters, no history kinds' ``e:``
@@ -20,9 +22,9 @@ from typing import Any
 #: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
 #: listed through ``leases``). 1: the layout before it, which kept no version
 #: key and is told by its all-jobs ``{P}:updated`` zset.
-LAYOUT_VERSION = "4"
+LAYOUT_VERSION = "5"
 #: Versions ``leasehold db upgrade`` moves to LAYOUT_VERSION (store/redis/upgrade.py).
-UPGRADABLE = ("1", "2", "3")
+UPGRADABLE = ("1", "2", "3", "4")
 
 
 def layout_key(store: Any) -> str:

@@ -4,8 +4,12 @@ pages at any depth, whatever the filter.
 
 Every listing index is a zset scored by last_updated_at in whole
 microseconds with the job id as member (lua/lib/job.lua ``list_job``):
-``{P}:updated:<status>`` without a filter, ``updated:<status>:queue:<queue>``
-with a queue, ``updated:<status>:name:<name>`` with a name. Redis orders
+``updated:<status>:queue:<queue>`` with a queue, ``updated:<status>:name:<name>``
+with a name, and without a filter the status's zsets of every queue of
+``{P}:queue_names``, read alike and merged (there is no zset of a status
+alone: the writes it cost every status change bought nothing these do not
+give; a page reads one range per queue, so its cost grows with the number
+of queues, not of jobs). Redis orders
 equal scores by member, so ``ZRANGE … REV`` yields ``(last_updated_at, id)``
 descending, the order of the SQL store. A cursor ``(at, id)`` is turned into
 a start rank with ``ZCOUNT`` of the scores past ``at`` plus the members tied
@@ -115,7 +119,7 @@ class ListingMixin(RedisPlumbing):
         if queue is not None and name is not None:
             runs = [self._both(s, queue, name, count, after, ascending) for s in statuses]
         else:
-            indexes = [self._index(s, queue, name) for s in statuses]
+            indexes = [i for s in statuses for i in self._indexes(s, queue, name)]
             ranks = start_ranks(pipe, indexes, after, ascending) if after else [0] * len(indexes)
             got = pipe(
                 lambda p: [
@@ -128,13 +132,19 @@ class ListingMixin(RedisPlumbing):
             runs.append(self._leased(queue, name, after, ascending)[:count])
         return _merged(runs, count, ascending)
 
-    def _index(self, status: JobStatus, queue: str | None, name: str | None) -> str:
-        """The listing zset of ``status``, of ``queue`` or of ``name`` (at most one given)."""
+    def _indexes(self, status: JobStatus, queue: str | None, name: str | None) -> list[str]:
+        """The listing zsets of ``status``: that of ``queue`` or of ``name``
+        (at most one given), or with neither those of every queue."""
         if queue is not None:
-            return self.keys.by_queue(status, queue)
+            return [self.keys.by_queue(status, queue)]
         if name is not None:
-            return self.keys.by_name(status, name)
-        return self.keys.updated(status)
+            return [self.keys.by_name(status, name)]
+        return [self.keys.by_queue(status, q) for q in self._queue_names()]
+
+    def _queue_names(self) -> list[str]:
+        """Every queue ever indexed (``{P}:queue_names``), sorted."""
+        [names] = self._pipe(lambda p: p.smembers(self.keys.queue_names))
+        return sorted(names)
 
     def _both(
         self, status: JobStatus, queue: str, name: str, count: int, after: Entry | None, ascending: bool
@@ -190,9 +200,10 @@ class ListingMixin(RedisPlumbing):
         return entries
 
     def count_jobs(self, status: JobStatus, *, queue: str | None = None, name: str | None = None) -> int:
-        """See OperatingContract.count_jobs: one index read, not counts() of
-        every queue and status: ZCARD of the listing zset of ``status`` (of
-        ``queue``; the leases zset for InProgress), ``_count_named`` with a name."""
+        """See OperatingContract.count_jobs: index reads, not counts() of
+        every queue and status: ZCARD of the listing zset of ``status`` in
+        ``queue`` (without one, of every queue, summed; the leases zset for
+        InProgress), ``_count_named`` with a name."""
         status = JobStatus(status)
         if name:
             return self._count_named(status, queue or None, name)
@@ -201,7 +212,8 @@ class ListingMixin(RedisPlumbing):
                 return len(self._leased(queue, None, None, True))
             [n] = self._pipe(lambda p: p.zcount(self.keys.leases, "-inf", "(+inf"))  # not LEASES_PAD
         else:
-            [n] = self._pipe(lambda p: p.zcard(self._index(status, queue or None, None)))
+            indexes = self._indexes(status, queue or None, None)
+            n = sum(self._pipe(lambda p: [p.zcard(i) for i in indexes]))
         return int(n)
 
     def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:

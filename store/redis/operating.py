@@ -27,7 +27,7 @@ class OperatingMixin(RedisPlumbing):
         """Engine half of purge: a read of candidates (lua/purge_candidates.lua,
         by status then oldest first), then guarded deletes (lua/purge.lua,
         SCRIPT_BATCH jobs a script call). With ``limit`` None: ZCOUNT of the
-        updated:<status> zsets below now - age (lua/purge_count.lua)."""
+        statuses' zsets by queue below now - age (lua/purge_count.lua)."""
         age = repr(float(older_than_s))
         if limit is None:
             args = [self._offset(), age, codes(statuses)]

@@ -1,18 +1,20 @@
-"""One-off rebuild of the listing zsets (``{P}:updated:<status>``, its
-``:queue:<queue>`` and ``:name:<name>`` zsets, ``{P}:queue_names``) for jobs
-written by a layout that indexed them otherwise: layout 1 kept no listing
-zsets, layouts 1 to 3 scored ``updated:<status>`` in float seconds.
+"""One-off rebuild of the listing zsets (``{P}:updated:<status>:queue:<queue>``
+and ``:name:<name>``, ``{P}:queue_names``) for jobs written by a layout that
+indexed them otherwise: layout 1 kept no listing zsets, layouts 1 to 3
+scored ``updated:<status>`` (a status alone, which this layout does not
+keep) in float seconds.
 
 ``leasehold db upgrade`` runs it (store/redis/upgrade.py), once every
 process runs this version.
 
-Every job of a status but InProgress is in ``{P}:updated:<status>``; a job
-not indexed by this layout yet has a score in seconds, below MICROS_FROM.
-Each round reads BATCH such members (``ZRANGEBYSCORE``, no SCAN) and
-indexes them in lua/reindex.lua, which reads each job's current status,
-queue, name and last_updated_at in the same atomic step and writes its
-entries in microseconds, or drops a member whose job is gone or has another
-status. Either way the member leaves the range read, so the walk ends. It is
+In those layouts every job of a status but InProgress is in
+``{P}:updated:<status>``; a job not indexed by this layout yet has a score
+in seconds, below MICROS_FROM. Each round reads BATCH such members
+(``ZRANGEBYSCORE``, no SCAN) and indexes them in lua/reindex.lua, which
+reads each job's current status, queue, name and last_updated_at in the
+same atomic step and writes its entries in microseconds unless the job is
+gone or has another status, and drops the member: it leaves the range
+read, so the walk ends (store/redis/upgrade.py removes the zsets after). It is
 idempotent and safe while workers run: a job changed by this version is
 indexed already.
 """

@@ -7,14 +7,16 @@ what it did (``{name: count}``, summed over the steps); each is idempotent
 (a second run finds nothing left to do), independent of the others' order,
 works in bounded batches or one bounded call, and is safe while workers run:
 
-``listing_indexes`` (from layouts 1 to 3)
+``listing_indexes`` (from layouts 1 to 4)
     ``reindex`` (store/redis/reindex.py): this layout's listing zsets, scored
     in microseconds, for every job indexed otherwise (layout 1 kept none;
     layouts 1 to 3 scored ``updated:<status>`` in seconds and kept lex zsets
     by queue, name and both), BATCH jobs a call; then what earlier layouts
-    kept and this one does not go: the lex zsets, layout 1's InProgress index
-    ``{P}:updated:300`` and its all-jobs ``{P}:updated`` zset. ``UNLINK``: the
-    server frees them in the background, whatever their size.
+    kept and this one does not go: the zsets of a status alone
+    (``updated:<status>``, layouts 1 to 4), the lex zsets, layout 1's
+    InProgress index ``{P}:updated:300`` and its all-jobs ``{P}:updated``
+    zset. ``UNLINK``: the server frees them in the background, whatever their
+    size.
 ``counts`` (from layouts 1 and 2)
     lua/upgrade_counts.lua, one call: the status counters go (counts are read
     from the indexes), a history kind's ``e:`` total becomes ``b:``, what it
@@ -63,7 +65,7 @@ def stale_keys(store: RedisStore) -> list[str]:
     """Earlier layouts' listing keys this one does not keep."""
     k = store.keys
     lex = [k.lex_listed(s, by) for s in JobStatus for by in LEX_LISTING_BY]
-    return [k.updated(), k.updated(JobStatus.InProgress), *lex]
+    return [k.updated(), *(k.updated(s) for s in JobStatus), *lex]
 
 
 def listing_indexes(store: RedisStore) -> dict[str, int]:

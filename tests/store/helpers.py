@@ -34,3 +34,10 @@ def job_in(store: JobStore, status: JobStatus, queue: str = "default", **options
 def expire_leases(store: JobStore, seconds: float | None = None) -> None:
     """Move the store's clock past every lease granted so far (no sleeping)."""
     store.clock_offset_s += seconds if seconds is not None else store.settings.lease_ttl_s + 1
+
+
+def redis_status_ids(store: JobStore, status: JobStatus) -> list[str]:
+    """The ids a Redis store lists under ``status`` (not InProgress): the
+    members of the status's listing zsets of every queue (store/redis/listing.py)."""
+    c, k = store._client, store.keys  # type: ignore[attr-defined]
+    return [i for q in sorted(c.smembers(k.queue_names)) for i in c.zrange(k.by_queue(status, q), 0, -1)]

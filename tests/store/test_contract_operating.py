@@ -152,6 +152,19 @@ def test_purge_by_status_and_age(store: JobStore) -> None:
         store.purge(60, statuses=[S.Queued])
 
 
+def test_purge_with_a_limit_takes_the_oldest_across_queues(store: JobStore) -> None:
+    finished = []
+    for queue in ("b", "a", "b", "a"):
+        job = store.enqueue("t", None, queue=queue)
+        finished.append(store.cancel(job.id).id)
+        store.clock_offset_s += 10
+    store.clock_offset_s += 120
+    assert store.count_purgeable(60) == 4
+    assert store.purge(60, limit=3) == 3
+    left = store.list_jobs(status=S.Canceled).items
+    assert [j.id for j in left] == finished[3:]
+
+
 def test_purge_frees_unique_keys(store: JobStore) -> None:
     job = store.enqueue("t", None, unique_key="u-3", unique_for=1)
     store.cancel(job.id)

@@ -42,7 +42,7 @@ def test_times_ranks_and_scores_agree(store: RedisStore, offset_s: float) -> Non
         assert stored["rank"] == expected_rank(job.priority, float(due), job.id)
         assert len(stored["rank"]) == RANK_HEAD + 1 + len(job.id) and rank_job_id(stored["rank"]) == job.id
         status = stored["status"]
-        score = client.zscore(f"{store.keys._key('updated:' + status)}", job.id)
+        score = client.zscore(store.keys.by_queue(JobStatus(int(status)), "default"), job.id)
         assert score == round(float(stored["last_updated_at"]) * 1_000_000)
     ready = client.zrange(store.keys.ready("default"), 0, -1)
     undelayed = sorted(jobs[::2], key=lambda j: (-j.priority, j.id))  # delay 0: every other job

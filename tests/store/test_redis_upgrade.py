@@ -26,7 +26,7 @@ from store.redis.listing import stamp
 from store.redis.store import RedisStore
 from store.redis.upgrade import stale_keys, upgrade
 from tests.backends import BACKENDS, delete_redis_prefix, redis_url_with_prefix
-from tests.store.helpers import expire_leases
+from tests.store.helpers import expire_leases, redis_status_ids
 from tests.workers.test_cli import make_cli
 
 S = JobStatus
@@ -84,7 +84,7 @@ def _as_layout_3(store: RedisStore) -> None:
     for status in S:
         if status is S.InProgress:
             continue
-        for job_id in c.zrange(k.updated(status), 0, -1):
+        for job_id in redis_status_ids(store, status):
             h = c.hgetall(k.job(job_id))
             at = h["last_updated_at"]
             c.zadd(k.updated(status), {job_id: float(at)})
@@ -124,11 +124,11 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
         _as_previous_layout(store, job)
     _as_layout_3(store)
     left = [key for key in stale_keys(store) if store._client.exists(key)]
-    assert len(left) == 8  # updated, updated:300 and three lex zsets each of InProgress and Queued
+    assert len(left) == 9  # updated, updated:100, updated:300, three lex zsets each of InProgress and Queued
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 1 to 4 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
-    )
+        "upgraded the key layout from version 1 to 5 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
+    )  # updated:100 went with its last member, which reindex took out
     assert not any(store._client.exists(key) for key in stale_keys(store))
     again = upgrade(store)  # idempotent: nothing left to do
     assert again == {
@@ -207,7 +207,7 @@ def test_upgrade_from_layout_2_keeps_counts_history_and_leases(url_and_store: tu
     before, events = reads(), store.event_counts()
     _as_layout_2(store)
 
-    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 4")
+    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 5")
     fields = store._client.hkeys(store.keys.counters)
     assert not [f for f in fields if f.startswith("s:") or f in ("e:enqueued", "e:completed", "e:failed")]
     assert reads() == before
@@ -303,7 +303,7 @@ def test_layout_2_records_upgrade_with_everything_kept(url_and_store: tuple[str,
     now = store.now()
     _write_layout_2(store, now)
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 2 to 4 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
+        "upgraded the key layout from version 2 to 5 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
     )
     p = store.keys.route
     assert not [k for k in store._client.scan_iter(match=p.replace("{", "\\{").replace("}", "\\}") + "*")
@@ -379,7 +379,7 @@ def test_upgrade_from_layout_3_keeps_every_listing_and_count(url_and_store: tupl
     assert store.list_jobs(status=S.Queued, queue="q2").items == []  # not readable before the upgrade
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 3 to 4 "
+        "upgraded the key layout from version 3 to 5 "
         "(28 jobs indexed, 9 old indexes removed, 0 records moved)"
     )
     assert (listings(), counted(), store.counts()) == (before, counts_before, numbers)
@@ -389,3 +389,36 @@ def test_upgrade_from_layout_3_keeps_every_listing_and_count(url_and_store: tupl
     store.complete(job.id, job.lease_token, None, worker_id="w-new")
     assert store.count_jobs(S.Completed, queue="q2") == 1
     assert job.id not in [j.id for j in store.list_jobs(status=S.Queued, queue="q2").items]
+
+
+def test_upgrade_from_layout_4_drops_the_zsets_of_a_status_alone(
+    url_and_store: tuple[str, RedisStore],
+) -> None:
+    """Layout 4 kept ``updated:<status>`` (score µs, member id) beside the
+    zsets by queue and name; the upgrade removes them and every listing,
+    count and purge reads the same as before."""
+    url, store = url_and_store
+    c, k = store._client, store.keys
+    for i in range(12):
+        store.enqueue("n", queue=f"q{i % 3}", max_retries=0)
+    for job in store.claim("w", ["q0", "q1"], 4):
+        store.complete(job.id, job.lease_token, None, worker_id="w")
+    filters = [{"status": s, "queue": q} for s in (None, S.Queued, S.Completed) for q in (None, "q1")]
+    listings = lambda: [[j.id for j in store.list_jobs(limit=100, **f).items] for f in filters]  # noqa: E731
+    before = listings()
+    counted = [store.count_jobs(S.Queued), store.count_jobs(S.Completed)]
+    for status in (S.Queued, S.Completed):  # as layout 4 wrote them
+        for job_id in redis_status_ids(store, status):
+            score = c.zscore(k.by_queue(status, store.get(job_id).queue), job_id)
+            c.zadd(k.updated(status), {job_id: score})
+    c.set(layout_key(store), "4")
+
+    assert _cli_upgrade(url) == (
+        "upgraded the key layout from version 4 to 5 (0 jobs indexed, 2 old indexes removed, 0 records moved)"
+    )
+    assert not c.exists(k.updated(S.Queued), k.updated(S.Completed))
+    assert listings() == before
+    assert [store.count_jobs(S.Queued), store.count_jobs(S.Completed)] == counted == [8, 4]
+    assert store.count_purgeable(0) == 4
+    assert store.purge(0, limit=3) == 3 and store.count_jobs(S.Completed) == 1
+    assert upgrade(store)["removed"] == 0

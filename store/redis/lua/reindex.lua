@@ -6,11 +6,13 @@
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: job:<id>, the
 --              listing zsets, queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      the status whose updated:<status> zset the ids were read from
+-- ARGV[4]      the status whose updated:<status> zset (an earlier layout's:
+--              store/redis/upgrade.py removes it) the ids were read from
 -- ARGV[4 + i]  job i's id
--- A job deleted meanwhile, or now of another status, leaves that zset (its
--- member there is stale); any other is indexed under its current status
--- (ZADD of a member already there rescores it).
+-- Each id leaves that zset (so the walk ends); a job that still has that
+-- status is indexed under it (ZADD of a member already there rescores it),
+-- one deleted meanwhile or now of another status is not (a status change
+-- indexed it already).
 -- Returns:     number of jobs indexed
 --
 -- @include lib/clock.lua
@@ -23,8 +25,7 @@ for i = 1, #ARGV - 4 do
   if f[1] and f[2] and f[3] and f[4] and tonumber(f[1]) == walked then
     list_job('ZADD', walked, f[2], f[3], f[4], id)
     indexed = indexed + 1
-  else
-    redis.call('ZREM', P .. 'updated:' .. walked, id)
   end
+  redis.call('ZREM', P .. 'updated:' .. walked, id)
 end
 return indexed

@@ -14,7 +14,7 @@
 -- lifecycle table compiled into the library (OPERATIONS: sources, target,
 -- event, stamps, clears). HISTORY_WIDTHS, HISTORY_NARROW and HISTORY_KINDS (store/counters.py)
 -- are compiled in too.
--- Keys written (keys.py): counters, the listing zsets updated:<status>,
+-- Keys written (keys.py): counters, the listing zsets
 -- updated:<status>:queue:<queue> and updated:<status>:name:<name>,
 -- queue_names, leases, audit_log, history:60, history_index:60, and per job
 -- job:<id>, events:<id>, attempts:<id>, ready:<queue>, scheduled:<queue>;
@@ -164,13 +164,16 @@ local LEASED = OPERATIONS['claim'].target
 
 -- Add (ZADD) or remove (ZREM) job `id` of status `status`, last updated
 -- `at` (seconds, as text), in the listing zsets of that status (none for
--- LEASED): updated:<status>, updated:<status>:queue:<queue> and
--- updated:<status>:name:<name>, every one scored by `at` in whole
+-- LEASED): updated:<status>:queue:<queue> and
+-- updated:<status>:name:<name>, both scored by `at` in whole
 -- microseconds (lib/clock.lua `micros`: an integer score spares a listpack's
 -- ZADD and ZREM the parsing of every float score), member the id, so a ZREM
--- needs neither `at` nor anything but the id. The first ZADD of a queue in a
--- call also adds it to the queue_names set (counts and listings by status
--- walk it: lua/counts.lua, store/redis/listing.py).
+-- needs neither `at` nor anything but the id. No zset of a status alone:
+-- what it would hold is the union of the status's zsets by queue, which
+-- listings by status alone merge and counts sum (store/redis/listing.py,
+-- lua/counts.lua, lua/purge_candidates.lua); one write fewer every status
+-- change. The first ZADD of a queue in a call also adds it to the
+-- queue_names set, which they walk.
 local named_queues = {}  -- queues this call has added to queue_names
 local function list_job(command, status, queue, name, at, id)
   if status == LEASED then
@@ -184,7 +187,6 @@ local function list_job(command, status, queue, name, at, id)
     else
       us = micros(tonumber(at))
     end
-    redis.call('ZADD', by, us, id)
     redis.call('ZADD', by .. ':queue:' .. queue, us, id)
     redis.call('ZADD', by .. ':name:' .. name, us, id)
     if not named_queues[queue] then
@@ -192,7 +194,6 @@ local function list_job(command, status, queue, name, at, id)
       redis.call('SADD', P .. 'queue_names', queue)
     end
   else
-    redis.call('ZREM', by, id)
     redis.call('ZREM', by .. ':queue:' .. queue, id)
     redis.call('ZREM', by .. ':name:' .. name, id)
   end
@@ -365,7 +366,7 @@ local function settle(id)
 end
 
 -- Remove job `id` (`status`, `queue`): its hash, event list and attempts
--- list, its entries in the updated:<status>, listing and leases zsets, its
+-- list, its entries in the listing and leases zsets, its
 -- idempotency key `idem` and unique key `unique` when they still name it.
 -- The caller takes its rank out of the
 -- ready/scheduled zsets (`unqueue`); audit entries stay.
