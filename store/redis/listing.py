@@ -64,7 +64,7 @@ def stamp(at: float) -> str:
     return f"{math.floor(at * 1_000_000 + 0.5):0{STAMP_DIGITS}d}"
 
 
-def _entry(job_id: str, score: float) -> Entry:
+def entry_of(job_id: str, score: float) -> Entry:
     return int(score) / 1_000_000, job_id
 
 
@@ -127,7 +127,7 @@ class ListingMixin(RedisPlumbing):
                     for i, r in zip(indexes, ranks, strict=True)
                 ]
             )
-            runs = [[_entry(job_id, score) for job_id, score in run] for run in got]
+            runs = [[entry_of(job_id, score) for job_id, score in run] for run in got]
         if status is None:
             runs.append(self._leased(queue, name, after, ascending)[:count])
         return _merged(runs, count, ascending)
@@ -168,7 +168,7 @@ class ListingMixin(RedisPlumbing):
                 break
             [found] = pipe(lambda p, g=got: p.zmscore(other, [job_id for job_id, _ in g]))
             out.extend(
-                _entry(job_id, score)
+                entry_of(job_id, score)
                 for (job_id, score), hit in zip(got, found, strict=True)
                 if hit is not None
             )

@@ -25,11 +25,14 @@ import orjson
 
 from store.lifecycle import JobStatus
 from store.redis.codec import job_from_hash
-from store.redis.listing import Entry, ListingMixin
+from store.redis.listing import Entry, ListingMixin, entry_of, start_rank
 from store.search import SearchPage, SearchQuery, matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
+#: Entries of the first read of one queue's zset in a scan by status alone
+#: (``_index_stream``; later reads double, up to CHUNK).
+FIRST_READ = 64
 #: The job-hash fields ``matches`` reads (with the id): a search by error
 #: text or payload reads these first and whole hashes only for the jobs that
 #: pass, a fifth of the bytes and no Job built per job scanned.
@@ -58,9 +61,16 @@ class SearchMixin(ListingMixin):
     def _stream(self, status: JobStatus, query: SearchQuery) -> Iterator[Entry]:
         """Entries of the listing index of ``status`` filtered by the query's
         queue and name, newest first, read CHUNK at a time; InProgress's in
-        one read (the leases zset holds only the jobs in flight)."""
+        one read (the leases zset holds only the jobs in flight). Without a
+        queue or a name, the status's zsets of every queue, each read as
+        far as the merge takes it (``_index_stream``): a scan reads about
+        what it scans, not a chunk of every queue per chunk scanned."""
         if status is JobStatus.InProgress:
             yield from self._leased(query.queue, query.name, None, False)
+            return
+        if query.queue is None or query.name is None:
+            indexes = self._indexes(status, query.queue, query.name)
+            yield from heapq.merge(*(self._index_stream(i) for i in indexes), reverse=True)
             return
         after: Entry | None = None
         while True:
@@ -69,6 +79,21 @@ class SearchMixin(ListingMixin):
             if len(chunk) < CHUNK:
                 return
             after = chunk[-1]
+
+    def _index_stream(self, index: str) -> Iterator[Entry]:
+        """The entries of one listing zset, newest first: keyset reads (each
+        after the last entry read) of FIRST_READ entries, doubling up to CHUNK."""
+        after: Entry | None = None
+        count = FIRST_READ
+        while True:
+            start = start_rank(self._pipe, index, after, False) if after else 0
+            [got] = self._pipe(
+                lambda p, s=start, n=count: p.zrange(index, s, s + n - 1, desc=True, withscores=True)
+            )
+            yield from (entry_of(job_id, score) for job_id, score in got)
+            if len(got) < count:
+                return
+            after, count = entry_of(*got[-1]), min(count * 2, CHUNK)
 
     def _probe(self, ids: list[str], query: SearchQuery) -> list[str]:
         """The ids of ``ids`` whose PROBE_FIELDS pass ``query`` (one

@@ -109,6 +109,16 @@ def test_search_newest_first_with_a_limit(store: JobStore) -> None:
     assert [j.id for j in page.items] == [jobs[3].id, jobs[2].id]
 
 
+def test_a_scan_window_holds_the_newest_jobs_across_queues(store: JobStore) -> None:
+    jobs = []
+    for i in range(6):
+        jobs.append(store.enqueue("t", queue=f"q{i % 3}"))
+        store.clock_offset_s += 1
+    page = store.search_jobs(id_part="-", limit=10, scan_limit=4)
+    assert [j.id for j in page.items] == [j.id for j in reversed(jobs[2:])]
+    assert not page.complete and page.scanned == 4
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"payload": "novalue"}, {"payload": "=3"}, {"payload": "k={}"}, {"limit": 0}, {"scan_limit": 0}],
