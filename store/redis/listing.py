@@ -56,6 +56,9 @@ STAMP_DIGITS = 17
 Entry = tuple[float, str]
 #: Most members one chunk of an intersection walk reads (``_both``).
 CHUNK_MOST = 4096
+#: Fewest entries read first from each of several listing zsets merged into
+#: one page (``_read_merged``).
+MERGE_FIRST = 4
 
 
 def stamp(at: float) -> str:
@@ -121,16 +124,45 @@ class ListingMixin(RedisPlumbing):
         else:
             indexes = [i for s in statuses for i in self._indexes(s, queue, name)]
             ranks = start_ranks(pipe, indexes, after, ascending) if after else [0] * len(indexes)
-            got = pipe(
-                lambda p: [
-                    p.zrange(i, r, r + count - 1, desc=not ascending, withscores=True)
-                    for i, r in zip(indexes, ranks, strict=True)
-                ]
-            )
-            runs = [[entry_of(job_id, score) for job_id, score in run] for run in got]
+            runs = [self._read_merged(indexes, ranks, count, ascending)]
         if status is None:
             runs.append(self._leased(queue, name, after, ascending)[:count])
         return _merged(runs, count, ascending)
+
+    def _read_merged(self, indexes: list[str], ranks: list[int], count: int, ascending: bool) -> list[Entry]:
+        """The first ``count`` entries, in the page order, of ``indexes``
+        read from ``ranks`` (each index's first rank past the cursor). One
+        index: one read of ``count``. Several (a status's zsets of every
+        queue): a share of each first (MERGE_FIRST, or twice ``count`` over
+        the indexes), then, round by round (one pipelined read each), twice
+        as many more only from the indexes whose last entry read comes before
+        the ``count``-th entry merged so far: an index whose last entry is
+        that entry or past it holds nothing the page needs. Exact; about ``count``
+        entries a page are read whatever the number of queues, not ``count``
+        of each."""
+        if not indexes:
+            return []
+        step = count if len(indexes) == 1 else max(MERGE_FIRST, -(-2 * count // len(indexes)))
+        runs: list[list[Entry]] = [[] for _ in indexes]
+        want = dict.fromkeys(range(len(indexes)), step)
+        while want:
+            reads = [(i, ranks[i] + len(runs[i]), want[i]) for i in want]
+            got = self._pipe(
+                lambda p, todo=reads: [
+                    p.zrange(indexes[i], start, start + n - 1, desc=not ascending, withscores=True)
+                    for i, start, n in todo
+                ]
+            )
+            more = []
+            for (i, _, n), read in zip(reads, got, strict=True):
+                runs[i].extend(entry_of(job_id, score) for job_id, score in read)
+                if len(read) == n:
+                    more.append(i)  # it may hold more
+            merged = _merged(runs, count, ascending)
+            cut = merged[count - 1] if len(merged) >= count else None
+            # an index whose last entry is the cut or past it holds nothing the page needs
+            want = {i: want[i] * 2 for i in more if cut is None or _after(cut, runs[i][-1], ascending)}
+        return _merged(runs, count, ascending)[:count]
 
     def _indexes(self, status: JobStatus, queue: str | None, name: str | None) -> list[str]:
         """The listing zsets of ``status``: that of ``queue`` or of ``name``

@@ -70,7 +70,11 @@ class SearchMixin(ListingMixin):
             return
         if query.queue is None or query.name is None:
             indexes = self._indexes(status, query.queue, query.name)
-            yield from heapq.merge(*(self._index_stream(i) for i in indexes), reverse=True)
+            firsts = self._pipe(
+                lambda p: [p.zrange(i, 0, FIRST_READ - 1, desc=True, withscores=True) for i in indexes]
+            )
+            streams = [self._index_stream(i, first) for i, first in zip(indexes, firsts, strict=True)]
+            yield from heapq.merge(*streams, reverse=True)
             return
         after: Entry | None = None
         while True:
@@ -80,20 +84,20 @@ class SearchMixin(ListingMixin):
                 return
             after = chunk[-1]
 
-    def _index_stream(self, index: str) -> Iterator[Entry]:
-        """The entries of one listing zset, newest first: keyset reads (each
-        after the last entry read) of FIRST_READ entries, doubling up to CHUNK."""
-        after: Entry | None = None
+    def _index_stream(self, index: str, got: list[tuple[str, float]]) -> Iterator[Entry]:
+        """The entries of one listing zset, newest first, from ``got``, its
+        first FIRST_READ (read beside the other queues' in one round trip),
+        then keyset reads (each after the last entry read) doubling up to CHUNK."""
         count = FIRST_READ
         while True:
-            start = start_rank(self._pipe, index, after, False) if after else 0
-            [got] = self._pipe(
-                lambda p, s=start, n=count: p.zrange(index, s, s + n - 1, desc=True, withscores=True)
-            )
             yield from (entry_of(job_id, score) for job_id, score in got)
             if len(got) < count:
                 return
             after, count = entry_of(*got[-1]), min(count * 2, CHUNK)
+            start = start_rank(self._pipe, index, after, False)
+            [got] = self._pipe(
+                lambda p, s=start, n=count: p.zrange(index, s, s + n - 1, desc=True, withscores=True)
+            )
 
     def _probe(self, ids: list[str], query: SearchQuery) -> list[str]:
         """The ids of ``ids`` whose PROBE_FIELDS pass ``query`` (one

@@ -141,6 +141,33 @@ def test_paging_forward_then_backward_returns_the_same_pages(
     assert [j.id for j in again.items] == [j.id for j in pages[1].items]
 
 
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_a_status_spread_over_many_queues_pages_exactly(store: JobStore, order: str) -> None:
+    """A status's jobs in 12 queues, most of the newest (and oldest) in one,
+    some in one clock reading (ties broken by id): every page by status
+    alone, and without a status, holds the next jobs of the whole order."""
+    for i in range(24):
+        store.enqueue("t", queue=f"q{i % 12:02d}")
+        store.clock_offset_s += 0.5
+    store.enqueue_many([JobSpec("t", queue="q05") for _ in range(30)])  # one clock reading
+    store.clock_offset_s += 0.5
+    for _ in range(10):
+        store.enqueue("t", queue="q11")
+        store.clock_offset_s += 0.5
+    every = sorted(
+        store.list_jobs(limit=100, status=S.Queued).items, key=lambda j: (j.last_updated_at, j.id)
+    )
+    expected = [j.id for j in (every if order == "asc" else every[::-1])]
+    assert len(expected) == 64
+    for filters in ({"status": S.Queued}, {}):
+        assert [j.id for j in _walk(store, limit=7, order=order, **filters)] == expected
+        pages = _pages_forward(store, limit=5, order=order, **filters)
+        back = pages[-1]
+        for page in reversed(pages[:-1]):
+            back = store.list_jobs(before=back.prev_cursor, limit=5, order=order, **filters)  # type: ignore[arg-type]
+            assert [j.id for j in back.items] == [j.id for j in page.items]
+
+
 def test_paging_back_near_the_start_gives_the_first_page(store: JobStore) -> None:
     for _ in range(5):
         store.enqueue("t")
