@@ -154,9 +154,7 @@ def test_a_status_spread_over_many_queues_pages_exactly(store: JobStore, order: 
     for _ in range(10):
         store.enqueue("t", queue="q11")
         store.clock_offset_s += 0.5
-    every = sorted(
-        store.list_jobs(limit=100, status=S.Queued).items, key=lambda j: (j.last_updated_at, j.id)
-    )
+    every = sorted(store.list_jobs(limit=100, status=S.Queued).items, key=lambda j: (j.last_updated_at, j.id))
     expected = [j.id for j in (every if order == "asc" else every[::-1])]
     assert len(expected) == 64
     for filters in ({"status": S.Queued}, {}):
