@@ -95,6 +95,10 @@ def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[R
             ExponentialBackoff(cap=options.backoff_cap_s, base=options.backoff_base_s), options.retries
         ),
         "decode_responses": True,
+        # RESP2: redis-py 8 speaks RESP3 by default and turns each zset score
+        # of a RESP3 reply back into RESP2's shape one by one (a format() a
+        # score), the bulk of a listing's or a search's client time.
+        "protocol": 2,
     }
     with unavailable():
         client = RedisCluster.from_url(clean, **kwargs) if cluster else Redis.from_url(clean, **kwargs)

@@ -8,8 +8,10 @@ microseconds with the job id as member (lua/lib/job.lua ``list_job``):
 with a name, and without a filter the status's zsets of every queue of
 ``{P}:queue_names``, read alike and merged (there is no zset of a status
 alone: the writes it cost every status change bought nothing these do not
-give; a page reads one range per queue, so its cost grows with the number
-of queues, not of jobs). Redis orders
+give). Several zsets merged into one page are read a share each, then more
+only from those that may hold the page's entries (``_read_merged``): about
+a page's entries are read, in a round trip or two more per page than from
+one zset, and one start rank per queue with a cursor. Redis orders
 equal scores by member, so ``ZRANGE … REV`` yields ``(last_updated_at, id)``
 descending, the order of the SQL store. A cursor ``(at, id)`` is turned into
 a start rank with ``ZCOUNT`` of the scores past ``at`` plus the members tied
@@ -30,8 +32,9 @@ flight. A listing of InProgress reads it whole, then the queue, name and
 last_updated_at of each (one pipelined HMGET), and filters, orders and pages
 here: a cost bounded by the jobs in flight, not by the store's size.
 
-Cost of a page: one round trip for the index range(s) (two with a cursor,
-or on InProgress), one for the ``limit`` job hashes.
+Cost of a page: a round trip for the index range(s) (one more with a
+cursor, or on InProgress, and one a refill round of a merge), one for the
+``limit`` job hashes.
 """
 
 from __future__ import annotations
@@ -86,6 +89,22 @@ def start_ranks(pipe: Pipe, indexes: list[str], after: Entry, ascending: bool) -
     for n, ties in zip(replies[::2], replies[1::2], strict=True):
         ranks.append(n + sum(1 for m in ties if (m <= after_id if ascending else m >= after_id)))
     return ranks
+
+
+def read_after(pipe: Pipe, index: str, after: Entry, count: int) -> list[Entry]:
+    """Up to ``count`` entries of ``index`` after ``after``, newest first, in
+    one round trip: those tied at ``after``'s score with a smaller id, then
+    those scored below it."""
+    at, after_id = int(stamp(after[0])), after[1]
+    ties, below = pipe(
+        lambda p: (
+            p.zrevrangebyscore(index, at, at, withscores=True),
+            p.zrevrangebyscore(index, f"({at}", "-inf", start=0, num=count, withscores=True),
+        )
+    )
+    got = [entry_of(job_id, score) for job_id, score in ties if job_id < after_id]
+    got += [entry_of(job_id, score) for job_id, score in below]
+    return got[:count]
 
 
 def start_rank(pipe: Pipe, index: str, after: Entry, ascending: bool) -> int:

@@ -25,13 +25,13 @@ import orjson
 
 from store.lifecycle import JobStatus
 from store.redis.codec import job_from_hash
-from store.redis.listing import Entry, ListingMixin, entry_of, start_rank
+from store.redis.listing import Entry, ListingMixin, entry_of, read_after
 from store.search import SearchPage, SearchQuery, matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
 #: Entries of the first read of one queue's zset in a scan by status alone
-#: (``_index_stream``; later reads double, up to CHUNK).
+#: (``_index_stream``; later reads take CHUNK).
 FIRST_READ = 64
 #: The job-hash fields ``matches`` reads (with the id): a search by error
 #: text or payload reads these first and whole hashes only for the jobs that
@@ -87,17 +87,14 @@ class SearchMixin(ListingMixin):
     def _index_stream(self, index: str, got: list[tuple[str, float]]) -> Iterator[Entry]:
         """The entries of one listing zset, newest first, from ``got``, its
         first FIRST_READ (read beside the other queues' in one round trip),
-        then keyset reads (each after the last entry read) doubling up to CHUNK."""
-        count = FIRST_READ
+        then keyset reads of CHUNK (each after the last entry read, one round
+        trip: ``read_after``)."""
+        entries, count = [entry_of(job_id, score) for job_id, score in got], FIRST_READ
         while True:
-            yield from (entry_of(job_id, score) for job_id, score in got)
-            if len(got) < count:
+            yield from entries
+            if len(entries) < count:
                 return
-            after, count = entry_of(*got[-1]), min(count * 2, CHUNK)
-            start = start_rank(self._pipe, index, after, False)
-            [got] = self._pipe(
-                lambda p, s=start, n=count: p.zrange(index, s, s + n - 1, desc=True, withscores=True)
-            )
+            entries, count = read_after(self._pipe, index, entries[-1], CHUNK), CHUNK
 
     def _probe(self, ids: list[str], query: SearchQuery) -> list[str]:
         """The ids of ``ids`` whose PROBE_FIELDS pass ``query`` (one
