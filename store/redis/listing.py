@@ -141,7 +141,7 @@ class ListingMixin(RedisPlumbing):
         if queue is not None and name is not None:
             runs = [self._both(s, queue, name, count, after, ascending) for s in statuses]
         else:
-            indexes = [i for s in statuses for i in self._indexes(s, queue, name)]
+            indexes = self._indexes(statuses, queue, name)
             ranks = start_ranks(pipe, indexes, after, ascending) if after else [0] * len(indexes)
             runs = [self._read_merged(indexes, ranks, count, ascending)]
         if status is None:
@@ -183,14 +183,16 @@ class ListingMixin(RedisPlumbing):
             want = {i: want[i] * 2 for i in more if cut is None or _after(cut, runs[i][-1], ascending)}
         return _merged(runs, count, ascending)[:count]
 
-    def _indexes(self, status: JobStatus, queue: str | None, name: str | None) -> list[str]:
-        """The listing zsets of ``status``: that of ``queue`` or of ``name``
-        (at most one given), or with neither those of every queue."""
+    def _indexes(self, statuses: list[JobStatus], queue: str | None, name: str | None) -> list[str]:
+        """The listing zsets of ``statuses``: that of ``queue`` or of ``name``
+        (at most one given), or with neither those of every queue (one read
+        of the queue names)."""
         if queue is not None:
-            return [self.keys.by_queue(status, queue)]
+            return [self.keys.by_queue(s, queue) for s in statuses]
         if name is not None:
-            return [self.keys.by_name(status, name)]
-        return [self.keys.by_queue(status, q) for q in self._queue_names()]
+            return [self.keys.by_name(s, name) for s in statuses]
+        names = self._queue_names()
+        return [self.keys.by_queue(s, q) for s in statuses for q in names]
 
     def _queue_names(self) -> list[str]:
         """Every queue ever indexed (``{P}:queue_names``), sorted."""
@@ -263,7 +265,7 @@ class ListingMixin(RedisPlumbing):
                 return len(self._leased(queue, None, None, True))
             [n] = self._pipe(lambda p: p.zcount(self.keys.leases, "-inf", "(+inf"))  # not LEASES_PAD
         else:
-            indexes = self._indexes(status, queue or None, None)
+            indexes = self._indexes([status], queue or None, None)
             n = sum(self._pipe(lambda p: [p.zcard(i) for i in indexes]))
         return int(n)
 

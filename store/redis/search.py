@@ -30,8 +30,8 @@ from store.search import SearchPage, SearchQuery, matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
-#: Entries of the first read of one queue's zset in a scan by status alone
-#: (``_index_stream``; later reads take CHUNK).
+#: Fewest entries of the first read of one listing zset in a scan
+#: (``_streams``; later reads take CHUNK).
 FIRST_READ = 64
 #: The job-hash fields ``matches`` reads (with the id): a search by error
 #: text or payload reads these first and whole hashes only for the jobs that
@@ -58,24 +58,30 @@ def _loads(text: str | None) -> Any:
 class SearchMixin(ListingMixin):
     """The engine half of ``search_jobs``."""
 
-    def _stream(self, status: JobStatus, query: SearchQuery) -> Iterator[Entry]:
-        """Entries of the listing index of ``status`` filtered by the query's
-        queue and name, newest first, read CHUNK at a time; InProgress's in
-        one read (the leases zset holds only the jobs in flight). Without a
-        queue or a name, the status's zsets of every queue, each read as
-        far as the merge takes it (``_index_stream``): a scan reads about
-        what it scans, not a chunk of every queue per chunk scanned."""
-        if status is JobStatus.InProgress:
-            yield from self._leased(query.queue, query.name, None, False)
-            return
-        if query.queue is None or query.name is None:
-            indexes = self._indexes(status, query.queue, query.name)
-            firsts = self._pipe(
-                lambda p: [p.zrange(i, 0, FIRST_READ - 1, desc=True, withscores=True) for i in indexes]
-            )
-            streams = [self._index_stream(i, first) for i, first in zip(indexes, firsts, strict=True)]
-            yield from heapq.merge(*streams, reverse=True)
-            return
+    def _streams(self, query: SearchQuery, scan_limit: int) -> list[Iterator[Entry]]:
+        """One stream of entries, newest first, per listing index the query
+        reads: the leases zset's for InProgress (one read: it holds only the
+        jobs in flight), the intersection walk's for a queue and a name
+        (``_entries``, CHUNK at a time), else each of the statuses' zsets
+        (of the queue, of the name, or of every queue), whose first reads
+        (twice ``scan_limit`` over the indexes, FIRST_READ to CHUNK each)
+        are one round trip for them all (``_index_stream``)."""
+        streams, indexed = [], []
+        for status in query.statuses():
+            if status is JobStatus.InProgress:
+                streams.append(iter(self._leased(query.queue, query.name, None, False)))
+            elif query.queue is not None and query.name is not None:
+                streams.append(self._walk(status, query))
+            else:
+                indexed.append(status)
+        indexes = self._indexes(indexed, query.queue, query.name) if indexed else []
+        first = min(CHUNK, max(FIRST_READ, -(-2 * scan_limit // max(1, len(indexes)))))
+        got = self._pipe(lambda p: [p.zrange(i, 0, first - 1, desc=True, withscores=True) for i in indexes])
+        return streams + [self._index_stream(i, g, first) for i, g in zip(indexes, got, strict=True)]
+
+    def _walk(self, status: JobStatus, query: SearchQuery) -> Iterator[Entry]:
+        """Entries of ``status`` in the query's queue with its name, newest
+        first, CHUNK at a time (the intersection walk of ``_entries``)."""
         after: Entry | None = None
         while True:
             chunk = self._entries(status, query.queue, query.name, CHUNK, after, False)
@@ -84,12 +90,12 @@ class SearchMixin(ListingMixin):
                 return
             after = chunk[-1]
 
-    def _index_stream(self, index: str, got: list[tuple[str, float]]) -> Iterator[Entry]:
+    def _index_stream(self, index: str, got: list[tuple[str, float]], count: int) -> Iterator[Entry]:
         """The entries of one listing zset, newest first, from ``got``, its
-        first FIRST_READ (read beside the other queues' in one round trip),
+        first ``count`` (read beside the other indexes' in one round trip),
         then keyset reads of CHUNK (each after the last entry read, one round
         trip: ``read_after``)."""
-        entries, count = [entry_of(job_id, score) for job_id, score in got], FIRST_READ
+        entries = [entry_of(job_id, score) for job_id, score in got]
         while True:
             yield from entries
             if len(entries) < count:
@@ -110,7 +116,7 @@ class SearchMixin(ListingMixin):
         return passed
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
-        stream = heapq.merge(*(self._stream(s, query) for s in query.statuses()), reverse=True)
+        stream = heapq.merge(*self._streams(query, scan_limit), reverse=True)
         found, scanned = [], 0
         while len(found) < limit and scanned < scan_limit:
             chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
@@ -120,8 +126,10 @@ class SearchMixin(ListingMixin):
             ids = [job_id for _, job_id in chunk]
             if query.id_part is not None:
                 ids = [job_id for job_id in ids if query.id_part in job_id.lower()]
-            if query.error is not None or query.payload is not None:
+            if ids and (query.error is not None or query.payload is not None):
                 ids = self._probe(ids, query)
+            if not ids:
+                continue
             hashes = self._pipe(lambda p, c=ids: [p.hgetall(self.keys.job(job_id)) for job_id in c])
             found += [job for job in (job_from_hash(h) for h in hashes if h) if matches(job, query)]
         complete = len(found) >= limit or scanned < scan_limit or next(stream, None) is None
