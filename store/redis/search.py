@@ -1,15 +1,17 @@
 """``search_jobs`` of the Redis store (a mixin of RedisStore): an honest,
 bounded scan. Redis has no index on part of an id, on error text or on
-payload fields, so the search reads the filtered listing index (status,
-queue and name narrow it exactly, store/redis/listing.py) newest first, at
-most ``scan_limit`` entries, and tests each job with store/search.py
+payload fields, so the search reads the filtered listing indexes (status,
+queue and name narrow them exactly, store/redis/listing.py; without a queue
+or a name, a status's zsets of every queue) merged newest first, at most
+``scan_limit`` entries, and tests each job with store/search.py
 ``matches``. Part of an id is tested on the index entry itself, so only
 jobs whose id matches are read; error text and payload on PROBE_FIELDS of
 each job (one HMGET), so only jobs that pass are read whole.
 
-Cost: ``scan_limit / CHUNK`` round trips for the index, one pipelined read of
-the candidates' PROBE_FIELDS (error or payload searched) and one of the
-matching hashes per chunk. ``complete`` is False when the scan limit is
+Cost: one round trip for the first FIRST_READ entries of every index, one
+more each time an index's CHUNK more are read, one pipelined read of the
+candidates' PROBE_FIELDS (error or payload searched) and one of the
+matching hashes per chunk scanned that holds any. ``complete`` is False when the scan limit is
 reached before the page fills.
 """
 
@@ -30,8 +32,8 @@ from store.search import SearchPage, SearchQuery, matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
-#: Fewest entries of the first read of one listing zset in a scan
-#: (``_streams``; later reads take CHUNK).
+#: Entries of the first read of one listing zset in a scan (``_streams``;
+#: later reads take CHUNK).
 FIRST_READ = 64
 #: The job-hash fields ``matches`` reads (with the id): a search by error
 #: text or payload reads these first and whole hashes only for the jobs that
@@ -58,14 +60,14 @@ def _loads(text: str | None) -> Any:
 class SearchMixin(ListingMixin):
     """The engine half of ``search_jobs``."""
 
-    def _streams(self, query: SearchQuery, scan_limit: int) -> list[Iterator[Entry]]:
+    def _streams(self, query: SearchQuery) -> list[Iterator[Entry]]:
         """One stream of entries, newest first, per listing index the query
         reads: the leases zset's for InProgress (one read: it holds only the
         jobs in flight), the intersection walk's for a queue and a name
         (``_entries``, CHUNK at a time), else each of the statuses' zsets
         (of the queue, of the name, or of every queue), whose first reads
-        (twice ``scan_limit`` over the indexes, FIRST_READ to CHUNK each)
-        are one round trip for them all (``_index_stream``)."""
+        (FIRST_READ each: a search that fills its page early reads little
+        of each) are one round trip for them all (``_index_stream``)."""
         streams, indexed = [], []
         for status in query.statuses():
             if status is JobStatus.InProgress:
@@ -75,9 +77,10 @@ class SearchMixin(ListingMixin):
             else:
                 indexed.append(status)
         indexes = self._indexes(indexed, query.queue, query.name) if indexed else []
-        first = min(CHUNK, max(FIRST_READ, -(-2 * scan_limit // max(1, len(indexes)))))
-        got = self._pipe(lambda p: [p.zrange(i, 0, first - 1, desc=True, withscores=True) for i in indexes])
-        return streams + [self._index_stream(i, g, first) for i, g in zip(indexes, got, strict=True)]
+        got = self._pipe(
+            lambda p: [p.zrange(i, 0, FIRST_READ - 1, desc=True, withscores=True) for i in indexes]
+        )
+        return streams + [self._index_stream(i, g, FIRST_READ) for i, g in zip(indexes, got, strict=True)]
 
     def _walk(self, status: JobStatus, query: SearchQuery) -> Iterator[Entry]:
         """Entries of ``status`` in the query's queue with its name, newest
@@ -116,7 +119,7 @@ class SearchMixin(ListingMixin):
         return passed
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
-        stream = heapq.merge(*self._streams(query, scan_limit), reverse=True)
+        stream = heapq.merge(*self._streams(query), reverse=True)
         found, scanned = [], 0
         while len(found) < limit and scanned < scan_limit:
             chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
