@@ -93,18 +93,30 @@ def start_ranks(pipe: Pipe, indexes: list[str], after: Entry, ascending: bool) -
 
 def read_after(pipe: Pipe, index: str, after: Entry, count: int) -> list[Entry]:
     """Up to ``count`` entries of ``index`` after ``after``, newest first, in
-    one round trip: those tied at ``after``'s score with a smaller id, then
-    those scored below it."""
-    at, after_id = int(stamp(after[0])), after[1]
-    ties, below = pipe(
-        lambda p: (
-            p.zrevrangebyscore(index, at, at, withscores=True),
-            p.zrevrangebyscore(index, f"({at}", "-inf", start=0, num=count, withscores=True),
-        )
-    )
-    got = [entry_of(job_id, score) for job_id, score in ties if job_id < after_id]
-    got += [entry_of(job_id, score) for job_id, score in below]
-    return got[:count]
+    one round trip (``read_after_many``)."""
+    return read_after_many(pipe, [(index, after, count)])[0]
+
+
+def read_after_many(pipe: Pipe, reads: list[tuple[str, Entry, int]]) -> list[list[Entry]]:
+    """For each ``(index, after, count)``: up to ``count`` entries of
+    ``index`` after ``after``, newest first (those tied at ``after``'s score
+    with a smaller id, then those scored below it); one round trip for all."""
+
+    def queue(p: Any) -> list[object]:
+        for index, (at, _), count in reads:
+            score = int(stamp(at))
+            p.zrevrangebyscore(index, score, score, withscores=True)
+            p.zrevrangebyscore(index, f"({score}", "-inf", start=0, num=count, withscores=True)
+        return []
+
+    replies = pipe(queue)
+    out = []
+    for k, (_, (_, after_id), count) in enumerate(reads):
+        ties, below = replies[2 * k], replies[2 * k + 1]
+        got = [entry_of(job_id, score) for job_id, score in ties if job_id < after_id]
+        got += [entry_of(job_id, score) for job_id, score in below]
+        out.append(got[:count])
+    return out
 
 
 def start_rank(pipe: Pipe, index: str, after: Entry, ascending: bool) -> int:

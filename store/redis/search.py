@@ -9,7 +9,7 @@ jobs whose id matches are read; error text and payload on PROBE_FIELDS of
 each job (one HMGET), so only jobs that pass are read whole.
 
 Cost: one round trip for the first FIRST_READ entries of every index, one
-more each time an index's CHUNK more are read, one pipelined read of the
+more each time the indexes about to run out are read further (``_merge``), one pipelined read of the
 candidates' PROBE_FIELDS (error or payload searched) and one of the
 matching hashes per chunk scanned that holds any. ``complete`` is False when the scan limit is
 reached before the page fills.
@@ -27,7 +27,7 @@ import orjson
 
 from store.lifecycle import JobStatus
 from store.redis.codec import job_from_hash
-from store.redis.listing import Entry, ListingMixin, entry_of, read_after
+from store.redis.listing import Entry, ListingMixin, entry_of, read_after_many
 from store.search import SearchPage, SearchQuery, matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
@@ -65,22 +65,27 @@ class SearchMixin(ListingMixin):
         reads: the leases zset's for InProgress (one read: it holds only the
         jobs in flight), the intersection walk's for a queue and a name
         (``_entries``, CHUNK at a time), else each of the statuses' zsets
-        (of the queue, of the name, or of every queue), whose first reads
-        (FIRST_READ each: a search that fills its page early reads little
-        of each) are one round trip for them all (``_index_stream``)."""
-        streams, indexed = [], []
+        (of the queue, of the name, or of every queue) merged into one
+        stream, whose first reads (FIRST_READ each: a search that fills its
+        page early reads little of each) are one round trip for them all
+        and whose further reads are batched (``_merge``)."""
+        streams: list[Iterator[Entry]] = []
+        leased: list[list[Entry]] = []
+        indexed = []
         for status in query.statuses():
             if status is JobStatus.InProgress:
-                streams.append(iter(self._leased(query.queue, query.name, None, False)))
+                leased.append(self._leased(query.queue, query.name, None, False))
             elif query.queue is not None and query.name is not None:
                 streams.append(self._walk(status, query))
             else:
                 indexed.append(status)
-        indexes = self._indexes(indexed, query.queue, query.name) if indexed else []
+        if not indexed:
+            return streams + [iter(run) for run in leased]
+        indexes = self._indexes(indexed, query.queue, query.name)
         got = self._pipe(
             lambda p: [p.zrange(i, 0, FIRST_READ - 1, desc=True, withscores=True) for i in indexes]
         )
-        return streams + [self._index_stream(i, g, FIRST_READ) for i, g in zip(indexes, got, strict=True)]
+        return [*streams, self._merge(indexes, got, leased)]
 
     def _walk(self, status: JobStatus, query: SearchQuery) -> Iterator[Entry]:
         """Entries of ``status`` in the query's queue with its name, newest
@@ -93,17 +98,50 @@ class SearchMixin(ListingMixin):
                 return
             after = chunk[-1]
 
-    def _index_stream(self, index: str, got: list[tuple[str, float]], count: int) -> Iterator[Entry]:
-        """The entries of one listing zset, newest first, from ``got``, its
-        first ``count`` (read beside the other indexes' in one round trip),
-        then keyset reads of CHUNK (each after the last entry read, one round
-        trip: ``read_after``)."""
-        entries = [entry_of(job_id, score) for job_id, score in got]
+    def _merge(
+        self, indexes: list[str], got: list[list[tuple[str, float]]], whole: list[list[Entry]]
+    ) -> Iterator[Entry]:
+        """The entries of ``indexes`` merged, newest first, from ``got``
+        (their first FIRST_READ each), read further in batches, and with
+        them the runs of ``whole`` (entries newest first, read whole).
+
+        In rounds: every entry at or above the cut (the newest last entry
+        read of the indexes that may hold more) is final, as nothing unread
+        of any index comes before it: those are yielded, merged. Then every
+        index that may hold more and whose last entry read comes before the
+        CHUNK-th newest entry left (so it would run out within the next
+        CHUNK entries yielded) is read further, all in one round trip
+        (``read_after_many``), twice what it read last time (at most
+        CHUNK). A scan spread over many queues thus costs a round trip or
+        two; one busy queue among idle ones, a round trip per read of it."""
+        runs = [[entry_of(job_id, score) for job_id, score in g] for g in got] + whole
+        more = [len(g) == FIRST_READ for g in got] + [False] * len(whole)
+        size = [FIRST_READ] * len(runs)
+        last: list[Entry | None] = [run[-1] if run else None for run in runs]
         while True:
-            yield from entries
-            if len(entries) < count:
+            open_ = [i for i, m in enumerate(more) if m]
+            if not open_:
+                yield from heapq.merge(*runs, reverse=True)
                 return
-            entries, count = read_after(self._pipe, index, entries[-1], CHUNK), CHUNK
+            cut = max(last[i] for i in open_)  # type: ignore[type-var]
+            final, kept = [], []
+            for run in runs:
+                k = next((j for j, e in enumerate(run) if e < cut), len(run))
+                final.append(run[:k])
+                kept.append(run[k:])
+            yield from heapq.merge(*final, reverse=True)
+            runs = kept
+            left = list(islice(heapq.merge(*runs, reverse=True), CHUNK))
+            edge = left[-1] if len(left) == CHUNK else None
+            chosen = [i for i in open_ if edge is None or last[i] >= edge]  # type: ignore[operator]
+            for i in chosen:
+                size[i] = min(CHUNK, 2 * size[i])
+            reads = read_after_many(self._pipe, [(indexes[i], last[i], size[i]) for i in chosen])  # type: ignore[misc]
+            for i, read in zip(chosen, reads, strict=True):
+                runs[i] = runs[i] + read
+                more[i] = len(read) == size[i]
+                if read:
+                    last[i] = read[-1]
 
     def _probe(self, ids: list[str], query: SearchQuery) -> list[str]:
         """The ids of ``ids`` whose PROBE_FIELDS pass ``query`` (one
@@ -119,7 +157,8 @@ class SearchMixin(ListingMixin):
         return passed
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
-        stream = heapq.merge(*self._streams(query), reverse=True)
+        streams = self._streams(query)
+        stream = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
         found, scanned = [], 0
         while len(found) < limit and scanned < scan_limit:
             chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
