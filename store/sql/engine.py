@@ -3,7 +3,9 @@
 SQLite: WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` for every write
 transaction, so writers queue on the database lock at BEGIN instead of failing
 with "database is locked" when a read transaction tries to upgrade (SQLAlchemy
-docs, "Serializable isolation / Savepoints / Transactional DDL" for pysqlite).
+docs, "Serializable isolation / Savepoints / Transactional DDL" for pysqlite);
+the store takes ``Engines.writer`` around each (store/sql/writer_lock.py), so
+that they queue without the busy handler's sleeps.
 Reads use a second engine whose transactions begin DEFERRED.
 
 PostgreSQL: with a schema (``LEASEHOLD_PG_SCHEMA``) every connection starts
@@ -25,6 +27,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
 from store.errors import ValidationError
+from store.sql.writer_lock import WriterLock
 
 #: How long a SQLite writer waits for the database lock, milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -107,12 +110,15 @@ class Engines(NamedTuple):
     single: a change that is one statement atomic on its own (PostgreSQL:
         autocommit with no statement timeout, so a worker's claim or ack is
         never cut; SQLite: the write engine).
+    writer: SQLite: the lock every write transaction takes first
+        (store/sql/writer_lock.py); PostgreSQL: None.
     """
 
     write: Engine
     read: Engine
     dialect: str
     single: Engine
+    writer: WriterLock | None = None
 
 
 def _json_dumps(value: Any) -> str:
@@ -200,7 +206,7 @@ def make_engines(
                 "path)",
             )
         write = _sqlite_engine(url, True)
-        return Engines(write, _sqlite_engine(url, False), "sqlite", write)
+        return Engines(write, _sqlite_engine(url, False), "sqlite", write, WriterLock(parsed.database))
     if backend == "postgresql":
         schema = resolve_pg_schema(pg_schema)
         timeout_s = pg_statement_timeout_s() if statement_timeout_s is None else statement_timeout_s

@@ -11,9 +11,11 @@ asks its ``Dialect``.
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import orjson
@@ -31,10 +33,13 @@ from store.sql import statements as sql
 from store.sql.classify import sqlstate, translate
 from store.sql.engine import make_engines, pg_statement_timeout_s
 from store.sql.rows import job_from_row
+from store.sql.writer_lock import WriterLock
 
 T = TypeVar("T")
 
 #: PostgreSQL SQLSTATEs worth retrying the whole transaction for.
+#: The write lock of an engine that has none (PostgreSQL), and of reads.
+_NO_LOCK = contextlib.nullcontext()
 _RETRYABLE_PG = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 _TX_ATTEMPTS = 4
 
@@ -217,6 +222,8 @@ class SqlPlumbing:
         self.clock_offset_s = 0.0
         engines = make_engines(url, pool_size)
         self.write_engine, self.read_engine, self.single_engine = engines.write, engines.read, engines.single
+        #: Taken around every write transaction (SQLite: store/sql/writer_lock.py).
+        self._writer: AbstractContextManager[None] = engines.writer or contextlib.nullcontext()
         dialect = engines.dialect
         #: Seconds a PostgreSQL read may run (LEASEHOLD_PG_STATEMENT_TIMEOUT); None on SQLite.
         self.statement_timeout_s = pg_statement_timeout_s() if dialect == "postgresql" else None
@@ -247,9 +254,10 @@ class SqlPlumbing:
             engine = self.single_engine
         else:
             engine = self.write_engine if write else self.read_engine
+        writer = self._writer if engine is self.write_engine else _NO_LOCK
         for attempt in range(_TX_ATTEMPTS):
             try:
-                with engine.begin() as conn:
+                with writer, engine.begin() as conn:
                     return fn(conn)
             except DBAPIError as exc:
                 if sqlstate(exc) in _RETRYABLE_PG and attempt + 1 < _TX_ATTEMPTS:
@@ -385,6 +393,8 @@ class SqlPlumbing:
     def close(self) -> None:
         for engine in {self.write_engine, self.read_engine, self.single_engine}:
             engine.dispose()
+        if isinstance(self._writer, WriterLock):
+            self._writer.close()
 
 
 __all__ = ["Dialect", "JobSpec", "Planned", "Refused", "SqlPlumbing", "event_row"]
