@@ -12,10 +12,21 @@ one at a time costs about 90 us in the client).
 
 from __future__ import annotations
 
+import re
+
 from uuid_utils import uuid7
+
+#: A whole id as ``new_id`` writes it (any UUID version, lowercase).
+ID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def new_id() -> str:
     """A new UUIDv7 as text (36 characters, lowercase, hyphenated),
     greater than every id this process made before."""
     return str(uuid7())
+
+
+def is_whole_id(text: str) -> bool:
+    """Whether ``text`` (lowercase) is a whole id: every job id is one, so
+    the only id that contains it is itself."""
+    return ID_TEXT.fullmatch(text) is not None

@@ -17,7 +17,10 @@ stops early says so with ``complete=False`` and ``scanned``:
   read and tested here (``matches``).
 
 So no search reads more than ``scan_limit`` jobs' rows on any store, and a
-console or API search costs the same on a table of any size.
+console or API search costs the same on a table of any size. A search whose
+id part is a whole job id (``store.ids.is_whole_id``: only that job's id
+contains it) reads that job alone by id, on every store, so it is found
+whatever its age (store/shared.py ``_search_by_id``).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import derived_event_totals, queue_event_totals
 from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerStopping
+from store.ids import is_whole_id
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation
 from store.models import (
     Counts,
@@ -38,7 +39,14 @@ from store.models import (
 )
 from store.records import UNQUIET, WORKER_COMMANDS, QueueState, WorkerInfo
 from store.registry import RegistryRecords
-from store.search import MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT, SearchPage, SearchQuery, parse_payload_filter
+from store.search import (
+    MAX_SCAN_LIMIT,
+    SEARCH_SCAN_LIMIT,
+    SearchPage,
+    SearchQuery,
+    matches,
+    parse_payload_filter,
+)
 from store.spec import check_actor, check_queue_name, refuse_nul, scrub_nul, unique_key_of
 
 #: An ack as the engine half takes it: (job id, token, result as JSON text or None).
@@ -356,7 +364,19 @@ class SharedStore(RegistryRecords, Bookings, JobStore):
         )
         if not query.statuses():
             return SearchPage([], True, 0)  # errors are kept on Failed and Scheduled jobs only
+        if query.id_part is not None and is_whole_id(query.id_part):
+            return self._search_by_id(query)
         return self._search(query, limit, scan_limit)
+
+    def _search_by_id(self, query: SearchQuery) -> SearchPage:
+        """A search whose id part is a whole job id: that job alone, read by
+        id and tested against the other criteria (found at any age, unlike
+        a scan; ``scanned`` is 1 when it exists)."""
+        try:
+            job = self.get(query.id_part or "")
+        except JobNotFound:
+            return SearchPage([], True, 0)
+        return SearchPage([job] if matches(job, query) else [], True, 1)
 
     @abc.abstractmethod
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:

@@ -126,3 +126,17 @@ def test_a_scan_window_holds_the_newest_jobs_across_queues(store: JobStore) -> N
 def test_bad_search_criteria_are_refused(store: JobStore, kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         store.search_jobs(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_whole_id_finds_its_job_beyond_the_scan_window(store: JobStore) -> None:
+    old = store.enqueue("t", {"k": 1}, queue="a")
+    store.clock_offset_s += 1
+    store.enqueue_many([("t", {"k": 2})] * 12)
+    assert store.search_jobs(id_part=old.id[:30], scan_limit=5) == SearchPage([], False, 5)
+    page = store.search_jobs(id_part=f" {old.id.upper()} ", scan_limit=5)
+    assert _ids(page) == {old.id} and page == SearchPage(page.items, True, 1)
+    assert _ids(store.search_jobs(id_part=old.id, queue="a", payload="k=1", status=S.Queued)) == {old.id}
+    assert store.search_jobs(id_part=old.id, queue="b") == SearchPage([], True, 1)
+    assert store.search_jobs(id_part=old.id, error="x") == SearchPage([], True, 1)  # no error kept
+    store.delete(old.id)
+    assert store.search_jobs(id_part=old.id) == SearchPage([], True, 0)
