@@ -10,7 +10,8 @@ database is free. So every write transaction of the SQL store on SQLite
 takes ``WriterLock``: this process's threads queue on a lock, and one of
 them at a time on an exclusive ``flock(2)`` of ``<database>-writer.lock``,
 beside the database, which the kernel hands to the next process as soon as
-it is released (or its holder dies). SQLite's own lock still decides: a
+it is released (or its holder dies); where there is no ``flock`` (not
+POSIX), only the threads queue here. SQLite's own lock still decides: a
 writer that does not take this lock (the ``sqlite3`` shell, a release
 before this one during a rolling deploy) is waited for by the busy handler
 as before. docs/architecture.md, "SQLite", has the figures.
@@ -18,11 +19,16 @@ as before. docs/architecture.md, "SQLite", has the figures.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import weakref
-from types import TracebackType
+from types import ModuleType, TracebackType
+
+fcntl: ModuleType | None
+try:
+    import fcntl
+except ImportError:  # not POSIX: threads queue here, processes in SQLite's busy handler
+    fcntl = None
 
 #: What is appended to the database's path to name the lock file.
 LOCK_SUFFIX = "-writer.lock"
@@ -46,7 +52,7 @@ class WriterLock:
     def __enter__(self) -> None:
         self._threads.acquire()
         try:
-            if self._depth == 0:
+            if self._depth == 0 and fcntl is not None:
                 if self._fd < 0:
                     self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
                 fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -60,7 +66,7 @@ class WriterLock:
     ) -> None:
         self._depth -= 1
         try:
-            if self._depth == 0:
+            if self._depth == 0 and fcntl is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         finally:
             self._threads.release()
@@ -91,4 +97,5 @@ def _after_fork_in_child() -> None:
         lock._forked()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
