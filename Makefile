@@ -43,15 +43,17 @@ chromium:
 # Lint, then the test suite against PostgreSQL and Redis (started if needed by
 # scripts/services.sh, whose export lines are evaluated in the same shell): most of it
 # in PYTEST_WORKERS processes (pytest-xdist; every test makes its own store, so they
-# share nothing), then the fault-injection, many-process and browser tests one at a
-# time (they time real processes and a real browser, which sharing two cores would skew).
+# share nothing; worksteal: a process that runs out takes tests queued for another, so
+# the slowest ones do not finish alone at the end), then the fault-injection,
+# many-process and browser tests one at a time (they time real processes and a real
+# browser, which sharing two cores would skew).
 PYTEST_WORKERS ?= 3
 SERIAL := tests/faults tests/browser tests/store/test_contract_processes.py
 test: $(STAMP) $(HTMX) chromium
 	$(SERVICES) \
 	$(BIN)/ruff format --check . && \
 	$(BIN)/ruff check . && \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
 	$(BIN)/pytest $(SERIAL) $(PYTEST_ARGS)
 
 # The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
