@@ -26,7 +26,7 @@ whatever its age (store/shared.py ``_search_by_id``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -107,25 +107,7 @@ def error_texts(error: Any) -> tuple[str, str]:
     return str(error.get("type") or "").lower(), str(error.get("message") or "").lower()
 
 
-class Searchable(Protocol):
-    """What ``matches`` reads of a job: a Job, or a store's partial read of
-    one (store/redis/search.py reads these fields alone before whole jobs)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def status(self) -> JobStatus: ...
-    @property
-    def queue(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def error(self) -> Any: ...
-    @property
-    def payload(self) -> Any: ...
-
-
-def matches(job: Searchable, query: SearchQuery) -> bool:
+def matches(job: Job, query: SearchQuery) -> bool:
     """Whether ``job`` passes every criterion of ``query`` (the listing
     filters included), for the stores that test jobs one by one."""
     if query.status is not None and job.status is not query.status:
@@ -136,19 +118,30 @@ def matches(job: Searchable, query: SearchQuery) -> bool:
         return False
     if query.id_part is not None and query.id_part not in job.id.lower():
         return False
-    if query.error is not None:
-        wanted = query.error.lower()
-        if job.status not in ERROR_STATUSES or not any(wanted in t for t in error_texts(job.error)):
-            return False
-    if query.payload is not None:
-        key, value = query.payload
-        if not isinstance(job.payload, dict) or key not in job.payload:
-            return False
-        found = job.payload[key]
-        if type(found) is not type(value) and not (_number(found) and _number(value)):
-            return False  # 1 == True in Python, not in JSON
-        return bool(found == value)
-    return True
+    if query.error is not None and (
+        job.status not in ERROR_STATUSES or not error_matches(job.error, query.error)
+    ):
+        return False
+    return query.payload is None or payload_matches(job.payload, query.payload)
+
+
+def error_matches(error: Any, text: str) -> bool:
+    """Whether a stored error's type or message holds ``text`` (any case)."""
+    wanted = text.lower()
+    return any(wanted in t for t in error_texts(error))
+
+
+def payload_matches(payload: Any, field: tuple[str, Any]) -> bool:
+    """Whether ``payload`` is an object whose field ``field[0]`` equals the
+    JSON value ``field[1]`` (a number equals a number of the other type, as
+    in JSON; a boolean is not a number)."""
+    key, value = field
+    if not isinstance(payload, dict) or key not in payload:
+        return False
+    found = payload[key]
+    if type(found) is not type(value) and not (_number(found) and _number(value)):
+        return False  # 1 == True in Python, not in JSON
+    return bool(found == value)
 
 
 def _number(value: Any) -> bool:

@@ -296,6 +296,7 @@ class Scripts:
     record_hold: Function
     record_prune: Function
     idle: Function
+    job_fields: Function
 
     @classmethod
     def load(cls, client: Any) -> Scripts:

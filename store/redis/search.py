@@ -5,21 +5,21 @@ queue and name narrow them exactly, store/redis/listing.py; without a queue
 or a name, a status's zsets of every queue) merged newest first, at most
 ``scan_limit`` entries, and tests each job with store/search.py
 ``matches``. Part of an id is tested on the index entry itself, so only
-jobs whose id matches are read; error text and payload on PROBE_FIELDS of
-each job (one HMGET), so only jobs that pass are read whole.
+jobs whose id matches are read; error text and payload on those fields of
+each job alone (``_probe``), so only jobs that pass are read whole.
 
 Cost: one round trip for the first FIRST_READ entries of every index, one
-more each time the indexes about to run out are read further (``_merge``), one pipelined read of the
-candidates' PROBE_FIELDS (error or payload searched) and one of the
-matching hashes per chunk scanned that holds any. ``complete`` is False when the scan limit is
-reached before the page fills.
+more each time the indexes about to run out are read further (``_merge``),
+and per chunk of CHUNK entries scanned one call reading the searched fields
+of its jobs (error or payload searched; lua/job_fields.lua) and one
+pipelined read of the hashes that pass, if any. ``complete`` is False when
+the scan limit is reached before the page fills.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -28,29 +28,13 @@ import orjson
 from store.lifecycle import JobStatus
 from store.redis.codec import job_from_hash
 from store.redis.listing import Entry, ListingMixin, entry_of, read_after_many
-from store.search import SearchPage, SearchQuery, matches
+from store.search import SearchPage, SearchQuery, error_matches, matches, payload_matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
 #: Entries of the first read of one listing zset in a scan (``_streams``;
 #: later reads take CHUNK).
 FIRST_READ = 64
-#: The job-hash fields ``matches`` reads (with the id): a search by error
-#: text or payload reads these first and whole hashes only for the jobs that
-#: pass, a fifth of the bytes and no Job built per job scanned.
-PROBE_FIELDS = ("status", "queue", "name", "error", "payload")
-
-
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """PROBE_FIELDS of one job, decoded (store/search.py ``Searchable``)."""
-
-    id: str
-    status: JobStatus
-    queue: str
-    name: str
-    error: Any
-    payload: Any
 
 
 def _loads(text: str | None) -> Any:
@@ -144,16 +128,27 @@ class SearchMixin(ListingMixin):
                     last[i] = read[-1]
 
     def _probe(self, ids: list[str], query: SearchQuery) -> list[str]:
-        """The ids of ``ids`` whose PROBE_FIELDS pass ``query`` (one
-        pipelined HMGET; jobs deleted meanwhile dropped)."""
-        rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), PROBE_FIELDS) for job_id in ids])
+        """The ids of ``ids`` whose error (``error_matches``) and payload
+        (``payload_matches``) pass the query, when searched. Those fields
+        alone are read, of every job in one call (lua/job_fields.lua): the
+        index read gave the status, queue and name, and ``matches`` tests
+        every criterion again on the jobs read whole. So a payload search
+        reads no error text and one command a chunk, not one a job; jobs
+        deleted meanwhile are dropped."""
+        fields = [
+            f for f, wanted in (("error", query.error), ("payload", query.payload)) if wanted is not None
+        ]
+        flat = self._eval(self._lua.job_fields, self._route, [len(fields), *fields, *ids])
         passed = []
-        for job_id, (status, queue, name, error, payload) in zip(ids, rows, strict=True):
-            if status is None:
+        for i, job_id in enumerate(ids):
+            got = dict(zip(fields, flat[i * len(fields) : (i + 1) * len(fields)], strict=True))
+            if query.error is not None and not error_matches(_loads(got["error"]), query.error):
                 continue
-            probe = Probe(job_id, JobStatus(int(status)), queue, name, _loads(error), _loads(payload))
-            if matches(probe, query):
-                passed.append(job_id)
+            if query.payload is not None and (
+                got["payload"] is None or not payload_matches(orjson.loads(got["payload"]), query.payload)
+            ):
+                continue
+            passed.append(job_id)
         return passed
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:

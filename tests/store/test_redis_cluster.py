@@ -269,6 +269,8 @@ def test_counts_and_list_paging(store: RedisStore) -> None:
     stamps = [(j.last_updated_at, j.id) for j in seen]
     assert stamps == sorted(stamps, reverse=True)
     assert len(store.list_jobs(status=S.Queued, queue="qb", limit=50).items) == 3
+    page = store.search_jobs(payload="i=3")  # lua/job_fields.lua reads the payloads
+    assert sorted(j.name for j in page.items) == ["alpha", "beta"] and page.complete
 
 
 def test_acks_claiming_the_next_jobs_on_the_cluster(store: RedisStore) -> None:
