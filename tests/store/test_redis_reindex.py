@@ -3,29 +3,16 @@ rebuild for jobs indexed by an earlier layout (store/redis/reindex.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from store import open_store
 from store.lifecycle import JobStatus
 from store.redis.reindex import reindex, unindexed
 from store.redis.store import RedisStore
-from tests.backends import BACKENDS, delete_redis_prefix, redis_url_with_prefix
+from tests.backends import BACKENDS
 from tests.store.helpers import redis_status_ids
 
 S = JobStatus
 pytestmark = pytest.mark.skipif("redis" not in BACKENDS, reason="Redis not among the test backends")
-
-
-@pytest.fixture
-def redis_store() -> Iterator[RedisStore]:
-    url, prefix = redis_url_with_prefix()
-    store = open_store(url)
-    assert isinstance(store, RedisStore)
-    yield store
-    store.close()
-    delete_redis_prefix(url, prefix)
 
 
 def _as_seconds(store: RedisStore) -> None:

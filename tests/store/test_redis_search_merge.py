@@ -6,28 +6,19 @@ reads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from store import open_store
 from store.redis import search
 from store.redis.store import RedisStore
-from tests.backends import BACKENDS, delete_redis_prefix, redis_url_with_prefix
+from tests.backends import BACKENDS
 
 pytestmark = pytest.mark.skipif("redis" not in BACKENDS, reason="Redis not among the test backends")
 
 
-@pytest.fixture
-def redis_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[RedisStore]:
+@pytest.fixture(autouse=True)
+def _small_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search, "FIRST_READ", 2)
     monkeypatch.setattr(search, "CHUNK", 4)
-    url, prefix = redis_url_with_prefix()
-    store = open_store(url)
-    assert isinstance(store, RedisStore)
-    yield store
-    store.close()
-    delete_redis_prefix(url, prefix)
 
 
 def _newest_first(store: RedisStore, ids: list[str]) -> list[str]:
