@@ -33,7 +33,7 @@ from store.search import SearchPage, SearchQuery, error_matches, matches, payloa
 #: Index entries (and at most as many job hashes) read per round trip.
 CHUNK = 500
 #: Entries of the first read of one listing zset in a scan (``_streams``;
-#: later reads take CHUNK).
+#: each later read of it takes twice its last, at most CHUNK: ``_merge``).
 FIRST_READ = 64
 
 

@@ -37,9 +37,9 @@ from store.sql.writer_lock import WriterLock
 
 T = TypeVar("T")
 
-#: PostgreSQL SQLSTATEs worth retrying the whole transaction for.
 #: The write lock of an engine that has none (PostgreSQL), and of reads.
 _NO_LOCK = contextlib.nullcontext()
+#: PostgreSQL SQLSTATEs worth retrying the whole transaction for.
 _RETRYABLE_PG = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 _TX_ATTEMPTS = 4
 
@@ -223,7 +223,7 @@ class SqlPlumbing:
         engines = make_engines(url, pool_size)
         self.write_engine, self.read_engine, self.single_engine = engines.write, engines.read, engines.single
         #: Taken around every write transaction (SQLite: store/sql/writer_lock.py).
-        self._writer: AbstractContextManager[None] = engines.writer or contextlib.nullcontext()
+        self._writer: AbstractContextManager[None] = engines.writer or _NO_LOCK
         dialect = engines.dialect
         #: Seconds a PostgreSQL read may run (LEASEHOLD_PG_STATEMENT_TIMEOUT); None on SQLite.
         self.statement_timeout_s = pg_statement_timeout_s() if dialect == "postgresql" else None
