@@ -20,6 +20,7 @@ from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.bookkeeping import CHANGE_COLUMNS
 from store.sql.changes import const
+from store.sql.group_commit import GroupCommit
 from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
 from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 
@@ -41,6 +42,7 @@ class SqliteDialect(Dialect):
         self._q_recover = sql.apply_failure(now, expired_only=True)
         self._q_expired = sql.expired_leases(now, lock=True)
         self._q_progress = ops.set_progress(now)
+        self._group = GroupCommit(self.insert_rows)
 
     def upsert(self, table: Table) -> Insert:
         return sqlite.insert(table)
@@ -64,20 +66,49 @@ class SqliteDialect(Dialect):
     def event_params(self, changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         return list(changes)  # event_row gives every key
 
+    def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
+        """One job: written with the single-job enqueues of other threads
+        that arrive meanwhile (store/sql/group_commit.py); several: in one
+        transaction of their own (``insert_rows``)."""
+        if len(rows) == 1:
+            return [self._group.insert(rows[0])]
+        return self.insert_rows(rows)
+
+    def insert_rows(self, rows: list[dict[str, Any]]) -> list[Job]:
+        """``insert_in``'s work with only the statements inside the write
+        transaction (so under the writer lock, store/sql/writer_lock.py): the
+        JSON texts, parameters and changes are made before it, the Jobs after."""
+        texts, params, changes = self._insert_parts(rows)
+        stamped = self.p.tx(lambda conn: self._insert_rows(conn, params, changes))
+        return new_jobs(rows, texts, stamped)
+
     def insert_in(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Job]:
+        texts, params, changes = self._insert_parts(rows)
+        return new_jobs(rows, texts, self._insert_rows(conn, params, changes))
+
+    def _insert_parts(
+        self, rows: list[dict[str, Any]]
+    ) -> tuple[dict[str, list[str | None]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The JSON texts of ``rows``, the insert's parameters and the
+        enqueue's changes for ``SqlPlumbing.book``."""
         texts = json_texts(rows)
         params = [{**r, **{c: t[i] for c, t in texts.items()}} for i, r in enumerate(rows)]
+        kind = rule(Operation.ENQUEUE).event
+        changes = [event_row(r["id"], kind, None, r["status"], None, 0, queue=r["queue"]) for r in rows]
+        return texts, params, changes
+
+    def _insert_rows(
+        self, conn: Connection, params: list[dict[str, Any]], changes: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Insert the rows and book their changes in ``conn``; the times the
+        insert gave each job, by id."""
         if len(params) == 1:  # one job: no SQLAlchemy processing to do on it
             result = self._q_insert_one.run(conn, params)
         else:
             result = conn.execute(self._q_insert, params)
         stamped = {r["id"]: r for r in result.mappings()}
-        created = new_jobs(rows, texts, stamped)
-        kind = rule(Operation.ENQUEUE).event
-        self.p.book(
-            conn, [event_row(j.id, kind, None, int(j.status), None, 0, queue=j.queue) for j in created]
-        )
-        return created
+        self.p.book(conn, changes)
+        return stamped
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
         """See Dialect.claim; with the parameter ``job``, that job alone."""
