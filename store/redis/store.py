@@ -37,12 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from store import lifecycle
 from store.base import MAX_BATCH, Notice
 from store.contract_operating import ProgressReport
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
+from store.group_commit import GroupCommit
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
@@ -65,11 +67,17 @@ from store.redis.recovery import RecoveryMixin
 from store.redis.search import SearchMixin
 from store.redis.wakeups import WAKEUP_KEPT, HandOver, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
-from store.spec import clean_error
+from store.spec import clean_error, unique_key_of
 
 S = JobStatus
 #: Statuses in which a job holds its unique key whatever its age (lua/enqueue.lua ARGV[6]).
 HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
+
+
+def _keyed(spec: JobSpec) -> bool:
+    """Whether a job names an idempotency or unique key (its write can be
+    refused: it is not written with other callers' jobs)."""
+    return spec.idempotency_key is not None or unique_key_of(spec) is not None
 
 
 class RedisStore(
@@ -100,6 +108,18 @@ class RedisStore(
         lua/enqueue_flow.lua (flow.py)."""
         if specs[0].uses_flow:
             return self._enqueue_flow(specs[0])
+        if len(specs) == 1 and not _keyed(specs[0]):
+            return [self._group.insert(specs[0])], None
+        return self._write_jobs(specs)
+
+    @cached_property
+    def _group(self) -> GroupCommit:
+        """Single plain enqueues of concurrent threads in one call (store/group_commit.py)."""
+        return GroupCommit(lambda specs: self._write_jobs(specs)[0])
+
+    def _write_jobs(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
+        """One lua/enqueue.lua call for ``specs``: the jobs, or none and the
+        holder of a key one of them names."""
         rows = []
         args = self._args(WAKEUP_KEPT, Operation.ENQUEUE.value, HOLDING_UNIQUE)
         for spec in specs:

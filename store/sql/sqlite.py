@@ -14,13 +14,13 @@ import orjson
 from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, func, select
 from sqlalchemy.dialects import sqlite
 
+from store.group_commit import GroupCommit
 from store.lifecycle import JobStatus, Operation, rule
 from store.models import Job
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.bookkeeping import CHANGE_COLUMNS
 from store.sql.changes import const
-from store.sql.group_commit import GroupCommit
 from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
 from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 
@@ -68,7 +68,7 @@ class SqliteDialect(Dialect):
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
         """One job: written with the single-job enqueues of other threads
-        that arrive meanwhile (store/sql/group_commit.py); several: in one
+        that arrive meanwhile (store/group_commit.py); several: in one
         transaction of their own (``insert_rows``)."""
         if len(rows) == 1:
             return [self._group.insert(rows[0])]

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event
 
 from store import open_store
-from store.sql.group_commit import GroupCommit
+from store.group_commit import GroupCommit
 from store.sql.store import SqlStore
 from tests.workers.procs import wait_until
 

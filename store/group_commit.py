@@ -1,21 +1,27 @@
-"""Group commit of single-job enqueues on SQLite.
+"""Group commit of single-job enqueues: the jobs that concurrent threads
+enqueue one at a time while one is being written go together in the next
+write (the way a database's group commit shares one log flush among the
+transactions waiting for it).
 
-SQLite writes one transaction at a time (store/sql/writer_lock.py), and a
-web process's threads each enqueueing one job queue on that lock: under
-`POST /api/jobs` the lock was held 77 % of the time, a transaction's hold
-stretched to 0.6 ms by the threads of its own process taking the GIL
-between its statements. ``GroupCommit`` lets the jobs that arrive while one
-is being written go together in the next transaction: one writer lock, one
-BEGIN ... COMMIT and one bookkeeping round for all of them (the way a
-database's group commit shares one log flush among the transactions
-waiting for it).
+* SQLite (store/sql/sqlite.py) writes one transaction at a time
+  (store/sql/writer_lock.py). Under ``POST /api/jobs`` the web processes
+  held the writer lock 77 % of the time, each transaction stretched to
+  0.6 ms by its own process's threads taking the GIL between its
+  statements. Together: one lock, one BEGIN ... COMMIT and one bookkeeping
+  round for all of them.
+* Redis (store/redis/store.py): one function call for all of them
+  (lua/enqueue.lua takes a chunk), whose fixed cost (the clock, the
+  wake-ups, the call itself) is about half of a single enqueue's server
+  instructions, and one round trip.
 
 Leader and followers, no thread of its own: the first caller with no write
 in progress writes everything pending (its own job with it); callers that
 arrive meanwhile wait, and when the write ends the first of them writes
-what is pending then. A caller returns once its own job is committed, as
-before; a batch that fails is written again one job at a time, so each
-caller gets its own result or its own error.
+what is pending then. A caller returns once its own job is written, as
+before; a single caller is written at once, alone. A batch that fails is
+written again one job at a time, so each caller gets its own result or its
+own error. Only jobs without idempotency or unique keys or flow options go
+this way (their writes can refuse one job of a chunk).
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from typing import Any
 
 from store.models import Job
 
-#: Writes rows in one transaction; returns their Jobs in the same order.
-Write = Callable[[list[dict[str, Any]]], list[Job]]
+#: Writes rows (what the store's write takes for one job) in one unit;
+#: returns their Jobs in the same order.
+Write = Callable[[list[Any]], list[Job]]
 
 
 class _Waiter:
@@ -35,7 +42,7 @@ class _Waiter:
 
     __slots__ = ("done", "error", "job", "lead", "row")
 
-    def __init__(self, row: dict[str, Any]) -> None:
+    def __init__(self, row: Any) -> None:
         self.row = row
         self.done = threading.Event()
         self.lead = False
@@ -50,8 +57,8 @@ class _Waiter:
 
 
 class GroupCommit:
-    """Single-row inserts of concurrent callers, written in shared
-    transactions by ``write`` (thread-safe)."""
+    """Single-job writes of concurrent callers, shared by ``write``
+    (thread-safe)."""
 
     def __init__(self, write: Write) -> None:
         self._write = write
@@ -59,7 +66,7 @@ class GroupCommit:
         self._pending: list[_Waiter] = []
         self._writing = False
 
-    def insert(self, row: dict[str, Any]) -> Job:
+    def insert(self, row: Any) -> Job:
         """Write ``row`` (with whatever else is pending) and return its Job
         once committed. Raises what writing it alone raises."""
         me = _Waiter(row)
