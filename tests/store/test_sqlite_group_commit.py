@@ -6,26 +6,13 @@ one job at a time."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import event
 
-from store import open_store
 from store.group_commit import GroupCommit
 from store.sql.store import SqlStore
 from tests.workers.procs import wait_until
-
-
-@pytest.fixture
-def sqlite_store(request: pytest.FixtureRequest, tmp_path: Path, store_settings) -> Iterator[SqlStore]:
-    url = request.getfixturevalue("sqlite_template").clone(tmp_path)
-    store = open_store(url, store_settings)
-    assert isinstance(store, SqlStore)
-    yield store
-    store.close()
 
 
 def test_jobs_that_arrive_during_a_write_share_the_next_transaction(sqlite_store: SqlStore) -> None:

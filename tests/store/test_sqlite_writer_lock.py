@@ -8,26 +8,13 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from sqlalchemy.engine import make_url
 
-from store import open_store
 from store.lifecycle import JobStatus
 from store.sql.store import SqlStore
 from store.sql.writer_lock import LOCK_SUFFIX
 from tests.workers.procs import wait_until
-
-
-@pytest.fixture
-def sqlite_store(request: pytest.FixtureRequest, tmp_path: Path, store_settings) -> Iterator[SqlStore]:
-    url = request.getfixturevalue("sqlite_template").clone(tmp_path)
-    store = open_store(url, store_settings)
-    assert isinstance(store, SqlStore)
-    yield store
-    store.close()
 
 
 def _lock_path(store: SqlStore) -> str:
