@@ -132,8 +132,8 @@ class Worker(ClaimLoop):
         ``unquiet`` takes a quiet back (claims resume), ``stop`` is the
         graceful path of SIGTERM and makes the process exit with
         EXIT_STOPPED (a supervisor does not replace it). Called from the
-        heartbeat thread."""
-        log.info("worker %s: operator command %r", self.id, command)
+        heartbeat thread. The log line is written once the command has
+        taken effect."""
         if command == "quiet":
             self._quiet.set()
             if self.listener is not None:  # no enqueue hands it a job from now on
@@ -145,6 +145,7 @@ class Worker(ClaimLoop):
                 self.exit_code = EXIT_STOPPED
             self.stop()
         self._wakeup.set()
+        log.info("worker %s: operator command %r", self.id, command)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self._signals += 1

@@ -69,7 +69,8 @@ def test_unquiet_lets_a_quiet_worker_claim_again(handle: StoreHandle, spawn: Spa
     store.command_worker("w-uq", "quiet", actor="operator:ann")
     wait_until(lambda: "operator command 'quiet'" in proc.log(), what="the worker to go quiet")
     job = store.enqueue("noop")
-    assert job_is(store, job.id, "Queued")
+    # Queued: not claimed; a hand-over that raced the quiet is released at once (no attempt spent)
+    assert wait_until(lambda: job_is(store, job.id, "Queued"), what="the job to wait").retry_count == 0
     store.command_worker("w-uq", "unquiet", actor="operator:ann")
     done = wait_until(lambda: job_is(store, job.id, "Completed"), what="the job to be claimed")
     assert done.worker_id == "w-uq" and "operator command 'unquiet'" in proc.log()
