@@ -25,16 +25,18 @@ BULK_JOBS = 5_000
 
 
 def _seen_values(page: Page, selector: str, until: Callable[[], bool], timeout_s: float = 60) -> set[int]:
-    """Every aria-valuenow the bar at ``selector`` shows until ``until()``."""
+    """Every aria-valuenow the bar at ``selector`` shows until ``until()``,
+    the last read after ``until()`` held (so the final value is among them)."""
     seen: set[int] = set()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        done = until()
         bar = page.locator(selector)
         if bar.count():
             value = bar.get_attribute("aria-valuenow")
             if value is not None:
                 seen.add(int(value))
-        if until():
+        if done:
             return seen
         page.wait_for_timeout(100)
     raise AssertionError(f"timed out; the bar showed {sorted(seen)}")
