@@ -67,10 +67,11 @@ class SqliteDialect(Dialect):
         return list(changes)  # event_row gives every key
 
     def insert(self, rows: list[dict[str, Any]]) -> list[Job]:
-        """One job: written with the single-job enqueues of other threads
-        that arrive meanwhile (store/group_commit.py); several: in one
-        transaction of their own (``insert_rows``)."""
-        if len(rows) == 1:
+        """One job without an idempotency key: written with the single-job
+        enqueues of other threads that arrive meanwhile
+        (store/group_commit.py; a key's conflict would fail the whole group);
+        otherwise in one transaction of their own (``insert_rows``)."""
+        if len(rows) == 1 and rows[0]["idempotency_key"] is None:
             return [self._group.insert(rows[0])]
         return self.insert_rows(rows)
 
