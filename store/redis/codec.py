@@ -66,6 +66,12 @@ ENQUEUE_OPTIONAL = (
 ENQUEUE_LETTERED = tuple((chr(ord("a") + i), name) for i, name in enumerate(ENQUEUE_OPTIONAL))
 
 
+def delay_text(delay_s: float) -> str:
+    """A job's delay as lua/enqueue.lua takes it: ``"0"`` for none (read with
+    no ``tonumber``), else seconds as ``repr`` of a float."""
+    return repr(float(delay_s)) if delay_s > 0 else "0"
+
+
 def enqueue_values(
     fields: Mapping[str, str], status: int, delay: str, unique_for: str | None
 ) -> list[str | int]:

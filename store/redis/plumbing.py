@@ -93,8 +93,10 @@ class RedisPlumbing:
         self._lua = Scripts.load(self._client)
 
     def _offset(self) -> str:
-        """ARGV[1] of every script that reads the clock."""
-        return repr(float(self.clock_offset_s))
+        """ARGV[1] of every script that reads the clock: ``"0"`` when there is
+        no offset (lib/clock.lua then reads no number), else seconds."""
+        offset = float(self.clock_offset_s)
+        return repr(offset) if offset else "0"
 
     def _args(self, *rest: Any) -> list[Any]:
         """ARGV of a job script: clock offset, events kept per job, 0 (unused:

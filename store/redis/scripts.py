@@ -111,25 +111,34 @@ def flow_table() -> str:
 
 
 def status_text_table() -> str:
-    """``local STATUS_TEXT``: each status code's text by code, and
-    ``LEASES_PAD`` (store/redis/keys.py). A number passed
-    to ``redis.call`` is formatted with ``%.17g`` on every call (about 2k
-    instructions); the functions pass these texts instead."""
+    """``local STATUS_TEXT``: each status code's text by code,
+    ``STATUS_CODE`` each code by its text, and ``LEASES_PAD``
+    (store/redis/keys.py). A number passed to ``redis.call`` is formatted
+    with ``%.17g`` on every call (about 2k instructions), and ``tonumber``
+    of a text costs a strtod (about 1k): the functions pass these texts and
+    look codes up instead."""
     entries = ", ".join(f"[{int(s)}] = '{int(s)}'" for s in lifecycle.JobStatus)
-    return f"local STATUS_TEXT = {{{entries}}}\nlocal LEASES_PAD = '{LEASES_PAD}'"
+    codes = ", ".join(f"['{int(s)}'] = {int(s)}" for s in lifecycle.JobStatus)
+    return (
+        f"local STATUS_TEXT = {{{entries}}}\nlocal STATUS_CODE = {{{codes}}}\n"
+        f"local LEASES_PAD = '{LEASES_PAD}'"
+    )
 
 
 def enqueue_table() -> str:
     """The layout of a job's ARGV values that lua/enqueue.lua reads
     (store/redis/codec.py ``enqueue_values``): ``ENQUEUE_FIXED`` (the fields
     in order), ``ENQUEUE_BYTE`` (the byte of each optional value's letter, by
-    name) and ``ENQUEUE_FIELD`` (its name by that byte)."""
+    name), ``ENQUEUE_FIELD`` (its name by that byte) and ``UNIQUE_HOLDING``
+    (the status texts whose job holds its unique key whatever its age: every
+    status not terminal, ``lifecycle.TERMINAL``)."""
     fixed = ", ".join(_lua_text(f) for f in ENQUEUE_FIXED)
+    holding = ", ".join(f"['{int(s)}'] = true" for s in sorted(set(lifecycle.JobStatus) - lifecycle.TERMINAL))
     letters = ", ".join(f"{name} = {ord(letter)}" for letter, name in ENQUEUE_LETTERED)
     names = ", ".join(f"[{ord(letter)}] = {_lua_text(name)}" for letter, name in ENQUEUE_LETTERED)
     return (
         f"local ENQUEUE_FIXED = {{{fixed}}}\nlocal ENQUEUE_BYTE = {{{letters}}}\n"
-        f"local ENQUEUE_FIELD = {{{names}}}"
+        f"local ENQUEUE_FIELD = {{{names}}}\nlocal UNIQUE_HOLDING = {{{holding}}}"
     )
 
 

@@ -58,20 +58,17 @@ from store.redis.plumbing import (
     SCRIPT_BATCH,
     Failure,
     chunks,
-    codes,
     op_args,
     refusal,
 )
 from store.redis.records import RecordsMixin
 from store.redis.recovery import RecoveryMixin
 from store.redis.search import SearchMixin
-from store.redis.wakeups import WAKEUP_KEPT, HandOver, RedisWakeups
+from store.redis.wakeups import HandOver, RedisWakeups
 from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
 from store.spec import clean_error, unique_key_of
 
 S = JobStatus
-#: Statuses in which a job holds its unique key whatever its age (lua/enqueue.lua ARGV[6]).
-HOLDING_UNIQUE = codes(sorted(set(S) - lifecycle.TERMINAL))
 
 
 def _keyed(spec: JobSpec) -> bool:
@@ -121,13 +118,13 @@ class RedisStore(
         """One lua/enqueue.lua call for ``specs``: the jobs, or none and the
         holder of a key one of them names."""
         rows = []
-        args = self._args(WAKEUP_KEPT, Operation.ENQUEUE.value, HOLDING_UNIQUE)
+        args = self._args()
         for spec in specs:
             job_id = new_id()
             status = lifecycle.enqueue_target(spec.delay_s)
             fields = codec.spec_fields(spec, job_id, self.settings)
             unique_for = None if spec.unique_for is None else repr(float(spec.unique_for))
-            args += codec.enqueue_values(fields, int(status), repr(float(spec.delay_s)), unique_for)
+            args += codec.enqueue_values(fields, int(status), codec.delay_text(spec.delay_s), unique_for)
             rows.append((fields, status, float(spec.delay_s)))
         reply = self._eval(self._lua.enqueue, self._route, args)
         if reply[0] in ("duplicate", "unique"):

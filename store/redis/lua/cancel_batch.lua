@@ -45,8 +45,9 @@ for _, id in ipairs(ids) do
     -- the job's event, counted; the audit log gets the batch's one entry
     local events = P .. 'events:' .. id
     local event = new_event(op.event, old, op.target, actor, tonumber(f[2]) or 0, ARGV[7])
-    if redis.call('RPUSH', events, encode_event(event)) > EVENTS_KEPT then
-      redis.call('LTRIM', events, -EVENTS_KEPT, -1)
+    local kept = events_kept()
+    if redis.call('RPUSH', events, encode_event(event)) > kept then
+      redis.call('LTRIM', events, -kept, -1)
     end
     count(event_counter(op.event), 1)
     if f[5] then

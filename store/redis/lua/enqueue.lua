@@ -7,18 +7,18 @@
 --              idempotency, unique, unique_until, counters, history, listing zsets,
 --              queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- ARGV[4]      most wake-up entries kept per queue. Each queue that got ready
---              (undelayed) jobs first hands up to HAND_MOST of them to idle
---              workers registered on it (lib/claim.lua `hand_over`: leased,
---              pushed on hand:<worker>); if any is left, the queue gets one
---              entry on its wake-up list, the job's ready member when the
---              call made one job of that queue ready, else '*' (a worker's
---              blocking pop hands it to one idle worker)
--- ARGV[5]      the operation's name ('enqueue'): its row of the compiled
---              lifecycle table gives the event kind, the stamped, zeroed,
---              delayed and held fields
--- ARGV[6]      statuses that hold a unique key whatever its age ("100 200 300")
--- then per job, from ARGV[7]: status code, delay (s), the ENQUEUE_FIXED
+-- Each queue that got ready (undelayed) jobs first hands up to HAND_MOST of
+--              them to idle workers registered on it (lib/claim.lua
+--              `hand_over`: leased, pushed on hand:<worker>); if any is left,
+--              the queue gets one entry on its wake-up list (kept to
+--              FLOW.wakeup_kept, store/redis/wakeups.py WAKEUP_KEPT), the
+--              job's ready member when the call made one job of that queue
+--              ready, else '*' (a worker's blocking pop hands it to one idle
+--              worker). The enqueue row of the compiled lifecycle table gives
+--              the event kind, the stamped, zeroed, delayed and held fields;
+--              UNIQUE_HOLDING (compiled in) the statuses that hold a unique
+--              key whatever its age.
+-- then per job, from ARGV[4]: status code, delay (s, '0' for none), the ENQUEUE_FIXED
 --              fields (id, name, queue, max_retries, timeout_seconds), the
 --              letters of the ENQUEUE_OPTIONAL values the job has ('a' the
 --              first: priority ... unique_key, then unique_for, seconds, not
@@ -31,7 +31,7 @@
 -- = now, zeroes absent (read as 0), delays = now + delay, held = the same for a delayed job; a
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
--- A unique key is held while its job exists with a status of ARGV[6] (read
+-- A unique key is held while its job exists with a status of UNIQUE_HOLDING (read
 -- from its hash) or now < its unique-until time.
 -- Returns:     {'ok', now}              written; now is created_at of every job
 --              {'replay', created_at}   the first job already exists: a retried call
@@ -64,6 +64,9 @@ local PRIORITY, IDEMPOTENCY, UNIQUE, UNIQUE_FOR = ENQUEUE_BYTE['priority'], ENQU
 -- `hand_over`); the rest wait for a claim.
 local HAND_MOST = 8
 local NO_OPTIONS = {}
+local ENQUEUE = OPERATIONS['enqueue']
+-- Where the first job's values start (after the three common values).
+local FIRST = 4
 
 -- The optional values of the job at base `b` by their letter's byte, or
 -- nil when it has none (most jobs: no table, no call).
@@ -79,9 +82,8 @@ local function options(b)
   return found
 end
 
--- The id of the job still holding unique key `key`, or nil when it is free;
--- `holding` is the set of statuses that hold a key whatever its age.
-local function holder(key, holding)
+-- The id of the job still holding unique key `key`, or nil when it is free.
+local function holder(key)
   local id = redis.call('HGET', P .. 'unique', key)
   if not id then
     return nil  -- never taken
@@ -90,7 +92,7 @@ local function holder(key, holding)
   if not status then
     return nil  -- its job was removed
   end
-  if holding[tonumber(status)] then
+  if UNIQUE_HOLDING[status] then
     return id
   end
   if now < tonumber(redis.call('HGET', P .. 'unique_until', key) or '0') then
@@ -100,8 +102,8 @@ local function holder(key, holding)
 end
 
 -- @call
-local op = operation(ARGV[5])
-local bases, opts, n, b = {}, {}, 0, 7  -- each job's base and options
+local op = ENQUEUE
+local bases, opts, n, b = {}, {}, 0, FIRST  -- each job's base and options
 local last = #ARGV
 while b <= last do
   n = n + 1
@@ -110,13 +112,13 @@ while b <= last do
 end
 
 if n > 0 then
-  local first = P .. 'job:' .. ARGV[7 + ID]
+  local first = P .. 'job:' .. ARGV[FIRST + ID]
   if redis.call('EXISTS', first) == 1 then
     return {'replay', redis.call('HGET', first, 'created_at')}
   end
 end
 
-local seen, holding = nil, nil
+local seen = nil
 for i = 1, n do
   local key = opts[i] and opts[i][IDEMPOTENCY]
   if key then
@@ -135,12 +137,12 @@ seen = nil
 for i = 1, n do
   local key = opts[i] and opts[i][UNIQUE]
   if key then
-    seen, holding = seen or {}, holding or status_set(ARGV[6])
+    seen = seen or {}
     if seen[key] then
       return {'unique', key, ''}
     end
     seen[key] = true
-    local id = holder(key, holding)
+    local id = holder(key)
     if id then
       return {'unique', key, id}
     end
@@ -155,7 +157,9 @@ local ready = {}
 for i = 1, n do
   local base, opt = bases[i], opts[i] or NO_OPTIONS
   local id, queue = ARGV[base + ID], ARGV[base + QUEUE]
-  local status, delay = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
+  -- texts read without a strtod where they can be (about 1k instructions each)
+  local status, delay = STATUS_CODE[ARGV[base]], ARGV[base + 1]
+  delay = delay == '0' and 0 or tonumber(delay)
   local letters = ARGV[base + LETTERS]
   local member = rank(opt[PRIORITY], now + delay, id)
   local code = STATUS_TEXT[status]
@@ -210,7 +214,7 @@ for i = 1, n do
   happen(id, op.event, nil, status, nil, 0)
   count_history(queue, op.event)
 end
-local kept = tonumber(ARGV[4])
+local kept = FLOW.wakeup_kept
 for queue, made in pairs(ready) do
   local left = made.n - hand_over(queue, made)
   if left > 0 then

@@ -34,7 +34,10 @@
 -- settle, remove_job. A function that counts
 -- calls flush_counts() once, before it returns.
 
-local EVENTS_KEPT
+-- Events kept per job (ARGV[2]), read when a function appends one.
+local function events_kept()
+  return tonumber(ARGV[2])
+end
 
 -- "100 200" -> {[100] = true, [200] = true}: the statuses a guard accepts.
 local function status_set(text)
@@ -134,26 +137,35 @@ local function count_text(n)
   return string.format('%d', n)
 end
 
+-- The current bucket of the narrowest width and its text, kept between
+-- calls (the library's state lives as long as the server's Lua state):
+-- string.format runs once a bucket, not once a call.
+local bucket_start, bucket_text
+
+-- Write this call's counter and history deltas (each once). start_job()
+-- empties them, so a call that failed half-way leaves nothing to the next.
 local function flush_counts()
   for field, n in pairs(deltas) do
     if n ~= 0 then
       redis.call('HINCRBY', P .. 'counters', field, count_text(n))
     end
   end
-  deltas = {}
-  local bucket
+  local history
   for field, n in pairs(history_deltas) do
-    if not bucket then
+    if not history then
       local width = HISTORY_WIDTHS[1]
-      bucket = string.format('%d', math.floor(now / width) * width)
+      local start = now - now % width
+      if start ~= bucket_start then
+        bucket_start, bucket_text = start, string.format('%d', start)
+      end
+      history = P .. 'history:' .. HISTORY_NARROW
     end
-    local member = bucket .. '|' .. field
+    local member = bucket_text .. '|' .. field
     -- The zset (for trimming) learns a field once: when this call made it.
-    if redis.call('HINCRBY', P .. 'history:' .. HISTORY_NARROW, member, count_text(n)) == n then
-      redis.call('ZADD', P .. 'history_index:' .. HISTORY_NARROW, bucket, member)
+    if redis.call('HINCRBY', history, member, count_text(n)) == n then
+      redis.call('ZADD', P .. 'history_index:' .. HISTORY_NARROW, bucket_text, member)
     end
   end
-  history_deltas = {}
 end
 
 -- InProgress jobs are indexed by the leases zset alone (score
@@ -310,8 +322,9 @@ end
 -- count its kind, and copy an operator's event to the audit list.
 local function append_event(id, kind, from, to, actor, token, message)
   local event = new_event(kind, from, to, actor, token, message)
-  if redis.call('RPUSH', P .. 'events:' .. id, encode_event(event)) > EVENTS_KEPT then
-    redis.call('LTRIM', P .. 'events:' .. id, -EVENTS_KEPT, -1)
+  local kept = events_kept()
+  if redis.call('RPUSH', P .. 'events:' .. id, encode_event(event)) > kept then
+    redis.call('LTRIM', P .. 'events:' .. id, -kept, -1)
   end
   record(event, id)
 end
@@ -359,8 +372,9 @@ local function settle(id)
     done.at = f[6]
     n = redis.call('RPUSH', events, encode_event(done))
   end
-  if n > EVENTS_KEPT then
-    redis.call('LTRIM', events, -EVENTS_KEPT, -1)
+  local kept = events_kept()
+  if n > kept then
+    redis.call('LTRIM', events, -kept, -1)
   end
   redis.call('HDEL', job, 'run')
 end
@@ -383,8 +397,8 @@ local function remove_job(id, status, queue, idem, unique)
   end
 end
 
--- The per-call state of this section: ARGV[2..3], no counts yet.
+-- The per-call state of this section: no counts yet (ARGV[2] is read by
+-- events_kept() when a call appends an event: a tonumber costs a strtod).
 local function start_job()
-  EVENTS_KEPT = tonumber(ARGV[2])
   deltas, history_deltas, named_queues = {}, {}, {}
 end
