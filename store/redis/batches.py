@@ -85,7 +85,7 @@ class BatchesMixin(FlowMixin):
     def batch_jobs(self, batch_id: str, limit: int = 100) -> list[Job]:
         [ids] = self._pipe(lambda p: p.lrange(self.keys.batch(batch_id, "jobs"), 0, max(limit, 1) - 1))
         found = self._pipe(lambda p: [p.hgetall(self.keys.job(i)) for i in ids])
-        return [codec.job_from_hash(h) for h in found if h][:limit]
+        return [codec.job_from_hash(i, h) for i, h in zip(ids, found, strict=True) if h][:limit]
 
     def cancel_batch(self, batch_id: str, *, actor: str = "operator") -> Batch:
         check_actor(actor)

@@ -142,10 +142,13 @@ def _json(h: Mapping[str, str], name: str) -> Any:
     return None if value is None else orjson.loads(value)
 
 
-def job_from_hash(h: Mapping[str, str]) -> Job:
-    """A job hash as a Job."""
+def job_from_hash(job_id: str, h: Mapping[str, str]) -> Job:
+    """The hash of job ``job_id`` as a Job. Since key layout 6 a hash leaves
+    out what its key or another field says (store/redis/layout.py): ``id``
+    (the key's), ``last_updated_at`` of a job not changed since its enqueue
+    (its ``created_at``)."""
     return Job(
-        id=h["id"],
+        id=job_id,
         name=h["name"],
         queue=h["queue"],
         status=JobStatus(int(h["status"])),
@@ -169,7 +172,7 @@ def job_from_hash(h: Mapping[str, str]) -> Job:
         created_at=ts(_float(h, "created_at")),
         started_at=ts(_float(h, "started_at")),
         completed_at=ts(_float(h, "completed_at")),
-        last_updated_at=ts(_float(h, "last_updated_at")),
+        last_updated_at=ts(_float(h, "last_updated_at" if "last_updated_at" in h else "created_at")),
         idempotency_key=h.get("idempotency_key"),
         progress=_json(h, "progress"),
         limit_key=h.get("limit_key"),
@@ -205,21 +208,25 @@ def new_job(fields: Mapping[str, str], status: JobStatus, times: Mapping[str, da
     )
 
 
-def job_from_flat(flat: Sequence[str]) -> Job:
-    """A job from a flat ``HGETALL`` array returned by a script."""
-    return job_from_hash(flat_to_dict(flat))
+def job_from_flat(job_id: str, flat: Sequence[str]) -> Job:
+    """Job ``job_id`` from the flat ``HGETALL`` array of its hash returned by
+    a script."""
+    return job_from_hash(job_id, flat_to_dict(flat))
 
 
 _CLAIM = lifecycle.rule(Operation.CLAIM)
 _LEASED = str(int(lifecycle.target(Operation.CLAIM)))
 
 
-def claim_entry(entry: str | bytes) -> tuple[list[str], str, str, str]:
-    """``(flat hash, lease_token, lease_expires_at, now)`` of a claim's reply
-    entry (lib/claim.lua ``claim_jobs``): the JSON text of those four, the
-    hash the job's flat HGETALL array from before the claim."""
-    flat, token, expires, now = orjson.loads(entry)
-    return flat, token, expires, now
+def claim_entry(entry: str | bytes) -> tuple[str, list[str], str, str, str]:
+    """``(job id, flat hash, lease_token, lease_expires_at, now)`` of a
+    claim's reply entry (lib/claim.lua ``claim_jobs``): the JSON text of the
+    last four and the id, the hash the job's flat HGETALL array from before
+    the claim. An entry of layout 5 (four values, pushed on a hand-over list
+    before an upgrade) has the id in its hash."""
+    flat, token, expires, now, *rest = orjson.loads(entry)
+    job_id = rest[0] if rest else flat_to_dict(flat)["id"]
+    return job_id, flat, token, expires, now
 
 
 def claimed_job(entry: str | bytes, worker_id: str) -> Job:
@@ -229,7 +236,7 @@ def claimed_job(entry: str | bytes, worker_id: str) -> Job:
     applied here as the function applied it to the stored hash (status, its
     stamps and last_updated_at = now, its clears dropped, the lease and
     ``worker_id`` written), so the reply carries no field the claim wrote."""
-    flat, token, expires, now = claim_entry(entry)
+    job_id, flat, token, expires, now = claim_entry(entry)
     h = flat_to_dict(flat)
     for field in _CLAIM.clears:
         h.pop(field, None)
@@ -237,7 +244,7 @@ def claimed_job(entry: str | bytes, worker_id: str) -> Job:
         h[field] = now
     h.update(status=_LEASED, last_updated_at=now, worker_id=worker_id)
     h.update(lease_token=token, lease_expires_at=expires)
-    return job_from_hash(h)
+    return job_from_hash(job_id, h)
 
 
 def event_from_json(text: str, job_id: str | None = None) -> JobEvent:
@@ -296,7 +303,9 @@ def derived_events(job_id: str, h: Mapping[str, str | None]) -> tuple[list[JobEv
             JobEvent(job_id, at("started_at"), claimed, source, running, h.get("worker_id"), token, None)
         )
         if run == RUN_COMPLETED:
-            actor, done = h.get("completed_by") or None, JobStatus.Completed
+            # absent since layout 6 when the lease holder acked (lib/ack.lua); '' for nobody
+            by = h.get("completed_by")
+            actor, done = (h.get("worker_id") if by is None else by) or None, JobStatus.Completed
             completed = EventKind.COMPLETED.value
             last.append(JobEvent(job_id, at("completed_at"), completed, running, done, actor, token, None))
     return first, last

@@ -127,18 +127,18 @@ class FlowMixin(RedisPlumbing):
     def _enqueue_flow(self, spec: JobSpec) -> tuple[list[Job], str | None]:
         """One job with flow options (``([job], None)``), or the id of the
         job holding its idempotency key (``([], id)``): SharedStore._insert."""
-        parents = list(spec.depends_on or ())
-        status, rest = self._write_flow(self._flow_specs([(spec, new_id(), parents)]))
+        parents, job_id = list(spec.depends_on or ()), new_id()
+        status, rest = self._write_flow(self._flow_specs([(spec, job_id, parents)]))
         if status == "duplicate":
             return [], rest[1]
-        return [codec.job_from_flat(rest[0])], None
+        return [codec.job_from_flat(job_id, rest[0])], None
 
     # ------------------------------------------------------- dependencies
     def _related(self, key: str, limit: int) -> list[Job]:
         [ids] = self._pipe(lambda p: p.smembers(key))
         chosen = sorted(ids)[:limit]
         found = self._pipe(lambda p: [p.hgetall(self.keys.job(i)) for i in chosen])
-        return [codec.job_from_hash(h) for h in found if h]
+        return [codec.job_from_hash(i, h) for i, h in zip(chosen, found, strict=True) if h]
 
     def parents(self, job_id: str) -> list[Job]:
         return self._related(self.keys.related("parents", job_id), flow.MAX_PARENTS)

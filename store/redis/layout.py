@@ -12,6 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
+#: 6: a job hash leaves out what its key or another field says: ``id`` (the
+#: key's), ``last_updated_at`` until the job first changes (``created_at``),
+#: ``due_at`` of a job with no delay (``created_at``), ``completed_by`` when
+#: the lease holder acked (``worker_id``); a claim's reply entry carries the
+#: id (store/redis/codec.py ``claim_entry``). A release of layout 5 would read
+#: such a hash wrongly, hence the version; this one reads both.
 #: 5: no listing zset of a status alone (``updated:<status>``): a status's
 #: zsets by queue serve its listings, counts and purges.
 #: 4: listing zsets scored in microseconds, member the id, by status, status x
@@ -22,9 +28,9 @@ from typing import Any
 #: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
 #: listed through ``leases``). 1: the layout before it, which kept no version
 #: key and is told by its all-jobs ``{P}:updated`` zset.
-LAYOUT_VERSION = "5"
+LAYOUT_VERSION = "6"
 #: Versions ``leasehold db upgrade`` moves to LAYOUT_VERSION (store/redis/upgrade.py).
-UPGRADABLE = ("1", "2", "3", "4")
+UPGRADABLE = ("1", "2", "3", "4", "5")
 
 
 def layout_key(store: Any) -> str:

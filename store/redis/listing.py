@@ -310,10 +310,10 @@ class ListingMixin(RedisPlumbing):
         entries = self._entries(status, queue, name, limit + 1, after, ascending)
         hashes = self._pipe(lambda p: [p.hgetall(self.keys.job(job_id)) for _, job_id in entries[:limit]])
         items: list[Job] = []
-        for fields in hashes:
+        for (_, job_id), fields in zip(entries, hashes, strict=False):
             if not fields:
                 continue  # deleted since the index was read
-            job = job_from_hash(fields)
+            job = job_from_hash(job_id, fields)
             if (
                 (status is None or job.status is status)
                 and (queue is None or job.queue == queue)

@@ -168,6 +168,7 @@ class SearchMixin(ListingMixin):
             if not ids:
                 continue
             hashes = self._pipe(lambda p, c=ids: [p.hgetall(self.keys.job(job_id)) for job_id in c])
-            found += [job for job in (job_from_hash(h) for h in hashes if h) if matches(job, query)]
+            jobs = (job_from_hash(i, h) for i, h in zip(ids, hashes, strict=True) if h)
+            found += [job for job in jobs if matches(job, query)]
         complete = len(found) >= limit or scanned < scan_limit or next(stream, None) is None
         return SearchPage(found[:limit], complete, scanned)

@@ -143,7 +143,7 @@ class RedisStore(
         [fields] = self._pipe(lambda p: p.hgetall(self.keys.job(job_id)))
         if not fields:
             raise JobNotFound(job_id)
-        return codec.job_from_hash(fields)
+        return codec.job_from_hash(job_id, fields)
 
     def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
         """The job's event list with its happy path's events, which the
@@ -232,8 +232,10 @@ class RedisStore(
             for job_id, token, text in chunk:
                 args += [job_id, token, codec.NULL if text is None else text, ""]
             replies = self._eval(self._lua.complete, self._route, args)
-            for outcome in self._ack_outcomes(chunk, replies, worker_id):
-                out.append(codec.job_from_flat(outcome) if isinstance(outcome, list) else outcome)
+            for (job_id, _, _), outcome in zip(
+                chunk, self._ack_outcomes(chunk, replies, worker_id), strict=True
+            ):
+                out.append(codec.job_from_flat(job_id, outcome) if isinstance(outcome, list) else outcome)
         return out
 
     def _ack_outcomes(
@@ -356,14 +358,14 @@ class RedisStore(
             item = Failure(job_id, queue, token, int(retries), decision, error, False, worker_id)
             [reply] = self._apply_failures([item], want_jobs=True)
             if reply:
-                return codec.job_from_flat(reply)
+                return codec.job_from_flat(job_id, reply)
         raise LeaseLost(job_id, token, None, None)  # the job changed under every attempt
 
     def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
         args = self._args(*op_args(Operation.RELEASE), job_id, token, worker_id or "")
         reply = self._eval(self._lua.release, self._route, args)
         if reply[0] == 1:
-            return codec.job_from_flat(reply[1])
+            return codec.job_from_flat(job_id, reply[1])
         if reply[0] == -1:
             raise JobNotFound(job_id)
         raise self._refusals(refusal(Operation.RELEASE), worker_id, [(job_id, token, reply[1], reply[2])])[0]
@@ -408,7 +410,7 @@ class RedisStore(
             lifecycle.check_operation(job_id, op, S(int(code)))
             reply = self._eval(script, self._route, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
-                return None if op is Operation.DELETE else codec.job_from_flat(reply[1])
+                return None if op is Operation.DELETE else codec.job_from_flat(job_id, reply[1])
             if reply[0] == -1:
                 raise JobNotFound(job_id)
         target = "deleted" if op is Operation.DELETE else lifecycle.target(op).name

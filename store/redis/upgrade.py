@@ -32,10 +32,14 @@ works in bounded batches or one bounded call, and is safe while workers run:
     locks, the worker registry, run histories, bulk operations, schedules and
     failure windows become records of the record port.
 
-What needs no step: jobs keep their events (a job written by an earlier
-layout has its enqueued and claimed events in its list and no ``enqueued_as``
-or ``run`` field; lib/ack.lua appends the completed event of a job an earlier
-version claimed), attempts, per-queue event totals, the minute history,
+What needs no step: job hashes keep their fields (layout 6 leaves out of a
+new job's hash its ``id``, its ``last_updated_at`` until it changes, its
+``due_at`` when it has no delay and a lease holder's ``completed_by``; every
+reader takes them absent or present, store/redis/layout.py); jobs keep their
+events (a job written by an earlier layout has its enqueued and claimed
+events in its list and no ``enqueued_as`` or ``run`` field; lib/ack.lua
+appends the completed event of a job an earlier version claimed),
+attempts, per-queue event totals, the minute history,
 schedules, locks and the unique and idempotency keys are the same keys as
 before; the Lua is a new library (store/redis/scripts.py), loaded beside the
 previous one.

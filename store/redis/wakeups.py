@@ -68,7 +68,7 @@ def handed_job(text: str | bytes, worker_id: str) -> Job:
 
 def handed_id(text: str | bytes) -> str | None:
     """The job id of an entry of ``hand:<worker>`` (None if it has none)."""
-    return codec.flat_to_dict(codec.claim_entry(text)[0]).get("id")
+    return codec.claim_entry(text)[0]
 
 
 class HandOver:

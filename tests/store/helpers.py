@@ -41,3 +41,19 @@ def redis_status_ids(store: JobStore, status: JobStatus) -> list[str]:
     members of the status's listing zsets of every queue (store/redis/listing.py)."""
     c, k = store._client, store.keys  # type: ignore[attr-defined]
     return [i for q in sorted(c.smembers(k.queue_names)) for i in c.zrange(k.by_queue(status, q), 0, -1)]
+
+
+def as_layout_5_hash(store: JobStore, job_id: str) -> dict[str, str]:
+    """Give the Redis hash of ``job_id`` the fields layouts 1 to 5 wrote and
+    layout 6 leaves out (store/redis/layout.py): ``id``, ``last_updated_at``
+    and ``due_at`` (``created_at`` when absent), ``completed_by`` of a job its
+    lease holder acked (its ``worker_id``). Returns the hash."""
+    client, key = store._client, store.keys.job(job_id)  # type: ignore[attr-defined]
+    h = client.hgetall(key)
+    full = {"id": job_id, "last_updated_at": h["created_at"], "due_at": h["created_at"]}
+    if h.get("run") == "2" and h.get("worker_id"):
+        full["completed_by"] = h["worker_id"]
+    added = {field: value for field, value in full.items() if field not in h}
+    if added:
+        client.hset(key, mapping=added)
+    return {**h, **added}

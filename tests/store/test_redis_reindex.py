@@ -9,7 +9,7 @@ from store.lifecycle import JobStatus
 from store.redis.reindex import reindex, unindexed
 from store.redis.store import RedisStore
 from tests.backends import BACKENDS
-from tests.store.helpers import redis_status_ids
+from tests.store.helpers import as_layout_5_hash, redis_status_ids
 
 S = JobStatus
 pytestmark = pytest.mark.skipif("redis" not in BACKENDS, reason="Redis not among the test backends")
@@ -23,9 +23,9 @@ def _as_seconds(store: RedisStore) -> None:
         if status is S.InProgress:
             continue
         for job_id in redis_status_ids(store, status):
-            h = c.hmget(k.job(job_id), "queue", "name", "last_updated_at")
-            c.zadd(k.updated(status), {job_id: float(h[2])})
-            c.delete(k.by_queue(status, h[0]), k.by_name(status, h[1]))
+            h = as_layout_5_hash(store, job_id)
+            c.zadd(k.updated(status), {job_id: float(h["last_updated_at"])})
+            c.delete(k.by_queue(status, h["queue"]), k.by_name(status, h["name"]))
     c.delete(k.queue_names)
 
 

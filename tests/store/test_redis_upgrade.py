@@ -26,7 +26,7 @@ from store.redis.listing import stamp
 from store.redis.store import RedisStore
 from store.redis.upgrade import stale_keys, upgrade
 from tests.backends import BACKENDS, delete_redis_prefix, redis_url_with_prefix
-from tests.store.helpers import expire_leases, redis_status_ids
+from tests.store.helpers import as_layout_5_hash, expire_leases, redis_status_ids
 from tests.workers.test_cli import make_cli
 
 S = JobStatus
@@ -54,7 +54,7 @@ def _event(at: str, kind: str, **fields: object) -> str:
 def _as_previous_layout(store: RedisStore, job: Job) -> None:
     """Rewrite ``job`` as the previous version wrote it."""
     c, k = store._client, store.keys
-    h = c.hgetall(k.job(job.id))
+    h = as_layout_5_hash(store, job.id)
     events = [_event(h["created_at"], "enqueued", to=int(h["enqueued_as"]), token=0)]
     if h.get("run"):
         token = int(h["lease_token"])
@@ -85,7 +85,7 @@ def _as_layout_3(store: RedisStore) -> None:
         if status is S.InProgress:
             continue
         for job_id in redis_status_ids(store, status):
-            h = c.hgetall(k.job(job_id))
+            h = as_layout_5_hash(store, job_id)
             at = h["last_updated_at"]
             c.zadd(k.updated(status), {job_id: float(at)})
             tail = f"{stamp(float(at))}:{job_id}"
@@ -127,7 +127,7 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
     assert len(left) == 9  # updated, updated:100, updated:300, three lex zsets each of InProgress and Queued
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 1 to 5 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
+        "upgraded the key layout from version 1 to 6 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
     )  # updated:100 went with its last member, which reindex took out
     assert not any(store._client.exists(key) for key in stale_keys(store))
     again = upgrade(store)  # idempotent: nothing left to do
@@ -207,7 +207,7 @@ def test_upgrade_from_layout_2_keeps_counts_history_and_leases(url_and_store: tu
     before, events = reads(), store.event_counts()
     _as_layout_2(store)
 
-    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 5")
+    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 6")
     fields = store._client.hkeys(store.keys.counters)
     assert not [f for f in fields if f.startswith("s:") or f in ("e:enqueued", "e:completed", "e:failed")]
     assert reads() == before
@@ -303,7 +303,7 @@ def test_layout_2_records_upgrade_with_everything_kept(url_and_store: tuple[str,
     now = store.now()
     _write_layout_2(store, now)
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 2 to 5 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
+        "upgraded the key layout from version 2 to 6 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
     )
     p = store.keys.route
     assert not [k for k in store._client.scan_iter(match=p.replace("{", "\\{").replace("}", "\\}") + "*")
@@ -379,7 +379,7 @@ def test_upgrade_from_layout_3_keeps_every_listing_and_count(url_and_store: tupl
     assert store.list_jobs(status=S.Queued, queue="q2").items == []  # not readable before the upgrade
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 3 to 5 "
+        "upgraded the key layout from version 3 to 6 "
         "(28 jobs indexed, 9 old indexes removed, 0 records moved)"
     )
     assert (listings(), counted(), store.counts()) == (before, counts_before, numbers)
@@ -414,7 +414,7 @@ def test_upgrade_from_layout_4_drops_the_zsets_of_a_status_alone(
     c.set(layout_key(store), "4")
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 4 to 5 (0 jobs indexed, 2 old indexes removed, 0 records moved)"
+        "upgraded the key layout from version 4 to 6 (0 jobs indexed, 2 old indexes removed, 0 records moved)"
     )
     assert not c.exists(k.updated(S.Queued), k.updated(S.Completed))
     assert listings() == before
@@ -422,3 +422,53 @@ def test_upgrade_from_layout_4_drops_the_zsets_of_a_status_alone(
     assert store.count_purgeable(0) == 4
     assert store.purge(0, limit=3) == 3 and store.count_jobs(S.Completed) == 1
     assert upgrade(store)["removed"] == 0
+
+
+def test_upgrade_from_layout_5_reads_full_and_lean_hashes_alike(
+    url_and_store: tuple[str, RedisStore],
+) -> None:
+    """Layout 5 wrote ``id``, ``last_updated_at`` and ``due_at`` into every new
+    job's hash and ``completed_by`` at every ack; layout 6 leaves them out
+    where the key or another field says the same. After the upgrade (which
+    only stamps the version) a job of either shape reads as it did, its
+    timeline included, and listings, purges and new jobs work on both."""
+    url, store = url_and_store
+    c, k = store._client, store.keys
+    old = [store.enqueue("n", queue="q") for _ in range(3)]
+    [held] = store.claim("w", ["q"], 1)
+    store.complete(held.id, held.lease_token, {"ok": 1}, worker_id="w")
+    lean = {job.id: store.get(job.id) for job in old}
+    timelines = {job.id: store.events(job.id) for job in old}
+    for job in old:  # as layout 5 wrote them
+        as_layout_5_hash(store, job.id)
+    c.set(layout_key(store), "5")
+    assert {job.id: store.get(job.id) for job in old} == lean
+    assert {job.id: store.events(job.id) for job in old} == timelines
+
+    assert _cli_upgrade(url) == (
+        "upgraded the key layout from version 5 to 6 (0 jobs indexed, 0 old indexes removed, 0 records moved)"
+    )
+    new = store.enqueue("n", queue="q")
+    stored = c.hgetall(k.job(new.id))
+    assert not {"id", "last_updated_at", "due_at"} & set(stored)
+    assert store.get(new.id).last_updated_at == store.get(new.id).created_at == new.created_at
+    assert {job.id: store.get(job.id) for job in old} == lean
+    done = store.get(held.id)
+    assert done.status is S.Completed and done.last_updated_at == done.completed_at
+    assert [(e.kind, e.actor) for e in store.events(held.id)][-1] == (EventKind.COMPLETED.value, "w")
+    queued = [j.id for j in store.list_jobs(status=S.Queued, queue="q").items]
+    assert queued == [new.id, *[job.id for job in reversed(old) if job.id != held.id]]
+    assert store.purge(0) == 1 and store.count_jobs(S.Completed) == 0
+
+
+def test_a_hand_over_entry_of_layout_5_still_decodes(redis_store: RedisStore) -> None:
+    """A hand-over list may hold entries a layout-5 library pushed (four
+    values, the id in the hash) when the upgrade runs: they still decode."""
+    from store.redis import codec
+
+    job = redis_store.enqueue("n")
+    flat = [*as_layout_5_hash(redis_store, job.id).items()]
+    entry = json.dumps([[x for pair in flat for x in pair], "3", "1900000000.5", "1800000000.25"])
+    got = codec.claimed_job(entry, "w")
+    assert (got.id, got.lease_token, got.worker_id, got.status) == (job.id, 3, "w", S.InProgress)
+    assert codec.claim_entry(entry)[0] == job.id

@@ -27,8 +27,10 @@
 --              by store/redis/scripts.py enqueue_table); an optional value left out is
 --              absent from the hash (null; priority 0)
 -- Writes each job hash with status, rank, enqueued_as (its enqueued event,
--- lib/job.lua `happen`) and the fields of the row: stamps and last_updated_at
--- = now, zeroes absent (read as 0), delays = now + delay, held = the same for a delayed job; a
+-- lib/job.lua `happen`) and the fields of the row: stamps = now, zeroes
+-- absent (read as 0), delays = now + delay and held = the same for a delayed
+-- job (none for another: they would equal created_at); no id (the key's)
+-- and no last_updated_at (absent: created_at; store/redis/layout.py 6); a
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of UNIQUE_HOLDING (read
@@ -53,6 +55,14 @@
 local FIXED_AT = {}
 for j = 1, #ENQUEUE_FIXED do
   FIXED_AT[ENQUEUE_FIXED[j]] = 1 + j
+end
+-- The fixed fields written to the hash, each with its offset from the base:
+-- all but the id, which the key holds (layout 6, store/redis/layout.py).
+local STORED, STORED_AT = {}, {}
+for j = 1, #ENQUEUE_FIXED do
+  if ENQUEUE_FIXED[j] ~= 'id' then
+    STORED[#STORED + 1], STORED_AT[#STORED_AT + 1] = ENQUEUE_FIXED[j], 1 + j
+  end
 end
 local ID, QUEUE, NAME = FIXED_AT['id'], FIXED_AT['queue'], FIXED_AT['name']
 local LETTERS = #ENQUEUE_FIXED + 2
@@ -164,16 +174,20 @@ for i = 1, n do
   local member = rank(opt[PRIORITY], now + delay, id)
   local code = STATUS_TEXT[status]
   local due_text = delay > 0 and fmt(now + delay) or now_text
-  local hash = {'status', code, 'last_updated_at', now_text, 'rank', member, 'enqueued_as', code}
+  -- Left out (layout 6): last_updated_at (created_at until the job
+  -- changes), the delays when there is none (equal to created_at), the id.
+  local hash = {'status', code, 'rank', member, 'enqueued_as', code}
   local h = #hash
   for k = 1, #stamps do
     hash[h + 1], hash[h + 2], h = stamps[k], now_text, h + 2
   end
-  for k = 1, #delays do
-    hash[h + 1], hash[h + 2], h = delays[k], due_text, h + 2
+  if delay > 0 then
+    for k = 1, #delays do
+      hash[h + 1], hash[h + 2], h = delays[k], due_text, h + 2
+    end
   end
-  for j = 1, #ENQUEUE_FIXED do
-    hash[h + 1], hash[h + 2], h = ENQUEUE_FIXED[j], ARGV[base + 1 + j], h + 2
+  for k = 1, #STORED do
+    hash[h + 1], hash[h + 2], h = STORED[k], ARGV[base + STORED_AT[k]], h + 2
   end
   if letters ~= '' then
     for k = 1, #letters do

@@ -21,9 +21,11 @@ local before, finished = now - tonumber(ARGV[4]), status_set(ARGV[5])
 local deleted = 0
 for i = 1, #ARGV - 5 do
   local id = ARGV[5 + i]
-  local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'queue', 'last_updated_at', 'idempotency_key', 'unique_key', 'has_children')
+  local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'queue', 'last_updated_at', 'idempotency_key', 'unique_key',
+    'has_children', 'created_at')
   local status = tonumber(f[1])
-  if status and finished[status] and tonumber(f[3]) < before and not (f[6] and flow.keeps(id)) then
+  -- last_updated_at absent: not changed since its enqueue (store/redis/layout.py 6)
+  if status and finished[status] and tonumber(f[3] or f[7]) < before and not (f[6] and flow.keeps(id)) then
     redis.call('DEL', P .. 'children:' .. id, P .. 'waiting:' .. id, P .. 'parents:' .. id)
     remove_job(id, status, f[2], f[4], f[5])
     deleted = deleted + 1

@@ -21,9 +21,10 @@
 local walked, indexed = tonumber(ARGV[4]), 0
 for i = 1, #ARGV - 4 do
   local id = ARGV[4 + i]
-  local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'queue', 'name', 'last_updated_at')
-  if f[1] and f[2] and f[3] and f[4] and tonumber(f[1]) == walked then
-    list_job('ZADD', walked, f[2], f[3], f[4], id)
+  local f = redis.call('HMGET', P .. 'job:' .. id, 'status', 'queue', 'name', 'last_updated_at', 'created_at')
+  local at = f[4] or f[5]  -- last_updated_at absent: created_at (store/redis/layout.py 6)
+  if f[1] and f[2] and f[3] and at and tonumber(f[1]) == walked then
+    list_job('ZADD', walked, f[2], f[3], at, id)
     indexed = indexed + 1
   end
   redis.call('ZREM', P .. 'updated:' .. walked, id)

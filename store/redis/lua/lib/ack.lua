@@ -15,13 +15,16 @@
 -- with "at": now added, as lua/progress.lua does) in one HSET; out of the
 -- leases zset; counted in the history of its queue; out of its limited
 -- queue's running count, and its waiting children released or canceled
--- (lib/flow.lua). The completed event is `run` and `completed_by` in the hash (lib/job.lua `happen`). `actor` is
+-- (lib/flow.lua). The completed event is `run` and `completed_by` in the hash
+-- (lib/job.lua `happen`; `completed_by` only when `actor` is not the lease
+-- holder, worker_id, which it reads as when absent). `actor` is
 -- the worker id or nil. Returns {1, job as a flat HGETALL array} completed
 -- ({1} unless `want_job`), {0, current token, status} refused (nothing
 -- written: the progress is fenced with the ack), {-1} no such job.
 local function complete_job(op, actor, id, token, result, progress, want_job)
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name', 'has_children', 'counted')
+  local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name', 'has_children', 'counted',
+    'worker_id')
   local old = tonumber(f[1])
   if not old then
     return {-1}
@@ -35,7 +38,9 @@ local function complete_job(op, actor, id, token, result, progress, want_job)
   end
   if f[4] == RUN_CLAIMED then
     set[#set + 1], set[#set + 2] = 'run', RUN_COMPLETED
-    set[#set + 1], set[#set + 2] = 'completed_by', actor or ''
+    if actor ~= f[8] then  -- the lease holder's ack leaves it out: it is worker_id
+      set[#set + 1], set[#set + 2] = 'completed_by', actor or ''
+    end
     change(id, op, op.target, set)
     happen(id, op.event, old, op.target, actor, token)
   else  -- claimed by a version that appended its claimed event

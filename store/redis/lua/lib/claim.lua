@@ -24,7 +24,7 @@
 -- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
 -- claimed after the others, by `flow.claim_queue` (store.flow.admit in Lua).
 -- `op` is the claim's row of the lifecycle table. Returns the leased jobs,
--- each as the JSON text of {hash, lease_token, lease_expires_at, now}
+-- each as the JSON text of {hash, lease_token, lease_expires_at, now, id}
 -- (store/redis/codec.py `claim_entry`; one bulk string: converting a job's
 -- 30-odd strings one by one into the reply cost more than cjson's text of
 -- them, 490.5k -> 477.2k server instructions an ack that claims the next
@@ -109,7 +109,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
         end
         redis.call('ZADD', P .. 'leases', micros(expires), id)
         happen(id, op.event, old, op.target, worker, token)
-        out[#out + 1] = cjson.encode({hash, token_text, expires_text, now_text})
+        out[#out + 1] = cjson.encode({hash, token_text, expires_text, now_text, id})
         return id, token
       end
     end

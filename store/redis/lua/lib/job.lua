@@ -368,7 +368,8 @@ local function settle(id)
   claimed.at = f[3]
   local n = redis.call('RPUSH', events, encode_event(claimed))
   if f[1] == RUN_COMPLETED then
-    local done = new_event(complete.event, claim.target, complete.target, none(f[7] or ''), token, nil)
+    -- completed_by absent: the lease holder acked (lib/ack.lua)
+    local done = new_event(complete.event, claim.target, complete.target, none(f[7] or f[4] or ''), token, nil)
     done.at = f[6]
     n = redis.call('RPUSH', events, encode_event(done))
   end
