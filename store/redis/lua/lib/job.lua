@@ -141,14 +141,19 @@ end
 -- calls (the library's state lives as long as the server's Lua state):
 -- string.format runs once a bucket, not once a call.
 local bucket_start, bucket_text
+-- Whether the last call's deltas were written (and so emptied).
+local flushed = false
 
--- Write this call's counter and history deltas (each once). start_job()
--- empties them, so a call that failed half-way leaves nothing to the next.
+-- Write this call's counter and history deltas (each once), emptying their
+-- tables (reused by the next call: two tables fewer to make and collect a
+-- call); start_job() makes new ones after a call that failed half-way, so
+-- it leaves nothing to the next.
 local function flush_counts()
   for field, n in pairs(deltas) do
     if n ~= 0 then
       redis.call('HINCRBY', P .. 'counters', field, count_text(n))
     end
+    deltas[field] = nil
   end
   local history
   for field, n in pairs(history_deltas) do
@@ -165,7 +170,9 @@ local function flush_counts()
     if redis.call('HINCRBY', history, member, count_text(n)) == n then
       redis.call('ZADD', P .. 'history_index:' .. HISTORY_NARROW, bucket_text, member)
     end
+    history_deltas[field] = nil
   end
+  flushed = true
 end
 
 -- InProgress jobs are indexed by the leases zset alone (score
@@ -186,7 +193,7 @@ local LEASED = OPERATIONS['claim'].target
 -- lua/counts.lua, lua/purge_candidates.lua); one write fewer every status
 -- change. The first ZADD of a queue in a call also adds it to the
 -- queue_names set, which they walk.
-local named_queues = {}  -- queues this call has added to queue_names
+local named_queues = nil  -- queues this call has added to queue_names
 local function list_job(command, status, queue, name, at, id)
   if status == LEASED then
     return
@@ -201,6 +208,9 @@ local function list_job(command, status, queue, name, at, id)
     end
     redis.call('ZADD', by .. ':queue:' .. queue, us, id)
     redis.call('ZADD', by .. ':name:' .. name, us, id)
+    if not named_queues then
+      named_queues = {}
+    end
     if not named_queues[queue] then
       named_queues[queue] = true
       redis.call('SADD', P .. 'queue_names', queue)
@@ -399,7 +409,11 @@ local function remove_job(id, status, queue, idem, unique)
 end
 
 -- The per-call state of this section: no counts yet (ARGV[2] is read by
--- events_kept() when a call appends an event: a tonumber costs a strtod).
+-- events_kept() when a call appends an event: a tonumber costs a strtod);
+-- no queue added to queue_names yet (its table made at the first).
 local function start_job()
-  deltas, history_deltas, named_queues = {}, {}, {}
+  if not flushed then
+    deltas, history_deltas = {}, {}
+  end
+  flushed, named_queues = false, nil
 end
