@@ -142,11 +142,20 @@ def _json(h: Mapping[str, str], name: str) -> Any:
     return None if value is None else orjson.loads(value)
 
 
+def _heartbeat(h: Mapping[str, str]) -> float | None:
+    """``last_heartbeat_at``: the later of the field and ``started_at`` (a
+    claim leaves it out, its first heartbeat being its start; one older than
+    the start is an earlier run's: store/redis/scripts.py IMPLIED_STAMPS)."""
+    beat, started = _float(h, "last_heartbeat_at"), _float(h, "started_at")
+    return started if beat is None or (started is not None and started > beat) else beat
+
+
 def job_from_hash(job_id: str, h: Mapping[str, str]) -> Job:
     """The hash of job ``job_id`` as a Job. Since key layout 6 a hash leaves
     out what its key or another field says (store/redis/layout.py): ``id``
     (the key's), ``last_updated_at`` of a job not changed since its enqueue
-    (its ``created_at``)."""
+    (its ``created_at``), ``last_heartbeat_at`` until the run's first
+    heartbeat (``_heartbeat``)."""
     return Job(
         id=job_id,
         name=h["name"],
@@ -166,7 +175,7 @@ def job_from_hash(job_id: str, h: Mapping[str, str]) -> Job:
         worker_id=h.get("worker_id"),
         lease_token=int(h.get("lease_token", 0)),
         lease_expires_at=ts(_float(h, "lease_expires_at")),
-        last_heartbeat_at=ts(_float(h, "last_heartbeat_at")),
+        last_heartbeat_at=ts(_heartbeat(h)),
         timeout_seconds=float(h["timeout_seconds"]),
         lease_ttl_seconds=_float(h, "lease_ttl_seconds"),
         created_at=ts(_float(h, "created_at")),

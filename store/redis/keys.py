@@ -12,7 +12,14 @@ Key schema (``P`` = prefix):
                           in the ready/scheduled zsets) and the fields its
                           happy path's events are read from (``enqueued_as``,
                           ``run``, ``claimed_from``, ``completed_by``:
-                          lua/lib/job.lua ``happen``, codec.derived_events)
+                          lua/lib/job.lua ``happen``, codec.derived_events);
+                          without what the key or another field says
+                          (layout 6, store/redis/layout.py): no ``id``, no
+                          ``last_updated_at`` until the job changes, no
+                          ``due_at`` without a delay, no ``completed_by``
+                          when the lease holder acked, no ``last_heartbeat_at``
+                          until the run's first heartbeat; a claimed job
+                          keeps its last ``rank``
 ``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped;
                           not the happy path's (enqueued, claimed, completed)
 ``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first

@@ -15,8 +15,10 @@ from typing import Any
 #: 6: a job hash leaves out what its key or another field says: ``id`` (the
 #: key's), ``last_updated_at`` until the job first changes (``created_at``),
 #: ``due_at`` of a job with no delay (``created_at``), ``completed_by`` when
-#: the lease holder acked (``worker_id``); a claim's reply entry carries the
-#: id (store/redis/codec.py ``claim_entry``). A release of layout 5 would read
+#: the lease holder acked (``worker_id``), ``last_heartbeat_at`` until the
+#: run's first heartbeat (``started_at``: the later of the two is read); a
+#: claim's reply entry carries the id (store/redis/codec.py ``claim_entry``),
+#: and a claimed job keeps its ``rank`` (no longer in a ready zset). A release of layout 5 would read
 #: such a hash wrongly, hence the version; this one reads both.
 #: 5: no listing zset of a status alone (``updated:<status>``): a status's
 #: zsets by queue serve its listings, counts and purges.

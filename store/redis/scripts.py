@@ -62,12 +62,20 @@ def _lua_text(value: str) -> str:
     return f"'{value}'"
 
 
+#: Stamps a job hash leaves out when the operation also stamps the field
+#: given here (layout 6, store/redis/layout.py): the reader takes the later
+#: of the two (store/redis/codec.py ``job_from_hash``). A claim's first
+#: heartbeat is its start.
+IMPLIED_STAMPS = {"last_heartbeat_at": "started_at"}
+
+
 def operations_table() -> str:
     """``local OPERATIONS = {...}``: the rows of ``lifecycle.OPERATIONS`` as
     lib/job.lua ``operation(name)`` reads them (``sources`` a set of status
     codes, ``target`` a code or nil for FAIL, whose target is the retry
     decision's, ENQUEUE's too, ``event`` a kind or nil, ``stamps``, ``clears``,
-    ``zeroes``, ``delays`` and ``held`` lists of field names)."""
+    ``zeroes``, ``delays`` and ``held`` lists of field names, and ``written``:
+    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed)."""
     rows = []
     for op in Operation:
         row = lifecycle.rule(op)
@@ -78,6 +86,8 @@ def operations_table() -> str:
             name: ", ".join(_lua_text(f) for f in getattr(row, name))
             for name in ("stamps", "clears", "zeroes", "delays", "held")
         }
+        written = [f for f in row.stamps if IMPLIED_STAMPS.get(f) not in row.stamps]
+        lists["written"] = ", ".join(_lua_text(f) for f in written)
         fields = ", ".join(f"{name} = {{{text}}}" for name, text in lists.items())
         head = f"sources = {{{sources}}}, target = {target}, event = {event}"
         rows.append(f"  [{_lua_text(op.value)}] = {{{head}, {fields}}},")

@@ -34,8 +34,9 @@ works in bounded batches or one bounded call, and is safe while workers run:
 
 What needs no step: job hashes keep their fields (layout 6 leaves out of a
 new job's hash its ``id``, its ``last_updated_at`` until it changes, its
-``due_at`` when it has no delay and a lease holder's ``completed_by``; every
-reader takes them absent or present, store/redis/layout.py); jobs keep their
+``due_at`` when it has no delay, a lease holder's ``completed_by`` and a
+run's ``last_heartbeat_at`` until its first heartbeat; every reader takes
+them absent or present, store/redis/layout.py); jobs keep their
 events (a job written by an earlier layout has its enqueued and claimed
 events in its list and no ``enqueued_as`` or ``run`` field; lib/ack.lua
 appends the completed event of a job an earlier version claimed),

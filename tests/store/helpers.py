@@ -47,12 +47,15 @@ def as_layout_5_hash(store: JobStore, job_id: str) -> dict[str, str]:
     """Give the Redis hash of ``job_id`` the fields layouts 1 to 5 wrote and
     layout 6 leaves out (store/redis/layout.py): ``id``, ``last_updated_at``
     and ``due_at`` (``created_at`` when absent), ``completed_by`` of a job its
-    lease holder acked (its ``worker_id``). Returns the hash."""
+    lease holder acked (its ``worker_id``), ``last_heartbeat_at`` of a job
+    that ran (its ``started_at``). Returns the hash."""
     client, key = store._client, store.keys.job(job_id)  # type: ignore[attr-defined]
     h = client.hgetall(key)
     full = {"id": job_id, "last_updated_at": h["created_at"], "due_at": h["created_at"]}
     if h.get("run") == "2" and h.get("worker_id"):
         full["completed_by"] = h["worker_id"]
+    if h.get("started_at"):
+        full["last_heartbeat_at"] = h["started_at"]
     added = {field: value for field, value in full.items() if field not in h}
     if added:
         client.hset(key, mapping=added)

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from store.lifecycle import JobStatus
+from store.models import Lease
 from store.redis.keys import LEASES_PAD, RANK_HEAD, rank_job_id
 from store.redis.store import RedisStore
 from tests.conftest import handle_fixture
@@ -100,3 +101,24 @@ def test_enqueue_passes_only_the_values_a_job_has(store: RedisStore) -> None:
     assert float(store._client.hget(store.keys.unique_until, "u1")) > full.created_at.timestamp() + 59
     [first] = store.claim("w", ["q2"])
     assert (first.id, first.priority, first.lease_ttl_seconds) == (full.id, 4, 9.0)
+
+
+def test_a_claim_writes_no_implied_stamp_and_keeps_the_rank(store: RedisStore) -> None:
+    """Layout 6: a claim leaves last_heartbeat_at out (its start is its first
+    heartbeat), keeps the rank it no longer needs (a ZREM of it finds
+    nothing) and deletes no field the hash lacks; the job reads as before,
+    and after a heartbeat the heartbeat's time."""
+    job = store.enqueue("t")
+    key, client = store.keys.job(job.id), store._client
+    rank = client.hget(key, "rank")
+    [held] = store.claim("w", ["default"], 1)
+    stored = client.hgetall(key)
+    assert "last_heartbeat_at" not in stored and stored["rank"] == rank
+    assert held.last_heartbeat_at == held.started_at and store.get(job.id) == held
+    store.clock_offset_s += 5
+    store.heartbeat("w", [Lease(job.id, held.lease_token)])
+    beat = store.get(job.id).last_heartbeat_at
+    assert beat is not None and (beat - held.started_at).total_seconds() == pytest.approx(5, abs=1)
+    store.cancel(job.id)
+    assert store.get(job.id).status is JobStatus.Canceled
+    assert client.zscore(store.keys.ready("default"), rank) is None

@@ -20,7 +20,9 @@
 -- ZREM of it returns 1 (a notice may name a job another worker took);
 -- lease_token goes up by one at every claim, and the lease (worker_id,
 -- lease_token, lease_expires_at) is written here, with `run` and
--- `claimed_from`, which stand for the claimed event (lib/job.lua `happen`).
+-- `claimed_from`, which stand for the claimed event (lib/job.lua `happen`);
+-- `rank` stays (a ZREM of that member finds nothing: no HDEL for it) and a
+-- cleared field is deleted only when the hash has it (most have none).
 -- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
 -- claimed after the others, by `flow.claim_queue` (store.flow.admit in Lua).
 -- `op` is the claim's row of the lifecycle table. Returns the leased jobs,
@@ -35,6 +37,12 @@
 -- lease and worker_id), so the reply carries no field the claim wrote; and
 -- the seconds until a rate limit that held jobs reopens (nil when none held
 -- any).
+-- The fields a claim clears, as a set (built at load: a numeric loop).
+local CLAIM_CLEARS = {}
+for i = 1, #OPERATIONS['claim'].clears do
+  CLAIM_CLEARS[OPERATIONS['claim'].clears[i]] = true
+end
+
 local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
   local paused = P .. 'paused'
   local candidates = {}  -- {ready member, queue}, in claim order
@@ -82,9 +90,12 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       local id = string.sub(member, 26)
       local hash = redis.call('HGETALL', P .. 'job:' .. id)
       local status, lease_ttl, token, name
+      local present = {}  -- the fields of op.clears the hash has (none: no HDEL)
       for i = 1, #hash, 2 do
         local field = hash[i]
-        if field == 'status' then
+        if CLAIM_CLEARS[field] then
+          present[field] = true
+        elseif field == 'status' then
           status = hash[i + 1]
         elseif field == 'lease_ttl_seconds' then
           lease_ttl = hash[i + 1]
@@ -102,7 +113,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
         move(id, queue, old, op.target, name)
         change(id, op, op.target, {'lease_token', token_text, 'worker_id', worker,
           'lease_expires_at', expires_text,
-          'run', RUN_CLAIMED, 'claimed_from', status}, {'rank'})
+          'run', RUN_CLAIMED, 'claimed_from', status}, nil, present)
         if not padded then  -- keeps the zset a skiplist (store/redis/keys.py LEASES_PAD)
           redis.call('ZADD', P .. 'leases', 'NX', '+inf', LEASES_PAD)
           padded = true

@@ -237,13 +237,15 @@ local function move(id, queue, old, new, name)
 end
 
 -- The job-hash change of operation `op` on job `id`: status = `target`,
--- last_updated_at and every field of op.stamps = now, every field of
--- op.clears deleted. `set` (field, value, ...) and `drop` (fields) are the
--- function's own writes: the operation's written fields and Redis
--- bookkeeping (`rank`).
-local function change(id, op, target, set, drop)
+-- last_updated_at and every field of op.stamps = now (op.written: a stamp
+-- another one implies is left out, store/redis/scripts.py IMPLIED_STAMPS),
+-- every field of op.clears deleted (when `present`, a set of the fields the
+-- hash has, is given: only those it has; no HDEL when none). `set` (field,
+-- value, ...) and `drop` (fields) are the function's own writes: the
+-- operation's written fields and Redis bookkeeping (`rank`).
+local function change(id, op, target, set, drop, present)
   local fields = {'status', STATUS_TEXT[target] or target, 'last_updated_at', now_text}
-  for _, field in ipairs(op.stamps) do
+  for _, field in ipairs(op.written) do
     fields[#fields + 1] = field
     fields[#fields + 1] = now_text
   end
@@ -251,7 +253,12 @@ local function change(id, op, target, set, drop)
     fields[#fields + 1] = value
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(fields))
-  local gone = {unpack(op.clears)}
+  local gone = {}
+  for _, field in ipairs(op.clears) do
+    if not present or present[field] then
+      gone[#gone + 1] = field
+    end
+  end
   for _, field in ipairs(drop or {}) do
     gone[#gone + 1] = field
   end
