@@ -28,6 +28,8 @@ from store.models import (
 from store.spec import unique_key_of
 
 _JSON_FIELDS = ("payload", "headers", "route_params", "query_params")
+#: The status code of a leased job (InProgress), as hashes hold it.
+_LEASED = str(int(lifecycle.target(Operation.CLAIM)))
 
 
 def dumps(value: Any) -> str:
@@ -155,7 +157,9 @@ def job_from_hash(job_id: str, h: Mapping[str, str]) -> Job:
     out what its key or another field says (store/redis/layout.py): ``id``
     (the key's), ``last_updated_at`` of a job not changed since its enqueue
     (its ``created_at``), ``last_heartbeat_at`` until the run's first
-    heartbeat (``_heartbeat``)."""
+    heartbeat (``_heartbeat``); and it keeps ``lease_expires_at`` after the
+    lease ends (read only while InProgress: store/redis/scripts.py
+    ``KEPT_CLEARS``)."""
     return Job(
         id=job_id,
         name=h["name"],
@@ -174,7 +178,7 @@ def job_from_hash(job_id: str, h: Mapping[str, str]) -> Job:
         retry_delay_until=ts(_float(h, "retry_delay_until")),
         worker_id=h.get("worker_id"),
         lease_token=int(h.get("lease_token", 0)),
-        lease_expires_at=ts(_float(h, "lease_expires_at")),
+        lease_expires_at=ts(_float(h, "lease_expires_at")) if h["status"] == _LEASED else None,
         last_heartbeat_at=ts(_heartbeat(h)),
         timeout_seconds=float(h["timeout_seconds"]),
         lease_ttl_seconds=_float(h, "lease_ttl_seconds"),
@@ -224,7 +228,6 @@ def job_from_flat(job_id: str, flat: Sequence[str]) -> Job:
 
 
 _CLAIM = lifecycle.rule(Operation.CLAIM)
-_LEASED = str(int(lifecycle.target(Operation.CLAIM)))
 
 
 def claim_entry(entry: str | bytes) -> tuple[str, list[str], str, str, str]:

@@ -19,7 +19,8 @@ Key schema (``P`` = prefix):
                           ``due_at`` without a delay, no ``completed_by``
                           when the lease holder acked, no ``last_heartbeat_at``
                           until the run's first heartbeat; a claimed job
-                          keeps its last ``rank``
+                          keeps its last ``rank``, an ended lease its
+                          ``lease_expires_at`` (read only while InProgress)
 ``{P}:events:<id>``       list: the job's events as JSON, oldest first, capped;
                           not the happy path's (enqueued, claimed, completed)
 ``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first

@@ -18,7 +18,8 @@ from typing import Any
 #: the lease holder acked (``worker_id``), ``last_heartbeat_at`` until the
 #: run's first heartbeat (``started_at``: the later of the two is read); a
 #: claim's reply entry carries the id (store/redis/codec.py ``claim_entry``),
-#: and a claimed job keeps its ``rank`` (no longer in a ready zset). A release of layout 5 would read
+#: a claimed job keeps its ``rank`` (no longer in a ready zset) and an ended
+#: lease its ``lease_expires_at`` (read only while InProgress). A release of layout 5 would read
 #: such a hash wrongly, hence the version; this one reads both.
 #: 5: no listing zset of a status alone (``updated:<status>``): a status's
 #: zsets by queue serve its listings, counts and purges.

@@ -67,6 +67,11 @@ def _lua_text(value: str) -> str:
 #: of the two (store/redis/codec.py ``job_from_hash``). A claim's first
 #: heartbeat is its start.
 IMPLIED_STAMPS = {"last_heartbeat_at": "started_at"}
+#: Cleared fields a job hash keeps, each read only in the status given here
+#: (layout 6: store/redis/codec.py ``job_from_hash`` reads it as None in any
+#: other; every function reads it after checking that status): one HDEL
+#: fewer at every ack. A claim writes it again.
+KEPT_CLEARS = {"lease_expires_at": lifecycle.JobStatus.InProgress}
 
 
 def operations_table() -> str:
@@ -74,8 +79,9 @@ def operations_table() -> str:
     lib/job.lua ``operation(name)`` reads them (``sources`` a set of status
     codes, ``target`` a code or nil for FAIL, whose target is the retry
     decision's, ENQUEUE's too, ``event`` a kind or nil, ``stamps``, ``clears``,
-    ``zeroes``, ``delays`` and ``held`` lists of field names, and ``written``:
-    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed)."""
+    ``zeroes``, ``delays`` and ``held`` lists of field names, ``written``:
+    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed, and
+    ``dropped``: the clears it deletes, those of KEPT_CLEARS removed)."""
     rows = []
     for op in Operation:
         row = lifecycle.rule(op)
@@ -88,6 +94,7 @@ def operations_table() -> str:
         }
         written = [f for f in row.stamps if IMPLIED_STAMPS.get(f) not in row.stamps]
         lists["written"] = ", ".join(_lua_text(f) for f in written)
+        lists["dropped"] = ", ".join(_lua_text(f) for f in row.clears if f not in KEPT_CLEARS)
         fields = ", ".join(f"{name} = {{{text}}}" for name, text in lists.items())
         head = f"sources = {{{sources}}}, target = {target}, event = {event}"
         rows.append(f"  [{_lua_text(op.value)}] = {{{head}, {fields}}},")

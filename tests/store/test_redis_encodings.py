@@ -107,7 +107,8 @@ def test_a_claim_writes_no_implied_stamp_and_keeps_the_rank(store: RedisStore) -
     """Layout 6: a claim leaves last_heartbeat_at out (its start is its first
     heartbeat), keeps the rank it no longer needs (a ZREM of it finds
     nothing) and deletes no field the hash lacks; the job reads as before,
-    and after a heartbeat the heartbeat's time."""
+    and after a heartbeat the heartbeat's time. An ended lease keeps its
+    lease_expires_at, read as None."""
     job = store.enqueue("t")
     key, client = store.keys.job(job.id), store._client
     rank = client.hget(key, "rank")
@@ -120,5 +121,7 @@ def test_a_claim_writes_no_implied_stamp_and_keeps_the_rank(store: RedisStore) -
     beat = store.get(job.id).last_heartbeat_at
     assert beat is not None and (beat - held.started_at).total_seconds() == pytest.approx(5, abs=1)
     store.cancel(job.id)
-    assert store.get(job.id).status is JobStatus.Canceled
+    canceled = store.get(job.id)
+    assert canceled.status is JobStatus.Canceled and canceled.lease_expires_at is None
+    assert "lease_expires_at" in client.hgetall(key)  # kept, read only while InProgress
     assert client.zscore(store.keys.ready("default"), rank) is None

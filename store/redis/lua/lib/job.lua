@@ -239,8 +239,9 @@ end
 -- The job-hash change of operation `op` on job `id`: status = `target`,
 -- last_updated_at and every field of op.stamps = now (op.written: a stamp
 -- another one implies is left out, store/redis/scripts.py IMPLIED_STAMPS),
--- every field of op.clears deleted (when `present`, a set of the fields the
--- hash has, is given: only those it has; no HDEL when none). `set` (field,
+-- every field of op.clears deleted (op.dropped: one read only in a status
+-- the job leaves is kept, KEPT_CLEARS; when `present`, a set of the fields
+-- the hash has, is given: only those it has; no HDEL when none). `set` (field,
 -- value, ...) and `drop` (fields) are the function's own writes: the
 -- operation's written fields and Redis bookkeeping (`rank`).
 local function change(id, op, target, set, drop, present)
@@ -254,7 +255,7 @@ local function change(id, op, target, set, drop, present)
   end
   redis.call('HSET', P .. 'job:' .. id, unpack(fields))
   local gone = {}
-  for _, field in ipairs(op.clears) do
+  for _, field in ipairs(op.dropped) do
     if not present or present[field] then
       gone[#gone + 1] = field
     end
