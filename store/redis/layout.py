@@ -19,8 +19,9 @@ from typing import Any
 #: run's first heartbeat (``started_at``: the later of the two is read); a
 #: claim's reply entry carries the id (store/redis/codec.py ``claim_entry``),
 #: a claimed job keeps its ``rank`` (no longer in a ready zset) and an ended
-#: lease its ``lease_expires_at`` (read only while InProgress). A release of layout 5 would read
-#: such a hash wrongly, hence the version; this one reads both.
+#: lease its ``lease_expires_at`` (read only while InProgress). A release
+#: of layout 5 would read such a hash wrongly, hence the version; this one
+#: reads both.
 #: 5: no listing zset of a status alone (``updated:<status>``): a status's
 #: zsets by queue serve its listings, counts and purges.
 #: 4: listing zsets scored in microseconds, member the id, by status, status x

@@ -7,25 +7,23 @@
 --              idempotency, unique, unique_until, counters, history, listing zsets,
 --              queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
--- Each queue that got ready (undelayed) jobs first hands up to HAND_MOST of
---              them to idle workers registered on it (lib/claim.lua
---              `hand_over`: leased, pushed on hand:<worker>); if any is left,
---              the queue gets one entry on its wake-up list (kept to
---              FLOW.wakeup_kept, store/redis/wakeups.py WAKEUP_KEPT), the
---              job's ready member when the call made one job of that queue
---              ready, else '*' (a worker's blocking pop hands it to one idle
---              worker). The enqueue row of the compiled lifecycle table gives
---              the event kind, the stamped, zeroed, delayed and held fields;
---              UNIQUE_HOLDING (compiled in) the statuses that hold a unique
---              key whatever its age.
--- then per job, from ARGV[4]: status code, delay (s, '0' for none), the ENQUEUE_FIXED
+-- ARGV[4..]    per job: status code, delay (s, '0' for none), the ENQUEUE_FIXED
 --              fields (id, name, queue, max_retries, timeout_seconds), the
 --              letters of the ENQUEUE_OPTIONAL values the job has ('a' the
 --              first: priority ... unique_key, then unique_for, seconds, not
 --              a hash field), then those values in that order
 --              (store/redis/codec.py enqueue_values; the layout compiled in
---              by store/redis/scripts.py enqueue_table); an optional value left out is
---              absent from the hash (null; priority 0)
+--              by store/redis/scripts.py enqueue_table); an optional value
+--              left out is absent from the hash (null; priority 0)
+-- Compiled in: the enqueue row of the lifecycle table (the event kind, the
+-- stamped, zeroed, delayed and held fields), UNIQUE_HOLDING (the statuses
+-- that hold a unique key whatever its age) and FLOW.wakeup_kept.
+-- Each queue that got ready (undelayed) jobs first hands up to HAND_MOST of
+-- them to idle workers registered on it (lib/claim.lua `hand_over`: leased,
+-- pushed on hand:<worker>); if any is left, the queue gets one entry on its
+-- wake-up list (kept to FLOW.wakeup_kept, store/redis/wakeups.py
+-- WAKEUP_KEPT), the job's ready member when the call made one job of that
+-- queue ready, else '*' (a worker's blocking pop hands it to one idle worker).
 -- Writes each job hash with status, rank, enqueued_as (its enqueued event,
 -- lib/job.lua `happen`) and the fields of the row: stamps = now, zeroes
 -- absent (read as 0), delays = now + delay and held = the same for a delayed
