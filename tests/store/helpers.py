@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
 from store.base import JobStore
 from store.lifecycle import JobStatus
 from store.models import Job
@@ -60,3 +65,32 @@ def as_layout_5_hash(store: JobStore, job_id: str) -> dict[str, str]:
     if added:
         client.hset(key, mapping=added)
     return {**h, **added}
+
+
+def enqueue_five_while_the_first_is_held(
+    store: JobStore, group: Any, hold: AbstractContextManager[object], first_started: Callable[[], object]
+) -> dict[int, Job]:
+    """Five threads each enqueue one job ``{"i": i}`` on ``store``: the
+    first while ``hold`` is entered (its write waits until ``hold`` exits),
+    once ``first_started()`` is true the other four, which queue on the
+    store's GroupCommit ``group``. Returns each thread's job by ``i``, each
+    checked to be its own and stored as returned."""
+    from tests.workers.procs import wait_until
+
+    got: dict[int, Job] = {}
+    threads = [
+        threading.Thread(target=lambda i=i: got.__setitem__(i, store.enqueue("t", {"i": i})))
+        for i in range(5)
+    ]
+    with hold:
+        threads[0].start()
+        wait_until(first_started, timeout=10, what="the first write")
+        for thread in threads[1:]:
+            thread.start()
+        wait_until(lambda: len(group._pending) == 4, timeout=10, what="four jobs waiting")
+    for thread in threads:
+        thread.join(10)
+    assert sorted(got) == list(range(5))
+    assert [got[i].payload for i in range(5)] == [{"i": i} for i in range(5)]
+    assert all(store.get(job.id).payload == job.payload for job in got.values())
+    return got

@@ -4,6 +4,7 @@ call together, and each caller gets its own job."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from store.redis.store import RedisStore
 from tests.backends import BACKENDS
-from tests.workers.procs import wait_until
+from tests.store.helpers import enqueue_five_while_the_first_is_held
 
 pytestmark = pytest.mark.skipif("redis" not in BACKENDS, reason="Redis not among the test backends")
 
@@ -30,21 +31,7 @@ def test_jobs_that_arrive_during_a_write_share_the_next_call(
         return real(script, keys, args)
 
     monkeypatch.setattr(store, "_eval", held_first)
-    group = store._group
-    got: dict[int, Any] = {}
-    threads = [
-        threading.Thread(target=lambda i=i: got.__setitem__(i, store.enqueue("t", {"i": i})))
-        for i in range(5)
-    ]
-    threads[0].start()
-    wait_until(lambda: calls, timeout=10, what="the first write")
-    for thread in threads[1:]:
-        thread.start()
-    wait_until(lambda: len(group._pending) == 4, timeout=10, what="four jobs waiting")
-    gate.set()
-    for thread in threads:
-        thread.join(10)
-    assert sorted(got) == list(range(5))
-    assert [got[i].payload for i in range(5)] == [{"i": i} for i in range(5)]
-    assert all(store.get(job.id).payload == job.payload for job in got.values())
+    hold = contextlib.ExitStack()
+    hold.callback(gate.set)  # leaving it lets the first write go on
+    enqueue_five_while_the_first_is_held(store, store._group, hold, lambda: calls)
     assert len(calls) == 2  # the first job alone, then the four together

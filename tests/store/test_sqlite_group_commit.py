@@ -1,4 +1,4 @@
-"""Group commit of single-job enqueues on SQLite (store/sql/group_commit.py):
+"""Group commit of single-job enqueues on SQLite (store/group_commit.py):
 the jobs that arrive while one is written go in the next transaction
 together, each caller gets its own job, and a failed batch is written again
 one job at a time."""
@@ -12,6 +12,7 @@ from sqlalchemy import event
 
 from store.group_commit import GroupCommit
 from store.sql.store import SqlStore
+from tests.store.helpers import enqueue_five_while_the_first_is_held
 from tests.workers.procs import wait_until
 
 
@@ -20,22 +21,9 @@ def test_jobs_that_arrive_during_a_write_share_the_next_transaction(sqlite_store
     group = store.dialect._group  # type: ignore[attr-defined]
     begins: list[int] = []
     event.listen(store.write_engine, "begin", lambda conn: begins.append(1))
-    got: dict[int, Any] = {}
-    threads = [
-        threading.Thread(target=lambda i=i: got.__setitem__(i, store.enqueue("t", {"i": i})))
-        for i in range(5)
-    ]
-    with store._writer:  # the first writer waits here with its own job alone
-        threads[0].start()
-        wait_until(lambda: group._writing and not group._pending, timeout=10, what="the first write")
-        for thread in threads[1:]:
-            thread.start()
-        wait_until(lambda: len(group._pending) == 4, timeout=10, what="four jobs waiting")
-    for thread in threads:
-        thread.join(10)
-    assert sorted(got) == list(range(5))
-    assert [got[i].payload for i in range(5)] == [{"i": i} for i in range(5)]
-    assert all(store.get(job.id).payload == job.payload for job in got.values())
+    # the first writer waits on the writer lock with its own job alone
+    started = lambda: group._writing and not group._pending  # noqa: E731
+    enqueue_five_while_the_first_is_held(store, group, store._writer, started)
     assert len(begins) == 2  # the first job alone, then the four together
     assert not group._writing and not group._pending
 
