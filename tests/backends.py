@@ -30,8 +30,17 @@ PG_ADMIN_URL = os.environ.get(
     "LEASEHOLD_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_URL = os.environ.get("LEASEHOLD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-#: Backends the contract suite runs on (comma-separated).
-BACKENDS = [b for b in os.environ.get("LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql,redis").split(",") if b]
+#: Backends the contract suite runs on (comma-separated). ``redis-cluster``
+#: (a throwaway 3-master cluster, tests/redis_cluster.py) runs the contract
+#: suite only (tests/store/test_contract_*.py); every other test that takes
+#: the ``store`` fixture runs on the rest.
+BACKENDS = [
+    b
+    for b in os.environ.get("LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql,redis,redis-cluster").split(",")
+    if b
+]
+#: The backends served by the Redis store (layout, notices and limits alike).
+REDIS_BACKENDS = ("redis", "redis-cluster")
 
 
 @dataclass

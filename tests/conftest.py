@@ -16,6 +16,8 @@ from tests.backends import (
     delete_redis_prefix,
     redis_url_with_prefix,
 )
+from tests.redis_cluster import Cluster
+from tests.redis_cluster import available as cluster_available
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,6 +41,32 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
     return SqliteTemplate(tmp_path_factory.mktemp("sqlite-template"))
 
 
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A throwaway 3-master Redis Cluster for this test process (started
+    the first time a test asks for it)."""
+    if not cluster_available():
+        pytest.skip("redis-server and redis-cli are needed for the Redis Cluster")
+    cluster = Cluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield cluster
+    cluster.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``redis-cluster`` backend runs the contract suite only
+    (tests/store/test_contract_*.py): its other parametrisations are
+    deselected."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_cluster = callspec is not None and callspec.params.get("handle") == "redis-cluster"
+        contract = item.path.name.startswith("test_contract_")
+        (drop if on_cluster and not contract else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def make_handle(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path, settings: StoreSettings
 ) -> StoreHandle:
@@ -55,6 +83,12 @@ def make_handle(
         url, prefix = redis_url_with_prefix()
         handle = StoreHandle(backend, url, open_store(url, settings))
         handle.cleanups.append(lambda: delete_redis_prefix(url, prefix))
+        return handle
+    if backend == "redis-cluster":
+        cluster: Cluster = request.getfixturevalue("redis_cluster")
+        url, prefix = cluster.url_with_prefix()
+        handle = StoreHandle(backend, url, open_store(url, settings))
+        handle.cleanups.append(lambda: cluster.delete_prefix(prefix))
         return handle
     raise ValueError(f"unknown backend {backend}")
 

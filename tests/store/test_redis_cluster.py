@@ -1,25 +1,16 @@
-"""The Redis store on a real 3-master Redis Cluster (``redis+cluster://``).
-
-A throwaway cluster is started on free loopback ports in a temporary folder
-(no persistence) and its servers are killed by pid afterwards. The core
-operations run against it with the same expectations as the contract suite;
-they only work because every key of a deployment shares one hash tag: the
-library's functions build each key from the prefix they are given as their
-one declared key, and Redis Cluster refuses a key of another slot.
+"""The Redis store on a real 3-master Redis Cluster (``redis+cluster://``):
+what is particular to it. The contract suite runs on the same throwaway
+cluster (tests/redis_cluster.py) as the backend ``redis-cluster``; it only
+works because every key of a deployment shares one hash tag: the library's
+functions build each key from the prefix they are given as their one
+declared key, and Redis Cluster refuses a key of another slot.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
-import subprocess
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from redis.cluster import RedisCluster
@@ -29,116 +20,27 @@ from store.errors import JobNotFound, LeaseLost
 from store.lifecycle import EventKind, JobStatus
 from store.models import Lease, MaintenanceRun, Schedule, WorkerInfo
 from store.redis.store import RedisStore
+from tests.redis_cluster import Cluster
+from tests.redis_cluster import cli as _cli
 from tests.store.helpers import ERROR, expire_leases, job_in
 
 pytestmark = pytest.mark.cluster
 S = JobStatus
-START_TIMEOUT_S = 30.0
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` loopback ports that are free, each with its cluster bus port (+10000)."""
-    ports: list[int] = []
-    while len(ports) < n:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port + 10000 > 65535 or port in ports:
-            continue
-        try:
-            with socket.socket() as bus:
-                bus.bind(("127.0.0.1", port + 10000))
-        except OSError:
-            continue
-        ports.append(port)
-    return ports
-
-
-def _cli(port: int, *args: str) -> str:
-    done = subprocess.run(
-        ["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    return done.stdout
-
-
-def _wait(predicate: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"cluster: {what}")
-        time.sleep(0.1)
-
-
-def _server_command(port: int, folder: Path, pidfile: Path) -> list[str]:
-    """A cluster-enabled, non-persistent, daemonised server on 127.0.0.1:port."""
-    return [
-        *("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes"),
-        *("--cluster-config-file", str(folder / f"nodes-{port}.conf"), "--dir", str(folder)),
-        *("--save", "", "--appendonly", "no", "--daemonize", "yes"),
-        *("--pidfile", str(pidfile), "--logfile", str(folder / f"{port}.log")),
-    ]
-
-
-def _stop(pid: int) -> None:
-    """Stop one server this module started: SIGTERM, then SIGKILL after 10 s."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)
-            time.sleep(0.05)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-@pytest.fixture(scope="module")
-def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
-    if not (shutil.which("redis-server") and shutil.which("redis-cli")):
-        pytest.skip("redis-server and redis-cli are needed for the cluster tests")
-    folder: Path = tmp_path_factory.mktemp("redis-cluster")
-    ports = _free_ports(3)
-    pids: list[int] = []
-    try:
-        for port in ports:
-            pidfile = folder / f"{port}.pid"
-            subprocess.run(
-                _server_command(port, folder, pidfile),
-                check=True,
-                timeout=30,
-                stdin=subprocess.DEVNULL,
-            )
-            _wait(lambda p=pidfile: p.exists() and p.read_text().strip(), f"pid file of {port}")
-            pids.append(int(pidfile.read_text()))
-            _wait(lambda p=port: _cli(p, "ping").strip() == "PONG", f"server on {port}")
-        nodes = [f"127.0.0.1:{port}" for port in ports]
-        subprocess.run(
-            ["redis-cli", "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"],
-            check=True,
-            capture_output=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-        for port in ports:
-            _wait(lambda p=port: "cluster_state:ok" in _cli(p, "cluster", "info"), f"cluster state on {port}")
-        yield ports
-    finally:
-        for pid in pids:
-            _stop(pid)
 
 
 @pytest.fixture
-def store(cluster_ports: list[int]) -> Iterator[RedisStore]:
-    url = f"redis+cluster://127.0.0.1:{cluster_ports[0]}?prefix=lh-cluster-{uuid.uuid4().hex[:10]}"
+def cluster_ports(redis_cluster: Cluster) -> list[int]:
+    return redis_cluster.ports
+
+
+@pytest.fixture
+def store(redis_cluster: Cluster) -> Iterator[RedisStore]:
+    url, prefix = redis_cluster.url_with_prefix()
     opened = open_store(url, StoreSettings())
     assert isinstance(opened, RedisStore)
     yield opened
     opened.close()
+    redis_cluster.delete_prefix(prefix)
 
 
 def test_every_key_lives_in_one_slot_on_one_node(store: RedisStore, cluster_ports: list[int]) -> None:
