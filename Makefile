@@ -149,8 +149,10 @@ bench-peers: $(STAMP)
 	$(BIN)/python -m bench.peers.run --sweep --api --api-args "$(BENCH_API_ARGS)" $(BENCH_PEERS_ARGS)
 
 # Redis server instructions a job (callgrind; the same count every run, unlike seconds):
-# Leasehold (every feature on) and its Redis peers, single and bulk enqueue and a drain, on a
-# redis-server of its own under valgrind (bench/peers/cost.py; ~2 min). BENCH_COST_ARGS: its options.
+# Leasehold (every feature on) and its Redis peers, single and bulk enqueue and a drain, then
+# Leasehold's store alone one job a call and batched (bench/peers/life_cost.py), on one
+# redis-server of its own under valgrind (bench/peers/cost.py; ~2 min); every budget, met or
+# not. BENCH_COST_ARGS: its options.
 BENCH_COST_ARGS ?=
 .PHONY: bench-cost
 bench-cost: $(STAMP)

@@ -13,7 +13,10 @@ bench/peers/run.py does, with the measure ``instructions``
 single enqueue, a bulk enqueue and a drain, the same count every run for the
 same commands. Under callgrind the server runs some 50x slower, so sizes are
 small; no figure here is a rate. Leasehold runs with every feature on (a
-paused queue, unique keys, progress, as in run.py's drain).
+paused queue, unique keys, progress, as in run.py's drain). Then, on the same
+server, bench/peers/life_cost.py's paths of Leasehold's store alone (one job
+a call, batched, an ack that claims the next job), so that one run prints
+every instruction budget, met or not.
 """
 
 from __future__ import annotations
@@ -106,6 +109,17 @@ def budgets(got: dict[str, float]) -> list[str]:
     return out
 
 
+def measure_life(pid: int, out: Path, port: int, jobs: int) -> dict[str, float]:
+    """bench/peers/life_cost.py's paths on this server (a fresh key prefix)."""
+    import uuid
+
+    from bench.peers import life_cost
+
+    os.environ["BENCH_PEERS_CALLGRIND_PID"] = str(pid)
+    os.environ["BENCH_PEERS_CALLGRIND_OUT"] = str(out)
+    return life_cost.measure(f"redis://127.0.0.1:{port}/0?prefix=life-{uuid.uuid4().hex[:8]}", jobs)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--systems", default=",".join(DEFAULT), help=f"of {','.join(SYSTEMS)} (Redis ones)")
@@ -113,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bulk", type=int, default=1000, help="jobs enqueued in bulk")
     p.add_argument("--jobs", type=int, default=500, help="jobs drained")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a drain may take")
+    p.add_argument("--life-jobs", type=int, default=300, help="jobs of life_cost.py's paths (0: skip them)")
     args = p.parse_args(argv)
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
         print("valgrind not found: apt-get install valgrind", file=sys.stderr)
@@ -139,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = run_one(name, spec, port, out, proc.pid)
                 print(f"# {name} ({time.perf_counter() - t0:.0f} s): {json.dumps(result)}", flush=True)
                 rows.append((name, result))
+            life = measure_life(proc.pid, out, port, args.life_jobs) if args.life_jobs else None
         finally:
             subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
             proc.wait(60)
@@ -158,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         if name != "leasehold-redis" and lh:
             ratios = [f"{c} {lh[c] / got[c]:.1f}x" for c in COLUMNS if c in got and c in lh and got[c]]
             print(f"# leasehold-redis / {name}: {', '.join(ratios)}")
+    if life is not None:
+        from bench.peers import life_cost
+
+        print()
+        print(f"# Leasehold's store alone (bench/peers/life_cost.py, {args.life_jobs} jobs a path):")
+        print("\n".join(life_cost.report(life)))
     return 0
 
 
