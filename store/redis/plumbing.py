@@ -9,9 +9,14 @@ pipeline without MULTI); both turn outages into StoreUnavailable.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from redis import Redis
+from redis.cluster import RedisCluster
 
 from store import lifecycle
 from store.base import StoreSettings
@@ -91,6 +96,8 @@ class RedisPlumbing:
         #: KEYS of every function call: the prefix (lua/lib/keys.lua).
         self._route = [self.keys.route]
         self._lua = Scripts.load(self._client)
+        self._writer_lock = threading.Lock()
+        self._writer_of: tuple[int, Redis | None] = (0, None)
 
     def _offset(self) -> str:
         """ARGV[1] of every script that reads the clock: ``"0"`` when there is
@@ -103,9 +110,29 @@ class RedisPlumbing:
         lua/lib/job.lua), then ``rest``."""
         return [self._offset(), self.settings.events_per_job, 0, *rest]
 
-    def _eval(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+    def _eval(self, script: Any, keys: list[str], args: list[Any], client: Any = None) -> Any:
+        """Call a function of the library (on ``client``, default the pooled one)."""
         with unavailable():
-            return script(keys=keys, args=args)
+            return script(keys=keys, args=args, client=client)
+
+    def _writer(self) -> Redis | RedisCluster:
+        """The client of one writer at a time (store/group_commit.py's): one
+        connection of the pool held for it (``single_connection_client``), so
+        a call skips redis-py's checkout and check-in of a pooled connection,
+        a quarter of the client's time of a round trip (bench/RESULTS.md,
+        single enqueue). Made in the process that uses it (a fork makes its
+        own). A cluster client has no such mode: the pooled one."""
+        if isinstance(self._client, RedisCluster):
+            return self._client
+        with self._writer_lock:
+            pid, writer = self._writer_of
+            if writer is None or pid != os.getpid():
+                with unavailable():  # it takes (so opens) its connection now
+                    writer = Redis(
+                        connection_pool=self._client.connection_pool, single_connection_client=True
+                    )
+                self._writer_of = (os.getpid(), writer)
+            return writer
 
     def _pipe(self, fill: Callable[[Any], object]) -> list[Any]:
         """Queue read commands on a pipeline (no MULTI) with ``fill``; run them."""
@@ -171,4 +198,7 @@ class RedisPlumbing:
 
     def close(self) -> None:
         """Close the client's connections."""
+        pid, writer = self._writer_of
+        if writer is not None and pid == os.getpid():
+            writer.close()  # its connection back to the pool, which closes next
         self._client.close()

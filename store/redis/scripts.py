@@ -270,8 +270,10 @@ class Function:
     library: Library
     name: str
 
-    def __call__(self, keys: list[str], args: list[Any]) -> Any:
-        client = self.library.client
+    def __call__(self, keys: list[str], args: list[Any], client: Any = None) -> Any:
+        """FCALL on ``client`` (default: the library's), loading the library
+        first when the server has not got it (a restart, FUNCTION FLUSH)."""
+        client = client or self.library.client
         try:
             return client.fcall(self.name, len(keys), *keys, *args)
         except rx.ResponseError as exc:

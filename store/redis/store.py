@@ -112,11 +112,11 @@ class RedisStore(
     @cached_property
     def _group(self) -> GroupCommit:
         """Single plain enqueues of concurrent threads in one call (store/group_commit.py)."""
-        return GroupCommit(lambda specs: self._write_jobs(specs)[0])
+        return GroupCommit(lambda specs: self._write_jobs(specs, self._writer())[0])
 
-    def _write_jobs(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
-        """One lua/enqueue.lua call for ``specs``: the jobs, or none and the
-        holder of a key one of them names."""
+    def _write_jobs(self, specs: Sequence[JobSpec], client: Any = None) -> tuple[list[Job], str | None]:
+        """One lua/enqueue.lua call for ``specs`` (on ``client``, default the
+        pooled one): the jobs, or none and the holder of a key one of them names."""
         rows = []
         args = self._args()
         for spec in specs:
@@ -126,7 +126,7 @@ class RedisStore(
             unique_for = None if spec.unique_for is None else repr(float(spec.unique_for))
             args += codec.enqueue_values(fields, int(status), codec.delay_text(spec.delay_s), unique_for)
             rows.append((fields, status, float(spec.delay_s)))
-        reply = self._eval(self._lua.enqueue, self._route, args)
+        reply = self._eval(self._lua.enqueue, self._route, args, client)
         if reply[0] in ("duplicate", "unique"):
             return [], reply[2]
         now = float(reply[1])  # 'ok' or 'replay': the chunk's created_at, as the hashes hold it
