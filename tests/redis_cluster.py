@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
+from tests.backends import delete_redis_prefix
+
 #: Seconds a server, or the cluster's state, may take to come up.
 START_TIMEOUT_S = 30.0
 
@@ -129,17 +131,10 @@ class Cluster:
         return f"redis+cluster://127.0.0.1:{self.ports[0]}?prefix={quote(prefix)}", prefix
 
     def delete_prefix(self, prefix: str) -> None:
-        """Delete every key of one test prefix, on every master (SCAN: tests only)."""
-        import redis
-
+        """Delete every key of one test prefix (one hash tag: one master's), on
+        every master."""
         for port in self.ports:
-            client = redis.Redis(host="127.0.0.1", port=port)
-            try:
-                keys = list(client.scan_iter(match=f"*{prefix}*", count=1000))
-                for i in range(0, len(keys), 500):  # one hash tag: one slot, one master
-                    client.delete(*keys[i : i + 500])
-            finally:
-                client.close()
+            delete_redis_prefix(f"redis://127.0.0.1:{port}/0", prefix)
 
     def stop(self) -> None:
         for pid in self._pids:
