@@ -34,6 +34,7 @@ from pathlib import Path
 
 import redis
 
+from bench.peers.instructions import ENQUEUE_BUDGET_K, LIFE_BUDGET_K
 from bench.peers.run import SYSTEMS, system_command, unavailable, versions
 
 HERE = Path(__file__).resolve().parent
@@ -93,8 +94,8 @@ def run_one(name: str, spec: dict, port: int, out: Path, pid: int) -> dict:
 
 #: Leasehold's instruction budgets, k a job: (what, measured as, most allowed).
 BUDGETS = (
-    ("one enqueue call for one job", ("single",), 180.0),
-    ("a job's life on the batched path (bulk enqueue + drain)", ("bulk", "drain"), 300.0),
+    ("one enqueue call for one job", ("single",), ENQUEUE_BUDGET_K),
+    ("a job's life on the batched path (bulk enqueue + drain)", ("bulk", "drain"), LIFE_BUDGET_K),
 )
 
 

@@ -28,6 +28,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: The issue's instruction budgets, k a job (bench/peers/cost.py and
+#: life_cost.py print each figure against them): one enqueue call for one
+#: job, and a job's whole life (enqueue, claim, ack), or an ack that claims
+#: the next job.
+ENQUEUE_BUDGET_K = 180.0
+LIFE_BUDGET_K = 300.0
+
 #: Jobs enqueued untimed before a timed enqueue (the first loads scripts, opens connections).
 WARMUP = 5
 #: Seconds between two reads of the completion count (each read is server work too).

@@ -36,7 +36,7 @@ import uuid
 from pathlib import Path
 
 from bench.peers.cost import start_server
-from bench.peers.instructions import per_job
+from bench.peers.instructions import ENQUEUE_BUDGET_K, LIFE_BUDGET_K, per_job
 from store import open_store
 from store.models import JobSpec
 
@@ -117,10 +117,14 @@ def measure(url: str, jobs: int) -> dict[str, float]:
 
 #: The budgets of a job's life, k a job: (what, the path measured, most allowed).
 BUDGETS = (
-    ("one enqueue call for one job (enqueue1)", "enqueue1", 180.0),
-    ("a job's life on the batched path (batched)", "batched", 300.0),
-    ("a job's life on the batched path, acks fetching the next jobs (batched_fused)", "batched_fused", 300.0),
-    ("one ack that claims the next job (ack_claim1)", "ack_claim1", 300.0),
+    ("one enqueue call for one job (enqueue1)", "enqueue1", ENQUEUE_BUDGET_K),
+    ("a job's life on the batched path (batched)", "batched", LIFE_BUDGET_K),
+    (
+        "a job's life on the batched path, acks fetching the next jobs (batched_fused)",
+        "batched_fused",
+        LIFE_BUDGET_K,
+    ),
+    ("one ack that claims the next job (ack_claim1)", "ack_claim1", LIFE_BUDGET_K),
 )
 
 
