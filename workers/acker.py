@@ -91,15 +91,27 @@ class Acker(threading.Thread):
         self._cond = threading.Condition()
         self._stopping = False
         self._recording = 0  # acks of the batch being recorded
+        self._ended = False  # the thread took its last batch: submit records in the caller
+        #: ``(job id, token)`` of completions the store never answered (an outage
+        #: outlasted the retries): still InProgress under that token, as far as
+        #: this process knows (the worker reports them at exit).
+        self.unwritten: list[tuple[str, int]] = []
 
     def submit(self, run: Running, result: Any, finish: Callable[[], None]) -> None:
         """Queue the completion of ``run``; ``finish()`` runs once it is recorded
-        (or refused). Blocks while ``max_pending`` acks are waiting."""
+        (or refused). Blocks while ``max_pending`` acks are waiting. Once the
+        thread has ended (``stop()``) or before it started, the completion is
+        recorded here, in the caller's thread: an ack is never left in a
+        queue nobody reads."""
         with self._cond:
             while len(self._queue) >= self.max_pending and not self._stopping and self.is_alive():
                 self._cond.wait(0.1)
-            self._queue.append((run, result, finish))
-            self._cond.notify_all()
+            inline = self._ended or not self.is_alive()
+            if not inline:
+                self._queue.append((run, result, finish))
+                self._cond.notify_all()
+        if inline:
+            self._settle([(run, result, finish)])
 
     def pending(self) -> int:
         """Acks queued or being recorded."""
@@ -120,24 +132,32 @@ class Acker(threading.Thread):
                 while not self._queue and not self._stopping:
                     self._cond.wait()
                 if not self._queue:
+                    self._ended = True
                     return
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch))]
                 self._recording = len(batch)
                 self._cond.notify_all()  # slots blocked on max_pending may go on
             try:
-                self._record(batch)
-            except Exception:  # never lose the thread; the leases expire and recovery retries
-                log.exception("worker %s: recording %d completions failed", self.worker_id, len(batch))
+                self._settle(batch)
             finally:
                 with self._cond:
                     self._recording = 0
-                for _, _, finish in batch:
-                    try:
-                        finish()
-                    except Exception:
-                        log.exception("worker %s: freeing a slot failed", self.worker_id)
                 if self.claimer is not None:
                     self.claimer.recorded()
+
+    def _settle(self, batch: list[Item]) -> None:
+        """Record ``batch`` then call each item's ``finish``; never raises."""
+        try:
+            self._record(batch)
+        except Exception:  # never lose the thread; the leases expire and recovery retries
+            log.exception("worker %s: recording %d completions failed", self.worker_id, len(batch))
+            self.unwritten.extend(run.key for run, _, _ in batch)
+        finally:
+            for _, _, finish in batch:
+                try:
+                    finish()
+                except Exception:
+                    log.exception("worker %s: freeing a slot failed", self.worker_id)
 
     def _record(self, batch: list[Item]) -> None:
         acks = [(run.job.id, run.job.lease_token, result) for run, result, _ in batch]
@@ -169,6 +189,7 @@ class Acker(threading.Thread):
             outcomes = [self._one(*ack) for ack in acks]
         except StoreUnavailable as exc:
             log.error("worker %s: could not record %d completions (%s)", self.worker_id, len(acks), exc)
+            self.unwritten.extend(keys)
             return
         for (job_id, _, _), outcome in zip(acks, outcomes, strict=True):
             if isinstance(outcome, LeaseLost):

@@ -77,6 +77,8 @@ class ClaimLoop:
     _wakeup: threading.Event
     _quiet: threading.Event
     _claiming: threading.Lock
+    _admit: threading.Lock
+    _closed: bool
     _queues: WeightedQueues
     _idle: IdleBackoff
     _errors: IdleBackoff
@@ -100,7 +102,7 @@ class ClaimLoop:
                 self.exit_code = EXIT_SLOTS_LOST
                 return
             if self._quiet.is_set():
-                if self.config.burst and self.runner.busy() == 0:
+                if self.config.burst and self._drained():
                     return
                 self._wakeup.wait(self.timeouts.until_deadline(self._idle.next()))
                 continue
@@ -121,10 +123,17 @@ class ClaimLoop:
                 for job in jobs:
                     self._start(job)
                 continue
-            if self.config.burst and self.runner.busy() == 0:
+            if self.config.burst and self._drained():
                 log.info("worker %s: no job left (burst), stopping", self.id)
                 return
             self._wakeup.wait(self.timeouts.until_deadline(idle_wait(self.store, self.id, self._idle.next())))
+
+    def _drained(self) -> bool:
+        """No run in a slot and no ack waiting (burst mode stops then). The
+        acks are read first: a run counts as busy until its ack is queued,
+        and an ack as pending until the jobs its call claimed (fetch-next)
+        have started, so a run is never between the two reads unseen."""
+        return self.acker.pending() == 0 and self.runner.busy() == 0
 
     def _ahead(self) -> int:
         """Jobs to claim ahead of the slots: what they run in CLAIM_AHEAD_S at
@@ -202,11 +211,19 @@ class ClaimLoop:
             if self._wants_notices():
                 self._idle.reset()
                 self._start(job)
-                continue
-            try:
-                self.store.release(job.id, job.lease_token, self.id)
-            except Exception as exc:  # its lease expires; recovery releases it then
-                log.warning("worker %s: release of handed-over job %s failed: %s", self.id, job.id, exc)
+            else:
+                self._give_back(job)
+
+    def _give_back(self, job: Job) -> None:
+        """Release a job leased to this worker that it will not run (due again
+        at once, no attempt spent). A release the store never answers is
+        noted (``Outcomes.unwritten``): its lease expires and recovery
+        releases it then."""
+        try:
+            self.store.release(job.id, job.lease_token, self.id)
+        except Exception as exc:
+            log.warning("worker %s: release of job %s failed: %s", self.id, job.id, exc)
+            self.outcomes.unwritten.append((job.id, job.lease_token))
 
     def _wants_notices(self) -> bool:
         """Whether the wake-up thread should wait for notices: a slot is free
@@ -259,6 +276,10 @@ class ClaimLoop:
             self._start(job)
 
     def _start(self, job: Job) -> None:
+        """Run ``job`` (leased to this worker by any of its claims) in a slot;
+        once the shutdown has closed admission (``_closed``) give it back
+        instead: the shutdown waits for or releases exactly the runs it
+        admitted, so a claim that returns late never runs unseen."""
         spec = get_handler(job.name)
         run = Running(job, JobContext.for_job(job, self.id, self.progress))
         if job.pending_parents is not None:  # only a job that waited pays for the read
@@ -269,7 +290,14 @@ class ClaimLoop:
             )
             self.outcomes.fail(run, missing)
             return
-        self.inflight.add(run)
+        with self._admit:
+            admitted = not self._closed
+            if admitted:
+                self.inflight.add(run)
+        if not admitted:
+            log.info("worker %s: job %s leased as it stopped; giving it back", self.id, job.id)
+            self._give_back(job)
+            return
         if job.lease_ttl_seconds and job.lease_ttl_seconds < self.config.lease_ttl_s and self.heartbeat:
             self.heartbeat.kick()  # renew on this job's shorter rhythm
         fields = job_fields(job, self.id)

@@ -19,3 +19,9 @@ EXIT_POOL_BROKEN = 4
 #: released its jobs and left. A supervisor does not replace it, and exits
 #: with this code itself once every one of its workers was stopped this way.
 EXIT_STOPPED = 5
+#: The worker stopped with jobs it claimed still InProgress under its lease
+#: in the store: their ack, nack or release could not be written (the store
+#: was unavailable). It names them in its last log line; their leases expire
+#: and recovery runs them again. Never 0: a deploy script's burst run must
+#: not read it as "the queue is drained".
+EXIT_UNRECORDED = 6

@@ -64,6 +64,9 @@ class Outcomes:
         self.inflight = inflight
         self.acker = acker
         self.progress = progress
+        #: ``(job id, token)`` of nacks and releases the store never answered:
+        #: still InProgress under that token as far as this process knows.
+        self.unwritten: list[tuple[str, int]] = []
 
     def _flush_progress(self, run: Running) -> None:
         """Write ``run``'s pending progress report, if any (raises StoreUnavailable)."""
@@ -235,6 +238,7 @@ class Outcomes:
                 exc,
                 extra=fields,
             )
+            self.unwritten.append(run.key)
             return False
         return True
 
@@ -261,5 +265,6 @@ class Outcomes:
             log.warning(
                 "worker %s: releasing job %s failed: %s", self.worker_id, run.job.id, exc, extra=fields
             )
+            self.unwritten.append(run.key)
         finally:
             run.settled.set()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.config import WorkerConfig
-from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED
+from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED, EXIT_UNRECORDED
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,8 @@ class Supervisor:
         self.install_signals = install_signals
         self._received: list[int] = []  # signal numbers, in order (append is atomic)
         self._wake = threading.Event()
+        #: A child exited with EXIT_UNRECORDED (jobs left InProgress under its lease).
+        self.unrecorded = False
 
     # ------------------------------------------------------------ signals
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -137,6 +139,8 @@ class Supervisor:
             return
         name, lived = self.child_name(slot), time.monotonic() - slot.started
         slot.proc = None
+        if code == EXIT_UNRECORDED:  # it named the jobs; the supervisor's own exit says so too
+            self.unrecorded = True
         if code == EXIT_STOPPED and not self.stopping:
             slot.done = slot.stopped = True
             log.warning("supervisor: worker %s was stopped by an operator; it is not replaced", name)
@@ -157,8 +161,9 @@ class Supervisor:
     def run(self) -> int:
         """Supervise until stopped, until every child was stopped by an
         operator, or (burst mode) until every child is done. Returns EXIT_OK,
-        EXIT_FORCED after a second signal, or EXIT_STOPPED when every child
-        was stopped by an operator."""
+        EXIT_FORCED after a second signal, EXIT_UNRECORDED when a child left
+        jobs InProgress under its lease (it exited with that code), or
+        EXIT_STOPPED when every child was stopped by an operator."""
         if self.install_signals:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
@@ -182,6 +187,8 @@ class Supervisor:
         log.info("supervisor: all workers stopped")
         if self._signals > 1:
             return EXIT_FORCED
+        if self.unrecorded:
+            return EXIT_UNRECORDED
         if not self.stopping and all(s.stopped for s in self.slots):
             return EXIT_STOPPED
         return EXIT_OK

@@ -21,10 +21,13 @@ abandoned thread keeps its slot until the handler returns. When every slot has b
 runs it gave up on, the worker exits with EXIT_SLOTS_LOST to be replaced.
 
 Shutdown (first SIGTERM/SIGINT, ``stop()``, an operator's stop, or burst mode
-running dry): stop claiming, give running jobs ``grace_s`` to finish, release
-the rest (back to the queue at once, not a failure), flush the queued acks
-(leases still renewed) and the pending progress reports, stop the
-heartbeat, leave the registry. A second signal exits at once.
+running dry): stop claiming and close admission (a job leased after it is
+given back), give running jobs ``grace_s`` to finish, release the rest (back
+to the queue at once, not a failure), flush the queued acks (leases still
+renewed) and the pending progress reports, stop the heartbeat, leave the
+registry; exit with EXIT_UNRECORDED, naming them, when jobs it claimed are
+still InProgress under its token (docs/architecture.md, "Shutdown"). A
+second signal exits at once. A burst worker runs no wake-up listener.
 """
 
 from __future__ import annotations
@@ -40,13 +43,15 @@ from typing import Any
 from leasehold.urls import is_sql
 from store import open_store
 from store.base import JobStore
+from store.errors import JobNotFound
+from store.lifecycle import JobStatus
 from store.models import WorkerInfo, ts
 from workers.acker import Acker
 from workers.catalogue import published
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.claiming import MAX_ERROR_BACKOFF_S, ClaimLoop
 from workers.config import WorkerConfig
-from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED
+from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED, EXIT_UNRECORDED
 from workers.handlers import unserved_handlers
 from workers.heartbeat import Heartbeat
 from workers.inflight import InFlight, Running, State
@@ -65,6 +70,9 @@ log = logging.getLogger(__name__)
 #: Longest wait at shutdown for the heartbeat's last beat and the removal of
 #: the registry entry that follows it, seconds.
 HEARTBEAT_JOIN_S = 10.0
+#: Longest wait at shutdown for completions handed to the acker as it
+#: stopped (recorded by their slot threads), seconds.
+ACK_FLUSH_S = 30.0
 #: Seconds shutdown waits for the wake-up thread: one blocking wait, and the
 #: release of a job handed over as the worker stopped.
 LISTENER_JOIN_S = WAIT_S + 1.0
@@ -100,6 +108,10 @@ class Worker(ClaimLoop):
         self.progress = ProgressReporter(store)
         #: One claim at a time: the claim loop's, or the acker's with its acks (fetch-next).
         self._claiming = threading.Lock()
+        #: Taken by ``_start`` to admit a run and by the shutdown to close
+        #: admission (``_closed``): after that, a job leased late is given back.
+        self._admit = threading.Lock()
+        self._closed = False
         self.acker = Acker(store, self.id, progress=self.progress, claimer=self)
         self.outcomes = Outcomes(
             store, self.id, self.inflight, self.acker, self.progress, log_success=config.log_success
@@ -230,7 +242,14 @@ class Worker(ClaimLoop):
         )
         self.heartbeat.start()
         self.acker.start()
-        wakeups = self.store.wakeups(self.config.queue_names, self.id, self.config.lease_ttl_s)
+        # A burst worker drains and exits: it neither waits for notices nor
+        # registers for hand-over (an enqueue must not lease a job to a
+        # worker about to leave), so its claim loop alone claims.
+        wakeups = (
+            None
+            if self.config.burst
+            else self.store.wakeups(self.config.queue_names, self.id, self.config.lease_ttl_s)
+        )
         if wakeups is not None:
             self.listener = WakeupListener(wakeups, self._on_notice, self.id, self._wants_notices)
             self.listener.start()
@@ -246,6 +265,8 @@ class Worker(ClaimLoop):
             self.scheduler.stop()
         if self.listener is not None:
             self.listener.stop()
+        with self._admit:  # from here on the runs in flight are all there will be
+            self._closed = True
         for run in self.inflight.running():  # claimed ahead, never started: back at once
             if run.release_if_waiting():
                 self._release(run)
@@ -262,6 +283,7 @@ class Worker(ClaimLoop):
         # not outlive the lease), and stops only then.
         if self.acker.is_alive():
             self.acker.stop()
+        self._wait_for_acks()
         self.progress.close()  # reports of runs still going when released, or refused late
         # The heartbeat thread removes the registry entry after its last beat
         # has returned, so a beat in flight cannot register this worker again.
@@ -280,7 +302,48 @@ class Worker(ClaimLoop):
         if self.listener is not None:  # a job handed over as it stopped is being released
             self.listener.join(timeout=LISTENER_JOIN_S)
         self.runner.stop()
+        self._check_recorded()
         log.info("worker %s stopped", self.id)
+
+    def _wait_for_acks(self) -> None:
+        """Wait (at most ACK_FLUSH_S) for runs that ended as the acker stopped:
+        their slot threads record the completions themselves (``Acker.submit``)."""
+        end = time.monotonic() + ACK_FLUSH_S
+        while any(run.state is State.DONE for run in self.inflight.all()) and time.monotonic() < end:
+            self._wakeup.wait(0.05)  # a freed slot sets it
+            self._wakeup.clear()
+
+    def _check_recorded(self) -> None:
+        """Exit with EXIT_UNRECORDED, naming them, when jobs this worker claimed
+        are still InProgress under its token in the store: an ack, nack or
+        release the store never answered, or a run that outlived the flush.
+        Each is read back first (a later retry, or recovery, may have
+        settled it); a job that cannot be read counts as unrecorded."""
+        keys = dict.fromkeys(
+            [*self.acker.unwritten, *self.outcomes.unwritten]
+            + [run.key for run in self.inflight.all() if run.state is State.DONE]
+        )
+        held = []
+        for job_id, token in keys:
+            try:
+                job = self.store.get(job_id)
+            except JobNotFound:
+                continue
+            except Exception:  # the store is still out: nothing says the job was settled
+                held.append(job_id)
+                continue
+            if job.status is JobStatus.InProgress and job.lease_token == token:
+                held.append(job_id)
+        if held:
+            log.error(
+                "worker %s: stopping with %d claimed job(s) still InProgress under its lease "
+                "(their ack or release was not written; recovery runs them again when the lease expires): %s",
+                self.id,
+                len(held),
+                ", ".join(held),
+            )
+            if self.exit_code == EXIT_OK:
+                self.exit_code = EXIT_UNRECORDED
 
     def _release(self, run: Running) -> None:
         self.outcomes.release(run)

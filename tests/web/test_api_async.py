@@ -195,9 +195,11 @@ def test_async_endpoint_round_trip_with_a_real_worker(orders_app: Flask, handle:
         timeout=120,
         check=False,
     )
-    assert worker.returncode == 0, worker.stderr.decode()[-2000:]
+    stderr = worker.stderr.decode()[-4000:]
+    assert worker.returncode == 0, stderr
     done = orders_app.test_client().get(response.headers["Location"], headers=VIEWER)
-    assert done.json["status"] == "Completed", done.json
+    trail = orders_app.test_client().get(f"{response.headers['Location']}/events", headers=VIEWER)
+    assert done.json["status"] == "Completed", (done.json, trail.json, stderr)
     assert done.json["result"] == {
         "payload": {"amount": 12},
         "headers": {"X-Request-Id": "req-1", "Content-Type": "application/json", "Accept-Language": "de"},
