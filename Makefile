@@ -118,18 +118,20 @@ clean:
 		-type d -name __pycache__ -prune -exec rm -rf {} +
 
 # The long soak of tests/faults: 5,000 jobs on 16 worker processes per
-# store while children are killed, then the long PostgreSQL scenarios (LEASEHOLD_SOAK_LONG=1:
+# store while children are killed; 500 burst-worker runs a store under CPU load (every exit 0,
+# every job Completed); then the long PostgreSQL scenarios (LEASEHOLD_SOAK_LONG=1:
 # a transaction held 60 s, a 10 s crash-restart of a private cluster, ten rounds of
-# terminated backends); prints the soak table and the measured figures (~10 minutes).
+# terminated backends); prints the soak table and the measured figures (~40 minutes).
 SOAK_JOBS ?= 5000
 SOAK_PROCESSES ?= 16
 SOAK_KILLS ?= 12
+BURST_SOAK_RUNS ?= 500
 .PHONY: soak
 soak: $(STAMP)
 	$(SERVICES) \
 	LEASEHOLD_SOAK_JOBS=$(SOAK_JOBS) LEASEHOLD_SOAK_PROCESSES=$(SOAK_PROCESSES) \
-	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) LEASEHOLD_SOAK_LONG=1 \
-	$(BIN)/pytest tests/faults/test_soak.py tests/faults/test_pg_long_transaction.py \
+	LEASEHOLD_SOAK_KILLS=$(SOAK_KILLS) LEASEHOLD_SOAK_LONG=1 LEASEHOLD_BURST_SOAK_RUNS=$(BURST_SOAK_RUNS) \
+	$(BIN)/pytest tests/faults/test_soak.py tests/faults/test_burst_soak.py tests/faults/test_pg_long_transaction.py \
 		tests/faults/test_pg_restart.py tests/faults/test_pg_terminate.py \
 		-m faults -p no:cacheprovider -q -s $(PYTEST_ARGS)
 
