@@ -9,7 +9,7 @@ One redis-server of its own under ``valgrind --tool=callgrind``
 is the commands' own (plus the server's timers while they run): each figure
 is the instructions between two ``callgrind_control --dump`` calls
 (bench/peers/instructions.py) divided by the jobs. Claims take ``--batch``
-jobs, acks are one ``complete_many`` a batch (a worker's acker).
+jobs, acks are one ``complete_many`` a batch (a worker's recorder).
 On a store without flow control the limited figure is left out, so the same
 command measures a release before it.
 """

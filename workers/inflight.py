@@ -139,7 +139,7 @@ class InFlight:
 
     def leased(self) -> list[Running]:
         """Runs whose leases the worker renews: RUNNING, and DONE ones whose
-        completion waits for the acker (a slow or retried ack must not let
+        completion waits to be recorded (a slow or retried ack must not let
         the lease of finished work expire)."""
         return [r for r in self.all() if r.state in (State.RUNNING, State.DONE)]
 

@@ -1,5 +1,6 @@
-"""What a worker writes about its runs: acks (through the acker), nacks,
-execution timeouts and releases, each carrying the run's lease token.
+"""What a worker writes about its runs: acks (posted to the main thread's
+inbox, recorded there in batches by ``workers.recorder``), nacks, execution
+timeouts and releases, each carrying the run's lease token.
 
 Who may write a run's outcome is decided by ``Running.move`` (one winner per
 run, ``workers.inflight``). A handler that returns after the worker gave up
@@ -12,7 +13,7 @@ job is still InProgress under the same token, so the late result is dropped;
 the lease, no longer renewed, expires and recovery retries the job.
 
 A run's pending progress report (``workers.progress``) is written before its
-nack or release (the acker does it for acks), and discarded when the run's
+nack or release (the recorder does it for acks), and discarded when the run's
 outcome is not the worker's to record.
 """
 
@@ -20,8 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from leasehold import hooks
@@ -30,10 +29,11 @@ from store.base import JobStore
 from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, JobStatus
 from store.models import Job
-from workers.acker import Acker
 from workers.execute import Outcome, timed_out
+from workers.inbox import Inbox
 from workers.inflight import InFlight, Running, State
 from workers.progress import ProgressReporter
+from workers.recorder import Recorder
 from workers.retry import OUTAGE_RETRY_DELAYS_S, retry_unavailable
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,8 @@ class Outcomes:
         store: JobStore,
         worker_id: str,
         inflight: InFlight,
-        acker: Acker,
+        inbox: Inbox,
+        recorder: Recorder,
         progress: ProgressReporter | None = None,
         *,
         log_success: bool = True,
@@ -62,7 +63,8 @@ class Outcomes:
         self.store = store
         self.worker_id = worker_id
         self.inflight = inflight
-        self.acker = acker
+        self.inbox = inbox
+        self.recorder = recorder
         self.progress = progress
         #: ``(job id, token)`` of nacks and releases the store never answered:
         #: still InProgress under that token as far as this process knows.
@@ -73,17 +75,13 @@ class Outcomes:
         if self.progress is not None:
             self.progress.flush([(run.job.id, run.job.lease_token)])
 
-    def done(self, run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
-        """A run ended (called from its slot's thread). ``finish()`` frees the
-        slot: once a failure is recorded, or once a completion is handed to
-        the acker (the run stays in ``inflight`` until the acker recorded it).
-        Never raises."""
-        handed_off = False
-
-        def finished() -> None:
-            self.inflight.remove(run)
-            finish()
-
+    def done(self, run: Running, outcome: Outcome) -> None:
+        """A run ended (called from its slot's thread, which frees the slot
+        when this returns). A completion is posted to the main thread's
+        inbox (the run stays in ``inflight``, its lease renewed, until it is
+        recorded), or recorded here once the inbox is closed (shutdown); a
+        failure is recorded here. Never raises."""
+        kept = False
         try:
             if outcome.dropped or not self._ours(run):
                 if self.progress is not None:
@@ -97,9 +95,9 @@ class Outcomes:
                 hooks.send(
                     hooks.job_succeeded, job.name, job=job, result=outcome.result, run_time_s=run_time_s
                 )
-                self.acker.submit(run, outcome.result, partial(self.inflight.remove, run))
-                handed_off = True
-                finish()
+                kept = True
+                if not self.inbox.ack(run, outcome.result):
+                    self.recorder.record([(run, outcome.result)])
             else:
                 self.fail(run, outcome)
         except Exception:  # a slot must always be freed
@@ -110,8 +108,8 @@ class Outcomes:
                 extra=job_fields(run.job, self.worker_id),
             )
         finally:
-            if not handed_off:
-                finished()
+            if not kept:
+                self.inflight.remove(run)
 
     def _log_success(self, run: Running, run_time_s: float) -> None:
         job = run.job

@@ -1,9 +1,10 @@
 """Execution slots: a pool of threads (default) or of processes (pebble).
 
 Both runners take a ``Running`` job and its handler, run it in a slot and
-call ``done(run, outcome, finish)`` from a pool thread when it ends; the run
-counts as busy until ``finish()`` is called, which the worker does once the
-outcome is recorded (a nack) or handed to the acker (an ack).
+call ``done(run, outcome)`` from a pool thread when it ends (the record
+stage: a nack is written, an ack posted to the main thread's inbox); the run
+counts as busy until ``done`` returns, then the runner frees its slot and
+calls ``freed()`` (a post to the main thread's inbox, never a call into it).
 
 A runner takes more runs than it has slots when asked to (``free(ahead)``):
 the extra ones wait in its queue, claimed ahead, and a slot starts each with
@@ -39,7 +40,7 @@ from workers.progress import init_child
 
 log = logging.getLogger(__name__)
 
-Done = Callable[[Running, Outcome, Callable[[], None]], None]
+Done = Callable[[Running, Outcome], None]
 
 
 class Runner(Protocol):
@@ -75,9 +76,10 @@ class Runner(Protocol):
         ...
 
     def submit(self, run: Running, spec: HandlerSpec) -> None:
-        """Run ``run`` with ``spec`` in a slot; ``done(run, outcome, finish)``
-        is called from a pool thread when it ends (also for a run that was
-        dropped or released before it started: ``Outcome(dropped=True)``)."""
+        """Run ``run`` with ``spec`` in a slot; ``done(run, outcome)`` is called
+        from a pool thread when it ends (also for a run that was dropped or
+        released before it started: ``Outcome(dropped=True)``), then the slot
+        is freed."""
         ...
 
     def cancel(self, run: Running) -> None:
@@ -102,10 +104,10 @@ class ThreadRunner:
     kills_on_timeout = False
     claims_ahead = True
 
-    def __init__(self, size: int, done: Done, on_free: Callable[[], None]) -> None:
+    def __init__(self, size: int, done: Done, freed: Callable[[], None]) -> None:
         self.size = size
         self._done = done
-        self._on_free = on_free
+        self._freed = freed
         self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._busy: set[Running] = set()
@@ -148,7 +150,7 @@ class ThreadRunner:
 
     def _run(self, run: Running, spec: HandlerSpec) -> None:
         if not run.start():  # dropped or released while it waited for a slot
-            self._done(run, Outcome(dropped=True), partial(self._free, run))
+            self._end(run, Outcome(dropped=True))
             return
         hooks.send(hooks.job_started, run.job.name, job=run.job, ctx=run.ctx)
         started = time.monotonic()
@@ -156,12 +158,16 @@ class ThreadRunner:
         elapsed = time.monotonic() - started
         mean = self.mean_run_s
         self.mean_run_s = elapsed if mean is None else mean + RUN_TIME_EWMA_ALPHA * (elapsed - mean)
-        self._done(run, outcome, partial(self._free, run))
+        self._end(run, outcome)
 
-    def _free(self, run: Running) -> None:
-        with self._lock:
-            self._busy.discard(run)
-        self._on_free()
+    def _end(self, run: Running, outcome: Outcome) -> None:
+        """Hand the outcome on, then free the slot (``done`` never raises)."""
+        try:
+            self._done(run, outcome)
+        finally:
+            with self._lock:
+                self._busy.discard(run)
+            self._freed()
 
     def _serve(self) -> None:
         while True:
@@ -196,14 +202,14 @@ class ProcessRunner:
         size: int,
         handlers: Sequence[str],
         done: Done,
-        on_free: Callable[[], None],
+        freed: Callable[[], None],
         store_url: str | None = None,
     ) -> None:
         from pebble import ProcessPool
 
         self.size = size
         self._done = done
-        self._on_free = on_free
+        self._freed = freed
         self._busy: set[Running] = set()
         self._lock = threading.Lock()
         self._pool = ProcessPool(
@@ -264,12 +270,13 @@ class ProcessRunner:
         self._finish(run, outcome)
 
     def _finish(self, run: Running, outcome: Outcome) -> None:
-        self._done(run, outcome, partial(self._free, run))
-
-    def _free(self, run: Running) -> None:
-        with self._lock:
-            self._busy.discard(run)
-        self._on_free()
+        """Hand the outcome on, then free the slot (``done`` never raises)."""
+        try:
+            self._done(run, outcome)
+        finally:
+            with self._lock:
+                self._busy.discard(run)
+            self._freed()
 
     def cancel(self, run: Running) -> None:
         """Stop the run: cancelling a running pebble future kills its process.

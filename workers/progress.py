@@ -8,7 +8,7 @@ each run's lease token like a heartbeat: a stale holder's report is refused
 by the store and only logged here, the heartbeat is what stops a run that lost
 its lease):
 
-* before a run's outcome is written: the acker flushes the runs of its batch
+* before a run's outcome is written: the recorder flushes the runs of its batch
   before their ``complete_many`` (or, on a store that ``fetches_next``, takes
   them to ride its acks' call: ``take``), and ``workers.outcomes`` a run's
   report before its nack or release, so a finished job holds its last report;

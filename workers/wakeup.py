@@ -1,9 +1,10 @@
 """The wake-up thread: turns the store's ready-job notices into a claim.
 
 It blocks on ``store.wakeups(queues)`` (Redis wake-up lists, PostgreSQL
-LISTEN) and calls ``on_notice(notice)`` (the claim loop's wake-up) for each
-notice, so an idle worker claims a new job within a round trip instead of at
-its next poll (5 -> 200 ms backoff). It waits only while ``wanted()`` (the
+LISTEN) and posts each notice with ``on_notice(notice)`` (to the main
+thread's inbox, ``workers.inbox``; False once it takes nothing more, and the
+notice is given back), so an idle worker claims a new job within a round
+trip instead of at its next poll (5 -> 200 ms backoff). It waits only while ``wanted()`` (the
 worker has a free slot): Redis hands each notice to one waiting worker, so a
 full worker must not take them; one that filled up while it waited gives the
 notice back (``Wakeups.give_back``; a job handed over to it is released).
@@ -34,7 +35,7 @@ class WakeupListener(threading.Thread):
     def __init__(
         self,
         wakeups: Wakeups,
-        on_notice: Callable[[Notice], None],
+        on_notice: Callable[[Notice], bool],
         worker_id: str,
         wanted: Callable[[], bool] = lambda: True,
     ) -> None:
@@ -79,9 +80,7 @@ class WakeupListener(threading.Thread):
                 notice = self.wakeups.wait(WAIT_S)
                 if notice is None:
                     pass
-                elif self.wanted():
-                    self.on_notice(notice)
-                else:
+                elif not (self.wanted() and self.on_notice(notice)):
                     self.wakeups.give_back(notice)
                 self._errors.reset()
             except Exception as exc:  # the store may come back; the claim loop polls meanwhile

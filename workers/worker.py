@@ -1,11 +1,16 @@
 """One worker process: register, drain recovery, claim, run, ack/nack, shut down.
 
-The claim loop runs in the main thread (``workers.claiming``: when to claim,
-how many, from which queue; it hands jobs to the runner, ``workers.pool``);
-a run's end is recorded by ``workers.outcomes`` (nacks at once, completions
-batched by the acker), every write carrying the job's fencing token. A job's
-execution timeout starts when a slot starts it. This module registers the
-worker, starts and stops the threads around the loop, and shuts down.
+The worker is a pipeline that flows one way (docs/architecture.md, "The
+worker as a pipeline"): the main thread claims (``workers.claiming``: when
+to claim, how many, from which queue) and hands jobs to the slots
+(``workers.pool``); a slot runs one and hands its outcome on
+(``workers.outcomes``: a nack written at once, a completion posted to the
+main thread's inbox, ``workers.inbox``); the main thread records the
+completions it finds there in batches (``workers.recorder``; on Redis in
+the call that claims the next jobs). Every write carries the job's fencing
+token. A job's execution timeout starts when a slot starts it. This module
+registers the worker, starts and stops the threads around the loop, and
+shuts down.
 
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the
@@ -21,11 +26,12 @@ abandoned thread keeps its slot until the handler returns. When every slot has b
 runs it gave up on, the worker exits with EXIT_SLOTS_LOST to be replaced.
 
 Shutdown (first SIGTERM/SIGINT, ``stop()``, an operator's stop, or burst mode
-running dry): stop claiming and close admission (a job leased after it is
-given back), give running jobs ``grace_s`` to finish, release the rest (back
-to the queue at once, not a failure), flush the queued acks (leases still
-renewed) and the pending progress reports, stop the heartbeat, leave the
-registry; exit with EXIT_UNRECORDED, naming them, when jobs it claimed are
+running dry): stop claiming, give running jobs ``grace_s`` to finish (their
+completions recorded as they come), release the rest (back to the queue at
+once, not a failure), close the inbox and record what it holds (leases still
+renewed), give back jobs handed over meanwhile, write the pending progress
+reports, stop the heartbeat, leave the registry; exit with EXIT_UNRECORDED,
+naming them, when jobs it claimed are
 still InProgress under its token (docs/architecture.md, "Shutdown"). A
 second signal exits at once. A burst worker runs no wake-up listener.
 """
@@ -42,11 +48,10 @@ from typing import Any
 
 from leasehold.urls import is_sql
 from store import open_store
-from store.base import JobStore
+from store.base import MAX_BATCH, JobStore
 from store.errors import JobNotFound
 from store.lifecycle import JobStatus
 from store.models import WorkerInfo, ts
-from workers.acker import Acker
 from workers.catalogue import published
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.claiming import MAX_ERROR_BACKOFF_S, ClaimLoop
@@ -54,11 +59,13 @@ from workers.config import WorkerConfig
 from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED, EXIT_UNRECORDED
 from workers.handlers import unserved_handlers
 from workers.heartbeat import Heartbeat
+from workers.inbox import Inbox
 from workers.inflight import InFlight, Running, State
 from workers.outcomes import Outcomes
 from workers.periodic import check_declared
 from workers.pool import ProcessRunner, Runner, ThreadRunner
 from workers.progress import ProgressReporter
+from workers.recorder import Recorder
 from workers.scheduler import Scheduler
 from workers.services import MaintenanceService, RecoveryService
 from workers.timeouts import ExecutionTimeouts
@@ -70,8 +77,8 @@ log = logging.getLogger(__name__)
 #: Longest wait at shutdown for the heartbeat's last beat and the removal of
 #: the registry entry that follows it, seconds.
 HEARTBEAT_JOIN_S = 10.0
-#: Longest wait at shutdown for completions handed to the acker as it
-#: stopped (recorded by their slot threads), seconds.
+#: Longest wait at shutdown for completions posted as the inbox closed
+#: (recorded by their slot threads), seconds.
 ACK_FLUSH_S = 30.0
 #: Seconds shutdown waits for the wake-up thread: one blocking wait, and the
 #: release of a job handed over as the worker stopped.
@@ -96,33 +103,31 @@ class Worker(ClaimLoop):
         self.inflight = InFlight()
         self.exit_code = EXIT_OK
         self._stopping = threading.Event()
-        self._wakeup = threading.Event()
         self._signals = 0
         self._queues = WeightedQueues(config.queues)
         self._idle = IdleBackoff()
         self._last_claim = 0.0
-        # What _want last saw, for _slot_freed: jobs claimed ahead, free slots worth a claim.
-        self._ahead_now = 0
-        self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.progress = ProgressReporter(store)
-        #: One claim at a time: the claim loop's, or the acker's with its acks (fetch-next).
-        self._claiming = threading.Lock()
-        #: Taken by ``_start`` to admit a run and by the shutdown to close
-        #: admission (``_closed``): after that, a job leased late is given back.
-        self._admit = threading.Lock()
-        self._closed = False
-        self.acker = Acker(store, self.id, progress=self.progress, claimer=self)
+        #: What the main thread is told: completions, notices, wake-ups (workers/inbox.py).
+        self.inbox = Inbox(MAX_BATCH)
+        self.recorder = Recorder(store, self.id, self.inflight, self.progress, config.queue_names[0])
         self.outcomes = Outcomes(
-            store, self.id, self.inflight, self.acker, self.progress, log_success=config.log_success
+            store,
+            self.id,
+            self.inflight,
+            self.inbox,
+            self.recorder,
+            self.progress,
+            log_success=config.log_success,
         )
         self.runner: Runner
         if config.pool == "process":
             self.runner = ProcessRunner(
-                config.concurrency, config.handlers, self.outcomes.done, self._slot_freed, config.store_url
+                config.concurrency, config.handlers, self.outcomes.done, self.inbox.wake, config.store_url
             )
         else:
-            self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self._slot_freed)
+            self.runner = ThreadRunner(config.concurrency, self.outcomes.done, self.inbox.wake)
         self.timeouts = ExecutionTimeouts(self.runner, self.inflight, self.outcomes, self.id)
         #: Set by an operator's "quiet": claim nothing more, finish what is held.
         self._quiet = threading.Event()
@@ -136,7 +141,7 @@ class Worker(ClaimLoop):
     def stop(self) -> None:
         """Ask for a graceful stop (thread-safe)."""
         self._stopping.set()
-        self._wakeup.set()
+        self.inbox.wake()
 
     def on_command(self, command: str) -> None:
         """An operator's command, picked up by the heartbeat from the
@@ -156,7 +161,7 @@ class Worker(ClaimLoop):
             if self.exit_code == EXIT_OK:
                 self.exit_code = EXIT_STOPPED
             self.stop()
-        self._wakeup.set()
+        self.inbox.wake()
         log.info("worker %s: operator command %r", self.id, command)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -211,7 +216,7 @@ class Worker(ClaimLoop):
         return self.exit_code
 
     def _register(self) -> None:
-        """Enter the registry and start the heartbeat and acker threads."""
+        """Enter the registry and start the heartbeat and wake-up threads."""
         info = WorkerInfo(
             id=self.id,
             host=socket.gethostname(),
@@ -241,7 +246,6 @@ class Worker(ClaimLoop):
             self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel, self.on_command
         )
         self.heartbeat.start()
-        self.acker.start()
         # A burst worker drains and exits: it neither waits for notices nor
         # registers for hand-over (an enqueue must not lease a job to a
         # worker about to leave), so its claim loop alone claims.
@@ -251,7 +255,7 @@ class Worker(ClaimLoop):
             else self.store.wakeups(self.config.queue_names, self.id, self.config.lease_ttl_s)
         )
         if wakeups is not None:
-            self.listener = WakeupListener(wakeups, self._on_notice, self.id, self._wants_notices)
+            self.listener = WakeupListener(wakeups, self.inbox.notice, self.id, self._wants_notices)
             self.listener.start()
 
     # ----------------------------------------------------------- shutdown
@@ -265,24 +269,29 @@ class Worker(ClaimLoop):
             self.scheduler.stop()
         if self.listener is not None:
             self.listener.stop()
-        with self._admit:  # from here on the runs in flight are all there will be
-            self._closed = True
         for run in self.inflight.running():  # claimed ahead, never started: back at once
             if run.release_if_waiting():
                 self._release(run)
         grace_end = time.monotonic() + self.config.grace_s
         while self.inflight.running() and time.monotonic() < grace_end:
             self.timeouts.enforce()
-            self._wakeup.wait(min(self.timeouts.until_deadline(0.1), max(0.0, grace_end - time.monotonic())))
-            self._wakeup.clear()
+            self._record_acks()  # the runs finishing meanwhile (no claim: the worker stops)
+            self._give_back_handed()
+            wait_s = max(0.0, grace_end - time.monotonic())
+            self.inbox.wait(self.timeouts.until_deadline(min(0.1, wait_s)))
         for run in self.inflight.running():
             if run.move(State.RELEASED):
                 self._release(run)
-        # Flush the queued acks first: the heartbeat keeps renewing the leases
-        # of finished runs until the acker recorded them (a slow flush must
-        # not outlive the lease), and stops only then.
-        if self.acker.is_alive():
-            self.acker.stop()
+        # Close the inbox: what it holds is recorded (or given back) here, and a
+        # completion posted later is recorded by its slot's thread. The
+        # heartbeat keeps renewing the leases of finished runs until they are
+        # recorded (a slow write must not outlive the lease), and stops only then.
+        acks, notices = self.inbox.close()
+        if acks:
+            self.recorder.record(acks)
+        for notice in notices:
+            for job in notice.leased:
+                self._give_back(job)
         self._wait_for_acks()
         self.progress.close()  # reports of runs still going when released, or refused late
         # The heartbeat thread removes the registry entry after its last beat
@@ -305,13 +314,22 @@ class Worker(ClaimLoop):
         self._check_recorded()
         log.info("worker %s stopped", self.id)
 
+    def _give_back_handed(self) -> None:
+        """Give back the jobs handed over to this worker as it stops."""
+        for notice in self.inbox.take_notices():
+            for job in notice.leased:
+                self._give_back(job)
+
+    def _release(self, run: Running) -> None:
+        self.outcomes.release(run)
+        self.runner.cancel(run)
+
     def _wait_for_acks(self) -> None:
-        """Wait (at most ACK_FLUSH_S) for runs that ended as the acker stopped:
-        their slot threads record the completions themselves (``Acker.submit``)."""
+        """Wait (at most ACK_FLUSH_S) for runs that ended as the inbox closed:
+        their slot threads record the completions themselves (``Outcomes.done``)."""
         end = time.monotonic() + ACK_FLUSH_S
         while any(run.state is State.DONE for run in self.inflight.all()) and time.monotonic() < end:
-            self._wakeup.wait(0.05)  # a freed slot sets it
-            self._wakeup.clear()
+            self.inbox.wait(0.05)  # a freed slot wakes it
 
     def _check_recorded(self) -> None:
         """Exit with EXIT_UNRECORDED, naming them, when jobs this worker claimed
@@ -320,7 +338,7 @@ class Worker(ClaimLoop):
         Each is read back first (a later retry, or recovery, may have
         settled it); a job that cannot be read counts as unrecorded."""
         keys = dict.fromkeys(
-            [*self.acker.unwritten, *self.outcomes.unwritten]
+            [*self.recorder.unwritten, *self.outcomes.unwritten]
             + [run.key for run in self.inflight.all() if run.state is State.DONE]
         )
         held = []
@@ -344,10 +362,6 @@ class Worker(ClaimLoop):
             )
             if self.exit_code == EXIT_OK:
                 self.exit_code = EXIT_UNRECORDED
-
-    def _release(self, run: Running) -> None:
-        self.outcomes.release(run)
-        self.runner.cancel(run)
 
 
 def run_worker(config: WorkerConfig, *, install_signals: bool = True) -> int:

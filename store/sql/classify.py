@@ -12,7 +12,7 @@ exception class and SQLSTATE (never by its text alone):
 * a value the database will not hold (SQLSTATE class 22, data exception:
   a NUL in text or JSONB, a string longer than its column; psycopg's own
   ``DataError`` has no SQLSTATE) -> ``ValidationError`` (HTTP 422; the
-  acker acks one by one and the rest of its batch is saved);
+  recorder acks one by one and the rest of its batch is saved);
 * anything else (``IntegrityError``, which callers catch; a
   ``ProgrammingError``: a bug) is raised as it is: retrying would fail the
   same way, so it is no outage.

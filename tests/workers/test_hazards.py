@@ -23,6 +23,7 @@ from tests.workers.test_worker_inprocess import make_worker, running
 from workers import supervisor as supervisor_module
 from workers.config import WorkerConfig
 from workers.execute import Outcome
+from workers.exits import EXIT_UNRECORDED
 from workers.handlers import JobContext, get_handler, load_handlers
 from workers.inflight import Running, State
 from workers.pool import ProcessRunner
@@ -52,7 +53,8 @@ class WrappedStore:
 def test_late_result_after_an_unrecorded_timeout_is_not_acked(handle: StoreHandle) -> None:
     """The JobTimeout write gives up on an outage, so the job is still
     InProgress with the run's token (a 10 s lease): the handler's late result
-    must not complete it. The lease is left to expire (recovery retries it)."""
+    must not complete it. The lease is left to expire (recovery retries it),
+    and the worker's exit says so (EXIT_UNRECORDED, naming the job)."""
     store = handle.store
     attempts: list[str] = []
 
@@ -63,7 +65,7 @@ def test_late_result_after_an_unrecorded_timeout_is_not_acked(handle: StoreHandl
     job = store.enqueue("sleep", {"seconds": 3.0}, timeout_s=0.2, max_retries=0)
     config = make_worker(handle, concurrency=1).config.with_(lease_ttl_s=10.0)
     worker = Worker(config, WrappedStore(store, fail=fail_unavailable), install_signals=False)  # type: ignore[arg-type]
-    with running(worker):
+    with running(worker, EXIT_UNRECORDED):
         # The run timed out, its JobTimeout write gave up, the handler returned
         # and its outcome was dealt with: the run left the worker's hands.
         wait_until(
@@ -123,9 +125,8 @@ def process_runner() -> tuple[ProcessRunner, list[Outcome], threading.Event]:
     outcomes: list[Outcome] = []
     ended = threading.Event()
 
-    def done(run: Running, outcome: Outcome, finish: Callable[[], None]) -> None:
+    def done(run: Running, outcome: Outcome) -> None:
         outcomes.append(outcome)
-        finish()
         ended.set()
 
     return ProcessRunner(1, ["tests.handlers"], done, lambda: None), outcomes, ended

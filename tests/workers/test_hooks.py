@@ -84,9 +84,10 @@ def test_signals_follow_a_job_from_enqueue_to_its_outcome(handle: StoreHandle, r
     assert kinds(ok.id) == ["enqueued", "started", "succeeded"]
     [succeeded] = [kw for kind, _, kw in recorded if kind == "succeeded"]
     assert succeeded["result"]["worker"] == "w-in" and 0 <= succeeded["run_time_s"] < 5
-    assert kinds(retried.id) == ["enqueued", "started", "retry_scheduled"]
+    retry = ["enqueued", "started", "retry_scheduled"]  # then, if it came due before the burst ended:
+    assert kinds(retried.id) in (retry, [*retry, "started", "failed"])
     assert kinds(boom.id) == ["enqueued", "started", "failed"]
-    failed = next(kw for kind, _, kw in recorded if kind == "failed")
+    failed = next(kw for kind, _, kw in recorded if kind == "failed" and kw["job"].id == boom.id)
     assert failed["error"]["type"] == "ValueError" and failed["job"].status.name == "Failed"
     assert {sender for _, sender, kw in recorded if kw["job"].id == boom.id} == {"boom"}
     assert [(e, j) for e, j, _ in middleware if j == ok.id] == [("enter", ok.id), ("exit", ok.id)]

@@ -263,11 +263,11 @@ def test_a_worker_that_loses_a_notified_job_claims_nothing_more(handle: StoreHan
 
 
 def test_acks_claim_the_next_jobs_where_the_store_does_it_in_one_call(handle: StoreHandle) -> None:
-    """On a store that ``fetches_next`` the acker's call that completes a run
+    """On a store that ``fetches_next`` the main thread's call that records a completion
     also leases the next job (its started_at is the ack's completed_at: one
     call, one clock reading) and carries the run's last progress report,
     every time: the claim loop does not claim for the slots of acks in hand,
-    even when the acker is slow to run; on the others the claim loop claims,
+    always; on the others the claim loop claims,
     as before. Either way every job runs once, holding its last report."""
     store = handle.store
     ids = [store.enqueue("progress_hold").id for _ in range(6)]

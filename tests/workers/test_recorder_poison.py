@@ -1,23 +1,22 @@
 """One poisoned ack (a NUL in a result or in a progress report) costs its own
-job at most, never the acks of its batch, on every store: the acker's batch
+job at most, never the acks of its batch, on every store: the recorder's batch
 is refused before anything is written (ValidationError) and it acks one by
 one; the poisoned result fails its job for good with the reason."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from store.base import JobStore
 from store.lifecycle import JobStatus
 from store.spec import NUL_REPLACEMENT
-from workers.acker import Acker
 from workers.handlers import JobContext
 from workers.inflight import Running
 from workers.progress import ProgressReporter
+from workers.recorder import Recorder
 
 S = JobStatus
-WORKER = "w-acker"
+WORKER = "w-recorder"
 
 
 def _claim(store: JobStore, n: int) -> list[Running]:
@@ -28,15 +27,9 @@ def _claim(store: JobStore, n: int) -> list[Running]:
 
 
 def _ack_all(store: JobStore, runs: list[Running], results: list[Any], progress: ProgressReporter) -> None:
-    """Hand every run to one acker at once (one batch), wait for each finish."""
-    acker = Acker(store, WORKER, progress=progress)
-    finished = [threading.Event() for _ in runs]
-    for run, result, done in zip(runs, results, finished, strict=True):
-        acker.submit(run, result, done.set)
-    acker.start()
-    acker.stop(timeout_s=30)
+    """Record every run in one batch (one call)."""
+    Recorder(store, WORKER, progress=progress).record(list(zip(runs, results, strict=True)))
     progress.close()
-    assert all(done.is_set() for done in finished)
 
 
 def test_a_nul_in_one_progress_report_loses_no_ack(store: JobStore) -> None:
