@@ -1,4 +1,5 @@
-"""Stores that write in an application's own database transaction.
+"""Sharing an application's database: stores that write in its transactions,
+and the names that keep Leasehold's tables out of its migrations.
 
 A store that can (the SQL store: store/sql/joined.py) has ``joined``; code
 above the stores asks ``isinstance(store, JoinsTransactions)`` and never
@@ -47,4 +48,23 @@ def same_database(a: Any, b: Any) -> bool:
     )
 
 
-__all__ = ["JoinsTransactions", "same_database"]
+#: What every table, index, constraint and the Alembic version table of the
+#: SQL store is named with (store/sql/schema.py): an application's own names
+#: must not start with it.
+TABLE_PREFIX = "leasehold_"
+
+
+def host_tables_only(name: str | None, type_: str, parent_names: dict[str, Any]) -> bool:
+    """Alembic's ``include_name`` hook for an application's migrations that
+    share the database with Leasehold: False for Leasehold's tables (and
+    their columns, indexes and constraints, and its version table), so the
+    application's autogenerate neither drops nor alters them::
+
+        Migrate(app, db, include_name=host_tables_only)        # Flask-Migrate
+        context.configure(..., include_name=host_tables_only)  # a plain env.py
+    """
+    table = name if type_ == "table" else parent_names.get("table_name")
+    return not (table or "").startswith(TABLE_PREFIX)
+
+
+__all__ = ["TABLE_PREFIX", "JoinsTransactions", "host_tables_only", "same_database"]

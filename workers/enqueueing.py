@@ -21,6 +21,7 @@ opened once per process on first use.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -69,10 +70,15 @@ def use_store(store: JobStore | None) -> None:
 
 
 def default_store() -> JobStore:
-    """The store set with ``use_store``, else the one ``LEASEHOLD_STORE_URL``
-    names with the ``LEASEHOLD_*`` defaults, opened once per process on first
-    use. Raises ConfigError naming a bad variable."""
+    """The store set with ``use_store``; else, inside a Flask app that mounts
+    Leasehold (an app context is active), that app's store
+    (``current_app.extensions["leasehold"]``, on the host's engine with
+    ``Leasehold(app, db=db)``); else the one ``LEASEHOLD_STORE_URL`` names
+    with the ``LEASEHOLD_*`` defaults, opened once per process on first use.
+    Raises ConfigError naming a bad variable."""
     global _store, _opened
+    if _store is None and (mounted := _app_store()) is not None:
+        return mounted
     with _lock:
         if _store is None:
             from leasehold.settings import settings_from_env
@@ -81,6 +87,16 @@ def default_store() -> JobStore:
             settings = settings_from_env()
             _store = _opened = open_store(settings.store_url, settings.store_settings())
         return _store
+
+
+def _app_store() -> JobStore | None:
+    """The store of the Flask app whose context is active, if it mounts
+    Leasehold. Flask is looked up, never imported: a worker loads no web code."""
+    flask = sys.modules.get("flask")
+    if flask is None or not flask.has_app_context():
+        return None
+    found = flask.current_app.extensions.get("leasehold")
+    return found if isinstance(found, JobStore) else None
 
 
 class Handler:
