@@ -42,10 +42,13 @@ def test_a_postgresql_store_runs_on_the_applications_engine_and_leaves_it_open(
     assert store.read_engine.pool is app_engine.pool  # type: ignore[attr-defined]
     job = store.enqueue("noop", {"n": 1})
     assert store.get(job.id).payload == {"n": 1} and store.counts().by_status["Queued"] == 1
+    [claimed] = store.claim("w1", ["default"])  # one-statement changes: the autocommit copy
+    assert store.complete(claimed.id, claimed.lease_token, {"ok": True}).status.name == "Completed"
+    store.enqueue("noop", {"n": 2})
     checked_out = app_engine.pool.checkedout()  # type: ignore[attr-defined]
     store.close()
     with app_engine.connect() as conn:  # still open: the application's
-        assert conn.execute(text("SELECT count(*) FROM leasehold_jobs")).scalar_one() == 1
+        assert conn.execute(text("SELECT count(*) FROM leasehold_jobs")).scalar_one() == 2
     assert checked_out == 0
 
 
