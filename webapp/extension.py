@@ -150,16 +150,18 @@ class Leasehold:
 def host_engine(app: Flask, db: Any, store_url: str) -> Any:
     """The engine of the host's Flask-SQLAlchemy ``db`` when the store at
     ``store_url`` should run on it: a PostgreSQL store of the same database
-    (its pool is the host's then). None otherwise: another database, Redis,
-    or SQLite (the store's SQLite connections begin ``BEGIN IMMEDIATE`` and
-    decode JSON its own way, and a file has no server connections to save).
+    through psycopg 3 (its pool is the host's then). None otherwise: another
+    database or driver (``session=`` needs psycopg 3 too), Redis, or SQLite
+    (the store's SQLite writes begin ``BEGIN IMMEDIATE`` under its writer
+    lock, and a file has no server connections to save).
     Raises ConfigError when ``db`` is not initialised on ``app``."""
     try:
         with app.app_context():
             engine = db.engine
     except (RuntimeError, KeyError, AttributeError) as exc:
         raise ConfigError(f"Leasehold(app, db=db): call db.init_app(app) first ({exc})") from None
-    if store_kind(store_url) != "sql" or engine.dialect.name != "postgresql":
+    shareable = (engine.dialect.name, engine.dialect.driver) == ("postgresql", "psycopg")
+    if not shareable or store_kind(store_url) != "sql":
         return None
     return engine if same_database(engine.url, store_url) else None
 
