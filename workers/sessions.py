@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: ``Session.info`` key of the work held until the session's transaction commits.
 _HELD = "leasehold.after_commit"
+#: ``Session.info`` key of the work of a committed transaction, run once it has ended.
+_READY = "leasehold.ready"
 #: ``Session.info`` key set once the session's events are listened to.
 _LISTENING = "leasehold.listening"
 
@@ -131,19 +133,32 @@ def _hold(session: Any, action: Callable[[], None]) -> None:
 
 
 def _committed(session: Any) -> None:
-    """A SAVEPOINT's commit hands its work to the enclosing transaction; the
-    outermost commit runs every held action, in order. Each runs even when
-    one before it failed; each failure is logged, and the first is raised
-    (out of ``session.commit()``: the application's rows are committed, that
-    job is not)."""
+    """A SAVEPOINT's commit hands its held work to the enclosing
+    transaction; the outermost commit makes all of it ready to run when that
+    transaction has ended (``_ended``: the session is usable again by then)."""
     nested = session.get_nested_transaction()
     held = session.info.get(_HELD, [])
     if nested is not None:
         session.info[_HELD] = [(nested.parent if tx is nested else tx, a) for tx, a in held]
         return
     session.info[_HELD] = []
+    session.info[_READY] = [action for _, action in held]
+
+
+def _ended(session: Any, transaction: Any) -> None:
+    """A transaction ended: what is still held for it was rolled back and is
+    dropped. When the outermost one ended committed, every ready action
+    runs, in order, each even when one before it failed; each failure is
+    logged and the first is raised (out of ``session.commit()``: the
+    application's rows are committed, that job is not)."""
+    held = session.info.get(_HELD)
+    if held:
+        session.info[_HELD] = [(tx, a) for tx, a in held if tx is not transaction]
+    if transaction.parent is not None or not session.info.get(_READY):
+        return
+    ready, session.info[_READY] = session.info[_READY], []
     first: Exception | None = None
-    for _, action in held:
+    for action in ready:
         try:
             action()
         except Exception as exc:
@@ -153,13 +168,6 @@ def _committed(session: Any) -> None:
             first = first or exc
     if first is not None:
         raise first
-
-
-def _ended(session: Any, transaction: Any) -> None:
-    """A transaction ended: what is still held for it was rolled back."""
-    held = session.info.get(_HELD)
-    if held:
-        session.info[_HELD] = [(tx, a) for tx, a in held if tx is not transaction]
 
 
 __all__ = ["Pending", "in_session"]

@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 import tests.handlers as th
 from leasehold.hooks import job_enqueued
+from store import open_store
 from store.base import JobStore
-from store.errors import ValidationError
+from store.errors import StoreUnavailable, ValidationError
 from store.models import Job
 from tests.conftest import handle_fixture
 from workers.catalogue import enqueue
@@ -97,3 +98,21 @@ def test_bad_input_is_refused_at_the_call_not_at_the_commit(store: JobStore, hos
         assert len(jobs_in(store)) == 1
     finally:
         job_enqueued.disconnect(receiver)
+
+
+def test_an_enqueue_that_fails_after_the_commit_is_raised_and_the_session_stays_usable(host: Engine) -> None:
+    dead = open_store("redis://127.0.0.1:1/0")  # nothing listens there
+    try:
+        with Session(host) as session:
+            session.execute(text("INSERT INTO orders (id) VALUES (1)"))
+            lost = th.noop.enqueue(None, store=dead, session=session)
+            with pytest.raises(StoreUnavailable):
+                session.commit()
+            assert lost.result is None and isinstance(lost.error, StoreUnavailable)
+            assert session.execute(text("SELECT count(*) FROM orders")).scalar_one() == 1  # committed
+            session.execute(text("INSERT INTO orders (id) VALUES (2)"))
+            session.commit()
+        with host.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM orders")).scalar_one() == 2
+    finally:
+        dead.close()
