@@ -78,6 +78,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     db.init_app(app)
     migrate.init_app(app, db)
 
+    @app.get("/")
+    def home() -> Any:
+        return {"user": session.get("user")}
+
     @app.post("/orders")
     def place_order() -> Any:
         if "user" not in session:
