@@ -166,15 +166,16 @@ class Handler:
 def enqueue_spec(target: JobStore, spec: JobSpec, session: Any = None) -> Job | Pending[Job]:
     """Enqueue ``spec`` on ``target`` (in ``session``'s transaction when
     given, see workers/sessions.py); ``job_enqueued`` is sent for a job it
-    created (after the session's commit). In eager mode, without a
-    session, the job is run at once and returned finished."""
+    created (after the session's commit). In eager mode the job is run at
+    once and returned finished; with a session, it is run after the commit
+    (never after a rollback) and the unfinished job is returned."""
 
     def write() -> tuple[Job, list[Job]]:
         job, created = target.enqueue_idempotent(spec)
         return job, [job] if created else []
 
-    if session is not None:
-        return in_session(target, session, write, lambda: validate_spec(spec))
+    if session is not None:  # eager mode: the job runs once the session has committed
+        return in_session(target, session, write, lambda: validate_spec(spec), _eager)
     job, created = write()
     for new in created:
         hooks.send(hooks.job_enqueued, new.name, job=new)

@@ -70,7 +70,11 @@ Write = Callable[[], "tuple[T, list[Job]]"]
 
 
 def in_session(
-    store: JobStore, session: Any, write: Write[T], check: Callable[[], object] | None = None
+    store: JobStore,
+    session: Any,
+    write: Write[T],
+    check: Callable[[], object] | None = None,
+    then: Callable[[T], object] | None = None,
 ) -> T | Pending[T]:
     """Run ``write`` (an enqueue on ``store``) as part of ``session``'s
     transaction; the ``job_enqueued`` signal of the jobs it created is sent
@@ -79,12 +83,13 @@ def in_session(
     (validation) runs now, ``write`` after the commit; returns the
     ``Pending``. Raises ValidationError (field ``session``) when ``session``
     is not a SQLAlchemy session, or is bound to another database than a SQL
-    store's; what ``write`` (``check``) raises."""
+    store's; what ``write`` (``check``) raises. ``then`` (eager mode: run the
+    job) is called with the answer after the commit, after the signal."""
     session = _session_of(session)
     if isinstance(store, JoinsTransactions):
         with store.joined(session.connection()):
             answer, created = write()
-        _hold(session, lambda: _announce(created))
+        _hold(session, lambda: _after(created, answer, then))
         return answer
     if check is not None:
         check()
@@ -96,10 +101,16 @@ def in_session(
         except Exception as exc:
             pending.error = exc
             raise
-        _announce(created)
+        _after(created, pending.result, then)
 
     _hold(session, run)
     return pending
+
+
+def _after(created: list[Job], answer: T, then: Callable[[T], object] | None) -> None:
+    _announce(created)
+    if then is not None:
+        then(answer)
 
 
 def _announce(jobs: list[Job]) -> None:
