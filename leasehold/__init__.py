@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from store.flow import QueueLimits, Rate
     from store.lifecycle import JobStatus
     from store.models import Job
+    from store.transactions import host_tables_only
     from webapp import create_app
     from webapp.extension import Leasehold
     from workers import Handler, JobContext, PermanentError, Retry, Snooze, handler, periodic, use_store, wait
     from workers.catalogue import enqueue
+    from workers.sessions import Pending
     from workers.workflows import batch, chain
 
 #: Public name -> the module that defines it.
@@ -61,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "use_middleware": "leasehold.hooks",
     "batch": "workers.workflows",
     "chain": "workers.workflows",
+    "Pending": "workers.sessions",
+    "host_tables_only": "store.transactions",
     "QueueLimits": "store.flow",
     "Rate": "store.flow",
 }
@@ -72,6 +76,7 @@ __all__ = [
     "JobStatus",
     "JobStore",
     "Leasehold",
+    "Pending",
     "PermanentError",
     "QueueLimits",
     "Rate",
@@ -83,6 +88,7 @@ __all__ = [
     "create_app",
     "enqueue",
     "handler",
+    "host_tables_only",
     "job_enqueued",
     "job_failed",
     "job_retry_scheduled",

@@ -16,7 +16,9 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
 
     ``sqlite:///path.db`` (default ``sqlite:///instance/leasehold.db``),
     ``postgresql+psycopg://user@host/db``, ``redis://host:port/db`` or
-    ``redis+cluster://host:port``. ``options`` go to the store's constructor.
+    ``redis+cluster://host:port``. ``options`` go to the store's constructor;
+    ``engine=`` (PostgreSQL) is an application's SQLAlchemy engine of the same
+    database whose pool the store uses instead of opening its own.
     The SQL schema must exist (``leasehold db upgrade`` or
     ``store.sql.migrate(url)``). Raises ValidationError for an unknown scheme.
     """
@@ -30,6 +32,8 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
         from store.sql.store import SqlStore
 
         return SqlStore(url, settings, **options)
+    if options.get("engine") is not None:
+        raise ValidationError("engine", "only a PostgreSQL store runs on an application's engine")
     from store.redis.store import RedisStore
 
     return RedisStore(url, settings, **options)

@@ -41,8 +41,10 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from leasehold.settings import PREFIX, env_config
+from leasehold.urls import store_kind
 from store import open_store
 from store.base import JobStore
+from store.transactions import same_database
 from webapp.config import (
     WEB_DEFAULTS,
     ConfigError,
@@ -76,7 +78,13 @@ class Leasehold:
     the standalone app uses. ``login_url``: where a visitor the hook refuses
     is sent (``?next=`` added); None answers 401. ``config``: the settings
     (keys without the prefix) instead of the host's. ``store``: an open store
-    to use instead of opening ``LEASEHOLD_STORE_URL``."""
+    to use instead of opening ``LEASEHOLD_STORE_URL``. ``db``: the host's
+    Flask-SQLAlchemy object (``db.init_app(app)`` done first): when the
+    store is a PostgreSQL store of the database of ``db.engine``, the store
+    runs on that engine and its pool, opening none of its own (SQLite and
+    Redis stores keep their own connections; see ``host_engine``). Jobs
+    join ``db.session``'s transaction with ``enqueue(..., session=db.session)``
+    on any store (workers/sessions.py)."""
 
     def __init__(
         self,
@@ -87,6 +95,7 @@ class Leasehold:
         login_url: str | None = None,
         config: Mapping[str, Any] | None = None,
         store: JobStore | None = None,
+        db: Any = None,
         api: bool = True,
         proxy_fix: bool = False,
     ) -> None:
@@ -95,6 +104,7 @@ class Leasehold:
         self.login_url = login_url
         self.config = config
         self.store = store
+        self.db = db
         self.api = api
         self.proxy_fix = proxy_fix
         if app is not None:
@@ -116,7 +126,12 @@ class Leasehold:
         app.extensions["leasehold.settings"] = settings
         app.extensions["leasehold.web"] = web
         app.extensions["leasehold.mount"] = self
-        app.extensions["leasehold"] = self.store or open_store(settings.store_url, settings.store_settings())
+        store = self.store
+        if store is None:
+            engine = host_engine(app, self.db, settings.store_url) if self.db is not None else None
+            options = {"engine": engine} if engine is not None else {}
+            store = open_store(settings.store_url, settings.store_settings(), **options)
+        app.extensions["leasehold"] = store
         if self.proxy_fix:
             apply_proxy_fix(app, web)
 
@@ -132,6 +147,25 @@ class Leasehold:
         return self.url_prefix == "" and self.authorize is None
 
 
+def host_engine(app: Flask, db: Any, store_url: str) -> Any:
+    """The engine of the host's Flask-SQLAlchemy ``db`` when the store at
+    ``store_url`` should run on it: a PostgreSQL store of the same database
+    through psycopg 3 (its pool is the host's then). None otherwise: another
+    database or driver (``session=`` needs psycopg 3 too), Redis, or SQLite
+    (the store's SQLite writes begin ``BEGIN IMMEDIATE`` under its writer
+    lock, and a file has no server connections to save).
+    Raises ConfigError when ``db`` is not initialised on ``app``."""
+    try:
+        with app.app_context():
+            engine = db.engine
+    except (RuntimeError, KeyError, AttributeError) as exc:
+        raise ConfigError(f"Leasehold(app, db=db): call db.init_app(app) first ({exc})") from None
+    shareable = (engine.dialect.name, engine.dialect.driver) == ("postgresql", "psycopg")
+    if not shareable or store_kind(store_url) != "sql":
+        return None
+    return engine if same_database(engine.url, store_url) else None
+
+
 def apply_proxy_fix(app: Flask, web: WebSettings) -> None:
     """Trust ``X-Forwarded-For`` and ``X-Forwarded-Proto`` from
     ``LEASEHOLD_TRUSTED_PROXIES`` hops (none by default, so a client cannot
@@ -144,4 +178,4 @@ def apply_proxy_fix(app: Flask, web: WebSettings) -> None:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=x_host)  # type: ignore[method-assign]
 
 
-__all__ = ["WEB_DEFAULTS", "Authorize", "Leasehold", "apply_proxy_fix", "host_config"]
+__all__ = ["WEB_DEFAULTS", "Authorize", "Leasehold", "apply_proxy_fix", "host_config", "host_engine"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from leasehold import hooks
 from store.base import JobStore
 from store.catalogue import Catalogue
 from store.models import JobSpec
@@ -44,17 +43,18 @@ def published(queues: Collection[str], lease_ttl_s: float) -> list[dict[str, Any
     ]
 
 
-def enqueue(name: str, payload: Any = None, *, store: JobStore | None = None, **options: Any) -> Any:
+def enqueue(
+    name: str, payload: Any = None, *, store: JobStore | None = None, session: Any = None, **options: Any
+) -> Any:
     """Enqueue a job by handler name from Python, with its handler's defaults
     (the handlers this process loaded, else the store's catalogue) under the
-    ``options`` given (JobSpec fields). Returns the Job. Raises
-    ValidationError naming ``name`` when the handler set is known and lacks
-    it, or naming a bad option."""
-    from workers.enqueueing import default_store
+    ``options`` given (JobSpec fields). Returns the Job; with ``session`` (a
+    SQLAlchemy session, e.g. Flask-SQLAlchemy's ``db.session``) the job
+    belongs to its transaction (workers/sessions.py: on Redis a ``Pending``
+    is returned, enqueued at commit). Raises ValidationError naming ``name``
+    when the handler set is known and lacks it, or naming a bad option."""
+    from workers.enqueueing import default_store, enqueue_spec
 
     target = store or default_store()
     spec = Catalogue(target, registry()).with_defaults(JobSpec(name, payload, **options), set(options))
-    job, created = target.enqueue_idempotent(spec)
-    if created:
-        hooks.send(hooks.job_enqueued, job.name, job=job)
-    return job
+    return enqueue_spec(target, spec, session)

@@ -36,8 +36,9 @@ def handler(
     same name (``workers.periodic.periodic``: ``timezone``, ``payload``,
     ``catch_up``). ``max_snoozes``: snoozes a job may take (see Snooze).
     Returns a ``Handler``: it calls like the function and has
-    ``.enqueue(payload, **options)`` and ``.enqueue_many(items)`` (see
-    workers.enqueueing). Raises HandlerError
+    ``.enqueue(payload, **options)`` and ``.enqueue_many(items)``, both
+    taking ``session=`` to join an application's SQLAlchemy transaction (see
+    workers.enqueueing, workers/sessions.py). Raises HandlerError
     when another function already holds ``name`` (ScheduleError for a bad
     schedule), ValueError for bad options.
     """

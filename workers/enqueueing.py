@@ -21,6 +21,7 @@ opened once per process on first use.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -29,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 from leasehold import hooks
 from store.base import JobStore
 from store.lifecycle import TERMINAL
-from store.models import Job, JobSpec
+from store.models import Job, JobSpec, validate_spec
 from workers.claim import IdleBackoff
+from workers.sessions import Pending, in_session
 
 if TYPE_CHECKING:
     from workers.handlers import HandlerSpec
 
-__all__ = ["Handler", "default_store", "use_store", "wait"]
+__all__ = ["Handler", "Pending", "default_store", "enqueue_spec", "use_store", "wait"]
 
 #: First and longest pause, seconds, between two reads of a job ``wait`` polls.
 WAIT_FIRST_POLL_S = 0.005
@@ -68,10 +70,15 @@ def use_store(store: JobStore | None) -> None:
 
 
 def default_store() -> JobStore:
-    """The store set with ``use_store``, else the one ``LEASEHOLD_STORE_URL``
-    names with the ``LEASEHOLD_*`` defaults, opened once per process on first
-    use. Raises ConfigError naming a bad variable."""
+    """The store set with ``use_store``; else, inside a Flask app that mounts
+    Leasehold (an app context is active), that app's store
+    (``current_app.extensions["leasehold"]``, on the host's engine with
+    ``Leasehold(app, db=db)``); else the one ``LEASEHOLD_STORE_URL`` names
+    with the ``LEASEHOLD_*`` defaults, opened once per process on first use.
+    Raises ConfigError naming a bad variable."""
     global _store, _opened
+    if _store is None and (mounted := _app_store()) is not None:
+        return mounted
     with _lock:
         if _store is None:
             from leasehold.settings import settings_from_env
@@ -80,6 +87,16 @@ def default_store() -> JobStore:
             settings = settings_from_env()
             _store = _opened = open_store(settings.store_url, settings.store_settings())
         return _store
+
+
+def _app_store() -> JobStore | None:
+    """The store of the Flask app whose context is active, if it mounts
+    Leasehold. Flask is looked up, never imported: a worker loads no web code."""
+    flask = sys.modules.get("flask")
+    if flask is None or not flask.has_app_context():
+        return None
+    found = flask.current_app.extensions.get("leasehold")
+    return found if isinstance(found, JobStore) else None
 
 
 class Handler:
@@ -100,27 +117,30 @@ class Handler:
     def name(self) -> str:
         return self.spec.name
 
-    def enqueue(self, payload: Any = None, *, store: JobStore | None = None, **options: Any) -> Job:
+    def enqueue(
+        self, payload: Any = None, *, store: JobStore | None = None, session: Any = None, **options: Any
+    ) -> Job | Pending[Job]:
         """Enqueue one job for this handler. ``options`` are JobSpec fields
         (queue, priority, max_retries, timeout_s, lease_ttl_s, delay_s,
         idempotency_key, unique_key, unique_for); omitted ones take the
         handler's declared defaults, then the store's. Returns the job (with
         an idempotency or unique key already held: the job holding it).
-        Raises ValidationError, TypeError for an unknown option."""
-        job, created = (store or default_store()).enqueue_idempotent(self.spec.job_spec(payload, **options))
-        if created:
-            hooks.send(hooks.job_enqueued, job.name, job=job)
-        if _eager is not None:
-            return _eager(job)
-        return job
+        ``session``: a SQLAlchemy session (Flask-SQLAlchemy's ``db.session``)
+        whose transaction the job belongs to (workers/sessions.py): on a SQL
+        store written in it, on Redis enqueued after it commits (a
+        ``Pending`` is returned). Raises ValidationError, TypeError for an
+        unknown option."""
+        spec = self.spec.job_spec(payload, **options)
+        return enqueue_spec(store or default_store(), spec, session)
 
     def enqueue_many(
-        self, items: Iterable[Any], *, store: JobStore | None = None, **options: Any
-    ) -> list[Job]:
+        self, items: Iterable[Any], *, store: JobStore | None = None, session: Any = None, **options: Any
+    ) -> list[Job] | Pending[list[Job]]:
         """Enqueue one job per item, one round trip per chunk (``JobStore.enqueue_many``).
         An item is a payload (given ``options`` as above), or a JobSpec taken
         as it is (it must name this handler). Returns the jobs in order.
-        Raises ValidationError (nothing written) or ValueError."""
+        ``session`` as for ``enqueue``. Raises ValidationError (nothing
+        written) or ValueError."""
         specs = []
         for item in items:
             if isinstance(item, JobSpec):
@@ -129,10 +149,39 @@ class Handler:
                 specs.append(item)
             else:
                 specs.append(self.spec.job_spec(item, **options))
-        jobs = (store or default_store()).enqueue_many(specs)
+        target = store or default_store()
+
+        def write() -> tuple[list[Job], list[Job]]:
+            jobs = target.enqueue_many(specs)
+            return jobs, jobs
+
+        if session is not None:
+            return in_session(target, session, write, lambda: [validate_spec(s) for s in specs])
+        jobs = write()[0]
         for job in jobs:
             hooks.send(hooks.job_enqueued, job.name, job=job)
         return jobs
+
+
+def enqueue_spec(target: JobStore, spec: JobSpec, session: Any = None) -> Job | Pending[Job]:
+    """Enqueue ``spec`` on ``target`` (in ``session``'s transaction when
+    given, see workers/sessions.py); ``job_enqueued`` is sent for a job it
+    created (after the session's commit). In eager mode the job is run at
+    once and returned finished; with a session, it is run after the commit
+    (never after a rollback) and the unfinished job is returned."""
+
+    def write() -> tuple[Job, list[Job]]:
+        job, created = target.enqueue_idempotent(spec)
+        return job, [job] if created else []
+
+    if session is not None:  # eager mode: the job runs once the session has committed
+        return in_session(target, session, write, lambda: validate_spec(spec), _eager)
+    job, created = write()
+    for new in created:
+        hooks.send(hooks.job_enqueued, new.name, job=new)
+    if _eager is not None:
+        return _eager(job)
+    return job
 
 
 def wait(job_id: str | Job, timeout_s: float, store: JobStore | None = None) -> Job:

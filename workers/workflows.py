@@ -21,8 +21,10 @@ from typing import Any
 
 from store.base import JobStore
 from store.contract_flow import Batch
-from store.models import JobSpec
+from store.flow import check_batch
+from store.models import JobSpec, validate_spec
 from workers.enqueueing import Handler, default_store
+from workers.sessions import Pending, in_session
 
 
 def as_job_spec(item: Any) -> JobSpec:
@@ -35,16 +37,35 @@ def as_job_spec(item: Any) -> JobSpec:
     raise TypeError("expected a JobSpec or (handler, payload[, options])")
 
 
-def batch(items: Iterable[Any], callback: Any = None, *, store: JobStore | None = None) -> Batch:
+def batch(
+    items: Iterable[Any], callback: Any = None, *, store: JobStore | None = None, session: Any = None
+) -> Batch | Pending[Batch]:
     """Enqueue ``items`` as one batch and ``callback`` (an item, or None) to
     run once all have finished, whatever their outcome, in one atomic unit.
+    ``session``: a SQLAlchemy session whose transaction the batch belongs to
+    (workers/sessions.py; on Redis a ``Pending``, created at commit).
     Raises ValidationError (nothing written), TypeError."""
     specs = [as_job_spec(i) for i in items]
     cb = as_job_spec(callback) if callback is not None else None
-    return (store or default_store()).create_batch(specs, cb)
+    return _create(store or default_store(), specs, cb, "batch", session)
 
 
-def chain(*items: Any, store: JobStore | None = None) -> Batch:
+def chain(*items: Any, store: JobStore | None = None, session: Any = None) -> Batch | Pending[Batch]:
     """Enqueue ``items`` so each waits for the one before; a failed or
-    canceled step cancels the rest. Raises ValidationError, TypeError."""
-    return (store or default_store()).create_batch([as_job_spec(i) for i in items], kind="chain")
+    canceled step cancels the rest. ``session`` as for ``batch``. Raises
+    ValidationError, TypeError."""
+    return _create(store or default_store(), [as_job_spec(i) for i in items], None, "chain", session)
+
+
+def _create(
+    target: JobStore, specs: list[JobSpec], callback: JobSpec | None, kind: str, session: Any
+) -> Batch | Pending[Batch]:
+    if session is None:
+        return target.create_batch(specs, callback, kind=kind)
+
+    def check() -> None:
+        check_batch(specs, kind)
+        for spec in [*specs, *([callback] if callback is not None else [])]:
+            validate_spec(spec)
+
+    return in_session(target, session, lambda: (target.create_batch(specs, callback, kind=kind), []), check)

@@ -28,6 +28,7 @@ from sqlalchemy.engine import URL, make_url
 
 from store.errors import ValidationError
 from store.sql.writer_lock import WriterLock
+from store.transactions import same_database
 
 #: How long a SQLite writer waits for the database lock, milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -176,7 +177,11 @@ def _pg_connect_args(
 
 
 def make_engines(
-    url: str, pool_size: int = 5, pg_schema: str | None = None, statement_timeout_s: float | None = None
+    url: str,
+    pool_size: int = 5,
+    pg_schema: str | None = None,
+    statement_timeout_s: float | None = None,
+    engine: Engine | None = None,
 ) -> Engines:
     """The ``Engines`` of a SQLAlchemy URL.
 
@@ -190,9 +195,13 @@ def make_engines(
     ``LEASEHOLD_PG_SCHEMA`` variable; ``""``: none); SQLite ignores it. The
     read engine's sessions run with ``statement_timeout`` =
     ``statement_timeout_s`` (None: ``pg_statement_timeout_s()``).
+    With ``engine`` (an application's, PostgreSQL only), the store's engines
+    are that engine and its pool (``engines_on``).
     Raises ValidationError for a URL that is neither SQLite nor PostgreSQL,
     for a missing SQLite folder, or for a bad schema name or timeout.
     """
+    if engine is not None:
+        return engines_on(engine, url, pg_schema)
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -229,6 +238,36 @@ def make_engines(
         _share_disconnects(write, read, single)
         return Engines(write, read, backend, single)
     raise ValidationError("store_url", f"unsupported SQL backend {backend!r}")
+
+
+def engines_on(engine: Engine, url: str, pg_schema: str | None = None) -> Engines:
+    """The ``Engines`` of a store on an application's PostgreSQL engine
+    (Flask-SQLAlchemy's ``db.engine``): one pool, the application's. Writes
+    use ``engine`` as it is; reads and one-statement changes an
+    ``execution_options`` copy of it in autocommit (SQLAlchemy sets the
+    level on checkout and restores it on return), with no statement timeout
+    (LEASEHOLD_PG_STATEMENT_TIMEOUT is a connect option of the store's own
+    pools). The application's JSON serialiser decodes the JSON columns.
+
+    Raises ValidationError (field ``engine``) unless ``engine`` is a
+    PostgreSQL engine of psycopg 3 on the database of ``url``, and when a
+    schema (``pg_schema``, else LEASEHOLD_PG_SCHEMA) is set: the tables'
+    ``search_path`` is a connect option of the store's own pools. SQLite is
+    refused too: the store's connections begin ``BEGIN IMMEDIATE`` and
+    decode top-level JSON numbers, which an application's engine does not,
+    and a SQLite file has no server connections to save."""
+    dialect = engine.dialect
+    if dialect.name != "postgresql" or dialect.driver != "psycopg":
+        raise ValidationError(
+            "engine",
+            f"a store shares a PostgreSQL engine of psycopg 3 only, not {dialect.name}+{dialect.driver}",
+        )
+    if not same_database(engine.url, url):
+        raise ValidationError("engine", "is an engine of another database than the store URL's")
+    if resolve_pg_schema(pg_schema) is not None:
+        raise ValidationError("engine", f"{PG_SCHEMA_ENV} is set: the store needs its own engines for it")
+    auto = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return Engines(engine, auto, "postgresql", auto)
 
 
 def _share_disconnects(*engines: Engine) -> None:

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import CTE, Connection, CursorResult, Insert, Table
+from sqlalchemy import CTE, Connection, CursorResult, Engine, Insert, Table
 from sqlalchemy.exc import DBAPIError
 
 from store.base import StoreSettings, Wakeups
@@ -32,6 +32,7 @@ from store.sql import schema
 from store.sql import statements as sql
 from store.sql.classify import sqlstate, translate
 from store.sql.engine import make_engines, pg_statement_timeout_s
+from store.sql.joined import joined_connection, run_joined
 from store.sql.rows import job_from_row
 from store.sql.writer_lock import WriterLock
 
@@ -211,16 +212,29 @@ class Dialect(abc.ABC):
         """A ready-job listener, or None when the engine has no channel."""
         return None
 
+    @abc.abstractmethod
+    def begin_joined(self, conn: Connection) -> None:
+        """Before a store call writes in an application's transaction on
+        ``conn`` (store/sql/joined.py): make sure it is open in the database."""
+
 
 class SqlPlumbing:
     """Engines, transactions and bookkeeping of one SQL store handle."""
 
-    def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
+    def __init__(
+        self,
+        url: str,
+        settings: StoreSettings | None = None,
+        pool_size: int = 5,
+        engine: Engine | None = None,
+    ) -> None:
         self.url = url
         self.settings = settings or StoreSettings()
         #: Seconds added to the database clock; tests move time with it.
         self.clock_offset_s = 0.0
-        engines = make_engines(url, pool_size)
+        engines = make_engines(url, pool_size, engine=engine)
+        #: False when the engines are an application's (``engine=``): close() leaves them open.
+        self._owns_engines = engine is None
         self.write_engine, self.read_engine, self.single_engine = engines.write, engines.read, engines.single
         #: Taken around every write transaction (SQLite: store/sql/writer_lock.py).
         self._writer: AbstractContextManager[None] = engines.writer or _NO_LOCK
@@ -249,7 +263,11 @@ class SqlPlumbing:
         own, on the single engine (PostgreSQL: autocommit, saving the BEGIN
         and COMMIT round trips, with no statement timeout). Reads
         (``write=False``) run on the read engine, under the statement timeout
-        on PostgreSQL."""
+        on PostgreSQL. In ``SqlStore.joined``, ``fn`` runs in the
+        application's transaction instead (store/sql/joined.py)."""
+        outer = joined_connection(self)
+        if outer is not None:
+            return run_joined(outer, fn, self.dialect.begin_joined)
         if single:
             engine = self.single_engine
         else:
@@ -391,7 +409,7 @@ class SqlPlumbing:
         raise NotImplementedError
 
     def close(self) -> None:
-        for engine in {self.write_engine, self.read_engine, self.single_engine}:
+        for engine in {self.write_engine, self.read_engine, self.single_engine} if self._owns_engines else ():
             engine.dispose()
         if isinstance(self._writer, WriterLock):
             self._writer.close()

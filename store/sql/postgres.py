@@ -99,6 +99,10 @@ class PostgresDialect(Dialect):
         """One autocommit statement (events, counters and notices as CTEs)."""
         return self.p.tx(lambda conn: self.insert_in(conn, rows), single=True)
 
+    def begin_joined(self, conn: Connection) -> None:
+        """Nothing to do: psycopg began the transaction at its first
+        statement, or begins it at the SAVEPOINT's."""
+
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
         """See Dialect.claim; with the parameter ``job``, that job alone
         (a notice named it: ``SqlStore.claim_notified``)."""

@@ -21,6 +21,7 @@ from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.bookkeeping import CHANGE_COLUMNS
 from store.sql.changes import const
+from store.sql.joined import joined_connection
 from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
 from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 
@@ -70,8 +71,9 @@ class SqliteDialect(Dialect):
         """One job without an idempotency key: written with the single-job
         enqueues of other threads that arrive meanwhile
         (store/group_commit.py; a key's conflict would fail the whole group);
-        otherwise in one transaction of their own (``insert_rows``)."""
-        if len(rows) == 1 and rows[0]["idempotency_key"] is None:
+        otherwise in one transaction of their own (``insert_rows``), as in an
+        application's transaction (store/sql/joined.py)."""
+        if len(rows) == 1 and rows[0]["idempotency_key"] is None and joined_connection(self.p) is None:
             return [self._group.insert(rows[0])]
         return self.insert_rows(rows)
 
@@ -110,6 +112,13 @@ class SqliteDialect(Dialect):
         stamped = {r["id"]: r for r in result.mappings()}
         self.p.book(conn, changes)
         return stamped
+
+    def begin_joined(self, conn: Connection) -> None:
+        """``BEGIN IMMEDIATE`` when the driver has not begun the application's
+        transaction in SQLite yet (pysqlite begins at the first INSERT): a
+        SAVEPOINT outside a transaction would commit at its RELEASE."""
+        if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     def claim(self, params: dict[str, Any], queues: int) -> list[Any]:
         """See Dialect.claim; with the parameter ``job``, that job alone."""

@@ -10,10 +10,11 @@ status change is built from the lifecycle table (``changes.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, bindparam
+from sqlalchemy import Connection, Engine, bindparam
 from sqlalchemy.exc import IntegrityError
 
 from store import lifecycle
@@ -29,6 +30,7 @@ from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditMixin
 from store.sql.flow import SqlFlowMixin
+from store.sql.joined import check_joinable, joining
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Dialect, Refused, event_row
 from store.sql.records import SqlRecordsMixin
@@ -62,8 +64,16 @@ class SqlStore(
 
         return SqliteDialect(self)
 
-    def __init__(self, url: str, settings: StoreSettings | None = None, pool_size: int = 5) -> None:
-        super().__init__(url, settings, pool_size)
+    def __init__(
+        self,
+        url: str,
+        settings: StoreSettings | None = None,
+        pool_size: int = 5,
+        engine: Engine | None = None,
+    ) -> None:
+        """``engine``: an application's PostgreSQL engine whose pool the store
+        uses instead of its own (``engine.engines_on``; close() leaves it open)."""
+        super().__init__(url, settings, pool_size, engine)
         now = self._now
         self._q_fail = sql.apply_failure(now)
         self._q_renew = sql.renew_leases(now)
@@ -82,6 +92,17 @@ class SqlStore(
         self._flow_init()
 
     # ------------------------------------------------------------- enqueue
+    @contextmanager
+    def joined(self, connection: Any) -> Iterator[None]:
+        """Within the block, this thread's calls of the store write in the
+        open transaction of ``connection`` (a SQLAlchemy Connection of the
+        store's database, e.g. ``session.connection()``): they commit or roll
+        back with it; each call is a SAVEPOINT of it (store/sql/joined.py).
+        Raises ValidationError (field ``session``) for a connection of
+        another database or driver, or with no transaction begun."""
+        with joining(self, check_joinable(self.url, connection)):
+            yield
+
     def _row_for(self, spec: JobSpec) -> dict[str, Any]:
         s = self.settings
         status = lifecycle.enqueue_target(spec.delay_s)
