@@ -239,7 +239,7 @@ def _check_store_environment(config: Mapping[str, Any]) -> None:
     )
     schema = str(config.get("PG_SCHEMA") or "")
     if schema:
-        from store.sql.engine import resolve_pg_schema  # the one rule for schema names
+        from store.pg_schema import resolve_pg_schema  # the one rule for schema names
 
         try:
             resolve_pg_schema(schema)

@@ -6,6 +6,11 @@ head of the migrations (``store.sql.revision``). Redis: the key layout's
 version (``store.redis.layout``). Commands, workers and the web app check at
 start, so a missing or old schema is one line naming ``leasehold db upgrade``,
 not a traceback from the first query.
+
+This module is the one door to each engine's schema: the check
+(``check_schema``) and the upgrade (``upgrade_schema``) are reached through
+it, so nothing above ``store/`` imports an engine's package, and a new
+engine changes nothing above ``store/``.
 """
 
 from __future__ import annotations
@@ -70,4 +75,80 @@ def check_schema(store: JobStore, url: str | None = None) -> None:
         raise SchemaMismatch(where, found, expected)
 
 
-__all__ = ["UPGRADE_HINT", "SchemaMismatch", "check_schema", "public_url", "schema_revision"]
+class SchemaUpgradeFailed(StoreError):
+    """``upgrade_schema`` could not bring the store to this release's schema;
+    the message is the one line to show."""
+
+
+def upgrade_schema(url: str) -> str:
+    """Bring the store at ``url`` to this release's schema (SQL: Alembic's
+    migrations to head, creating the SQLite file's folder and the PostgreSQL
+    schema; Redis: the key layout's upgrade steps) and return the one line
+    that says what was done: created at, upgraded from … to, or already at.
+    Raises SchemaUpgradeFailed (one line) when it fails or cannot be done,
+    ValidationError for a bad URL."""
+    from leasehold.urls import store_kind
+
+    if store_kind(url) == "sql":
+        return _upgrade_sql(url)
+    return _upgrade_redis(url)
+
+
+def _upgrade_sql(url: str) -> str:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from store.sql.engine import make_engines
+    from store.sql.revision import current_revision, head_revision
+    from store.sql.upgrade import migrate
+
+    try:
+        engines = make_engines(url, pool_size=1)
+        try:
+            before = current_revision(engines.read)
+        finally:
+            for engine in {engines.write, engines.read, engines.single}:
+                engine.dispose()
+        migrate(url)
+    except SQLAlchemyError as exc:
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+        raise SchemaUpgradeFailed(f"schema upgrade failed: {reason}") from None
+    head = head_revision()
+    if before is None:
+        return f"created the schema at revision {head}"
+    if before != head:
+        return f"upgraded the schema from revision {before} to {head}"
+    return f"the schema is already at revision {head}"
+
+
+def _upgrade_redis(url: str) -> str:
+    from store import open_store
+    from store.redis.layout import LAYOUT_VERSION, UPGRADABLE, current_layout, upgrade_layout
+
+    with open_store(url) as store:
+        found, written = current_layout(store)
+        if found in UPGRADABLE:
+            done = upgrade_layout(store)
+            return (
+                f"upgraded the key layout from version {found} to {LAYOUT_VERSION} "
+                f"({done['indexed']} jobs indexed, {done['removed']} old indexes removed, "
+                f"{done['records_moved']} records moved)"
+            )
+    if written:
+        return f"created the key layout at version {LAYOUT_VERSION}"
+    if found == LAYOUT_VERSION:
+        return f"the key layout is already at version {LAYOUT_VERSION}"
+    raise SchemaUpgradeFailed(
+        f"{public_url(url)} has key layout version {found}; this release reads version "
+        f"{LAYOUT_VERSION} and has no upgrade from {found}"
+    )
+
+
+__all__ = [
+    "UPGRADE_HINT",
+    "SchemaMismatch",
+    "SchemaUpgradeFailed",
+    "check_schema",
+    "public_url",
+    "schema_revision",
+    "upgrade_schema",
+]

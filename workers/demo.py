@@ -37,6 +37,7 @@ from store import DEFAULT_STORE_URL, StoreSettings, open_store
 from store.base import JobStore
 from store.lifecycle import TERMINAL
 from store.models import JobSpec
+from store.schema_version import upgrade_schema
 
 #: The folder holding the ``store``, ``workers`` and ``webapp`` packages (a checkout, or site-packages).
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,9 +89,7 @@ class Demo:
         if self.store_url.startswith("sqlite:///"):  # the demo's own file: its folder made here
             Path(self.store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         if is_sql(self.store_url):
-            from store.sql import migrate
-
-            migrate(self.store_url)
+            upgrade_schema(self.store_url)
         env = self.env()
         common = {"env": env, "cwd": self.workdir, "start_new_session": True}
         web = [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "-w", "2"]

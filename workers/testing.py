@@ -50,10 +50,10 @@ DRAIN_CONCURRENCY = 4
 @pytest.fixture(scope="session")
 def _leasehold_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file, made once per session."""
-    from store.sql.upgrade import migrate
+    from store.schema_version import upgrade_schema
 
     path = tmp_path_factory.mktemp("leasehold-template") / "template.db"
-    migrate(f"sqlite:///{path}")
+    upgrade_schema(f"sqlite:///{path}")
     return path
 
 

@@ -18,7 +18,6 @@ schema; the store does not.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,13 +26,12 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
 from store.errors import ValidationError
+from store.pg_schema import PG_SCHEMA_ENV, resolve_pg_schema
 from store.sql.writer_lock import WriterLock
 from store.transactions import same_database
 
 #: How long a SQLite writer waits for the database lock, milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
-#: The environment variable naming the PostgreSQL schema of the tables (optional).
-PG_SCHEMA_ENV = "LEASEHOLD_PG_SCHEMA"
 #: The environment variable of psycopg's connect timeout (whole seconds, 1-300; default 5).
 PG_CONNECT_TIMEOUT_ENV = "LEASEHOLD_PG_CONNECT_TIMEOUT"
 PG_CONNECT_TIMEOUT_S = 5
@@ -42,27 +40,6 @@ PG_CONNECT_TIMEOUT_S = 5
 PG_STATEMENT_TIMEOUT_ENV = "LEASEHOLD_PG_STATEMENT_TIMEOUT"
 PG_STATEMENT_TIMEOUT_S = 5.0
 MAX_PG_STATEMENT_TIMEOUT_S = 3600.0
-#: A schema name we accept: a lowercase unquoted PostgreSQL identifier (at most 63 bytes).
-_PG_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-
-def resolve_pg_schema(value: str | None = None) -> str | None:
-    """The PostgreSQL schema to use: ``value``, or ``LEASEHOLD_PG_SCHEMA`` when
-    ``value`` is None; None when that is empty (the server's search_path).
-
-    Raises ValidationError (naming LEASEHOLD_PG_SCHEMA) unless the name is a
-    lowercase identifier (letters, digits, ``_``) not starting with ``pg_``,
-    so it can go into ``search_path`` and DDL without quoting."""
-    name = os.environ.get(PG_SCHEMA_ENV, "") if value is None else value
-    if not name:
-        return None
-    if not _PG_SCHEMA_NAME.fullmatch(name) or name.startswith("pg_"):
-        raise ValidationError(
-            PG_SCHEMA_ENV,
-            f"{name!r} is not a schema name we accept: lowercase letters, digits and _, "
-            "at most 63, not starting with a digit or pg_",
-        )
-    return name
 
 
 def pg_connect_timeout_s(raw: str | None = None) -> int:

@@ -178,3 +178,18 @@ def test_the_public_api_resolves_every_name_it_lists() -> None:
     assert listed == set(leasehold._EXPORTS)
     for name in sorted(listed):
         assert getattr(leasehold, name) is not None, name
+
+
+def test_nothing_above_store_reaches_an_engine_past_the_stores_door() -> None:
+    """Only ``store`` itself imports its engines (``store.sql``, ``store.redis``):
+    the rest goes through the store's door (``open_store``, the port, and
+    ``store.schema_version`` for schema checks and upgrades)."""
+    engines = ("store.sql", "store.redis")
+    reaching = sorted(
+        f"{module} -> {target}"
+        for module, targets in _graph().items()
+        if not module.startswith("store")
+        for target in targets
+        if target.startswith(engines)
+    )
+    assert reaching == []
