@@ -32,7 +32,7 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
         from store.sql.store import SqlStore
 
         return SqlStore(url, settings, **options)
-    if options.get("engine") is not None:
+    if options.pop("engine", None) is not None:
         raise ValidationError("engine", "only a PostgreSQL store runs on an application's engine")
     from store.redis.store import RedisStore
 

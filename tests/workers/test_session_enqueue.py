@@ -254,3 +254,20 @@ def test_postgresql_wakes_a_waiting_worker_within_100ms_of_the_commit_and_not_be
         assert max(latencies) < 0.1
     finally:
         waker.close()
+
+
+def test_sqlite_a_session_that_read_first_still_enqueues_after_another_write(
+    handle: StoreHandle, store: JobStore, host: Engine
+) -> None:
+    """pysqlite's reads begin no transaction, so the enqueue's ``BEGIN
+    IMMEDIATE`` starts one on a fresh snapshot even when another writer
+    committed since the session's read."""
+    if handle.backend != "sqlite":
+        pytest.skip("SQLite's snapshots")
+    with Session(host) as session:
+        assert orders(host) == [] and session.execute(text("SELECT count(*) FROM orders")).scalar_one() == 0
+        store.enqueue("noop", "by another writer")
+        job = th.noop.enqueue("mine", store=store, session=session)
+        add_order(session, 1)
+        session.commit()
+    assert store.get(job.id).payload == "mine" and orders(host) == [1]
