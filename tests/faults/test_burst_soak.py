@@ -23,9 +23,11 @@ from tests.backends import StoreHandle
 from tests.faults.conftest import report
 from tests.workers.procs import Spawner, events
 
-pytestmark = [pytest.mark.faults, pytest.mark.slow]
-
 RUNS = int(os.environ.get("LEASEHOLD_BURST_SOAK_RUNS", "5"))
+#: Seconds one run may take at most, on a loaded machine (a process start, a drain, an exit).
+RUN_BUDGET_S = 20
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.timeout(max(300, RUNS * RUN_BUDGET_S))]
 #: Busy loops beside the runs (the machine's cores kept busy, as when the suite shares them).
 LOAD_PROCESSES = 2
 RUN_TIMEOUT_S = 60.0
