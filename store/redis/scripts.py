@@ -80,8 +80,10 @@ def operations_table() -> str:
     codes, ``target`` a code or nil for FAIL, whose target is the retry
     decision's, ENQUEUE's too, ``event`` a kind or nil, ``stamps``, ``clears``,
     ``zeroes``, ``delays`` and ``held`` lists of field names, ``written``:
-    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed, and
-    ``dropped``: the clears it deletes, those of KEPT_CLEARS removed)."""
+    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed,
+    ``dropped``: the clears it deletes, those of KEPT_CLEARS removed, and
+    ``await_parents``: refused while a parent has not finished,
+    ``lifecycle.AWAIT_PARENTS``)."""
     rows = []
     for op in Operation:
         row = lifecycle.rule(op)
@@ -96,7 +98,8 @@ def operations_table() -> str:
         lists["written"] = ", ".join(_lua_text(f) for f in written)
         lists["dropped"] = ", ".join(_lua_text(f) for f in row.clears if f not in KEPT_CLEARS)
         fields = ", ".join(f"{name} = {{{text}}}" for name, text in lists.items())
-        head = f"sources = {{{sources}}}, target = {target}, event = {event}"
+        awaits = "true" if op in lifecycle.AWAIT_PARENTS else "false"
+        head = f"sources = {{{sources}}}, target = {target}, event = {event}, await_parents = {awaits}"
         rows.append(f"  [{_lua_text(op.value)}] = {{{head}, {fields}}},")
     return "local OPERATIONS = {\n" + "\n".join(rows) + "\n}"
 
