@@ -90,6 +90,8 @@ Key schema (``P`` = prefix):
                           score start time; expires after its window
 ``{P}:key_starts:<queue>\0<key>`` zset: the same, of one limit key
 ``{P}:rate_keys:<queue>`` zset: limit keys with starts, score their last start
+``{P}:scan_from``         hash: queue -> the ready member a claim of a queue with
+                          per-key limits stopped its walk at (lua/lib/flow.lua)
 ``{P}:parents:<id>``      set: the ids of a job's parents
 ``{P}:children:<id>``     set: the ids of a job's children (listing, purge)
 ``{P}:waiting:<id>``      set: the children still waiting for the job to end
