@@ -5,13 +5,15 @@ deploy's other version) and never touches another application's."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
+import redis
 
 from store.redis.scripts import LIBRARY_GRACE_S, Library
 from store.redis.store import RedisStore
-from tests.backends import REDIS_BACKENDS, BACKENDS
+from tests.backends import BACKENDS, REDIS_BACKENDS
 
 pytestmark = pytest.mark.skipif(not set(REDIS_BACKENDS) & set(BACKENDS), reason="Redis is not a test backend")
 
@@ -31,18 +33,14 @@ def _fake(name: str) -> str:
 def libraries(redis_store: RedisStore) -> Iterator[RedisStore]:
     client = redis_store._client
     for name in (OLD, RECENT, OTHER, NEW):
-        try:
+        with contextlib.suppress(redis.ResponseError):
             client.function_delete(name)
-        except Exception:
-            pass
         if name != NEW:
             client.function_load(_fake(name))
     yield redis_store
     for name in (OLD, RECENT, OTHER, NEW):
-        try:
+        with contextlib.suppress(redis.ResponseError):
             client.function_delete(name)
-        except Exception:
-            pass
 
 
 def _as_text(names) -> set[str]:
