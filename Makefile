@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # (the machine's own servers, or throwaway ones it starts), evaluated in the recipe's shell.
 SERVICES = exports="$$(scripts/services.sh)" && eval "$$exports" &&
 
-.PHONY: venv .venv assets dist chromium test demo bench lint format services-stop clean
+.PHONY: venv .venv assets dist chromium test model-nightly demo bench lint format services-stop clean
 
 # The virtualenv, (re)installed whenever a requirements file changes.
 venv .venv: $(STAMP)
@@ -55,6 +55,13 @@ test: $(STAMP) $(HTMX) chromium
 	$(BIN)/ruff check . && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
 	$(BIN)/pytest $(SERIAL) $(PYTEST_ARGS)
+
+# The stores against the reference model at a nightly length (tests/README.md).
+MODEL_EXAMPLES ?= 500
+MODEL_STEPS ?= 60
+model-nightly: $(STAMP)
+	$(SERVICES) LEASEHOLD_MODEL_EXAMPLES=$(MODEL_EXAMPLES) LEASEHOLD_MODEL_STEPS=$(MODEL_STEPS) \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/store/test_contract_model.py $(PYTEST_ARGS)
 
 # The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
 # the standard library indexed. STORE=postgresql+psycopg://… or redis://… for another store.

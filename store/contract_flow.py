@@ -15,6 +15,9 @@ from store.errors import ValidationError
 from store.flow import QueueLimits, Usage
 from store.models import Job, JobSpec
 
+#: Job ids a batch lists (``Batch.job_ids``): the first ones, in enqueue order.
+BATCH_IDS_SHOWN = 1000
+
 
 class FlowUnsupported(ValidationError):
     """This store does not implement flow control (yet)."""
@@ -28,7 +31,9 @@ class Batch:
     """A batch or chain: ``kind`` ("batch" or "chain"), its jobs' ids in
     order, the callback job's id (None without one), ``counts`` of its jobs
     by status name, ``finished`` when none is Queued, Scheduled or InProgress
-    (the callback not counted), when an operator canceled it."""
+    (the callback not counted), when an operator canceled it; ``job_ids``
+    the first BATCH_IDS_SHOWN of its jobs' ids in enqueue order (the
+    callback's apart, deleted jobs left out), ``created_at`` epoch seconds of the store's clock."""
 
     id: str
     kind: str
@@ -50,6 +55,8 @@ class Batch:
             "callback_job_id": self.callback_job_id,
             "finished": self.finished,
             "canceled_by": self.canceled_by,
+            "job_ids": self.job_ids[:BATCH_IDS_SHOWN],
+            "created_at": self.created_at,
         }
 
 

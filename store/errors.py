@@ -32,6 +32,20 @@ class InvalidTransition(StoreError):
         self.operation = operation
 
 
+class ParentUnfinished(InvalidTransition):
+    """A requeue or retry-now of a job one of whose parents has not finished:
+    it would run before that parent (lifecycle.AWAIT_PARENTS)."""
+
+    def __init__(self, job_id: str, source: str, operation: str, parent_id: str, parent_status: str) -> None:
+        super().__init__(job_id, source, "Queued", operation=operation)
+        self.args = (
+            f"{operation}: job {job_id} waits for its parent {parent_id}, which is {parent_status}; "
+            "it runs when its parents have finished",
+        )
+        self.parent_id = parent_id
+        self.parent_status = parent_status
+
+
 class LeaseLost(StoreError):
     """An ack, nack, heartbeat or release carried a token that is not the job's
     current lease token (or the job is no longer InProgress). Nothing changed."""

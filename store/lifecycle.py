@@ -241,7 +241,8 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         EventKind.COMPLETED,
         EventKind.COMPLETION_REFUSED,
         stamps=("completed_at",),
-        clears=("lease_expires_at",),
+        # The error of an earlier failed attempt: its attempts list keeps it.
+        clears=("lease_expires_at", "error"),
         writes=("result",),
     ),
     Operation.FAIL: OperationRule(
@@ -313,6 +314,22 @@ UNUSED_TRANSITIONS: Final[frozenset[tuple[JobStatus, JobStatus]]] = frozenset(
         (S.Failed, S.Scheduled),
     }
 )
+
+
+#: Operator operations that make a job due, refused (``errors.ParentUnfinished``)
+#: while one of its parents has not finished (is not TERMINAL): the job would
+#: run before that parent. A waiting job stays waiting; a canceled or failed
+#: one is requeued once its parents have finished.
+AWAIT_PARENTS: Final[frozenset[Operation]] = frozenset({Operation.REQUEUE, Operation.RETRY_NOW})
+
+
+def unfinished_parent(parents: Iterable[tuple[str, JobStatus]]) -> tuple[str, JobStatus] | None:
+    """The first parent (by id) of ``(id, status)`` pairs that has not
+    finished, or None when every one has (or there are none)."""
+    for parent_id, status in sorted(parents):
+        if status not in TERMINAL:
+            return parent_id, status
+    return None
 
 
 def rule(op: Operation) -> OperationRule:

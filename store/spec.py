@@ -205,6 +205,11 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         except TypeError as exc:
             raise ValidationError(fld, f"must be JSON-serialisable ({exc})") from None
         refuse_nul(fld, encoded)
+    if spec.uses_flow and (spec.unique_key is not None or spec.unique_for is not None):
+        # One rule for every store: a unique job's check is not part of the
+        # flow enqueue (limits, parents, batches), so the two are refused together.
+        fld = "unique_for" if spec.unique_for is not None else "unique_key"
+        raise ValidationError(fld, "cannot be combined with depends_on, limit_key or a batch")
     return spec
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from store.contract_flow import Batch
+from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
 from store.flow import ParentFailure, check_batch
 from store.ids import new_id
@@ -79,7 +79,7 @@ class BatchesMixin(FlowMixin):
             created_at=float(record["created_at"]),
             canceled_at=float(record["canceled_at"]) if record.get("canceled_at") else None,
             canceled_by=record.get("canceled_by") or None,
-            job_ids=list(ids),
+            job_ids=[i for i, code in zip(ids, statuses, strict=True) if code is not None][:BATCH_IDS_SHOWN],
         )
 
     def batch_jobs(self, batch_id: str, limit: int = 100) -> list[Job]:

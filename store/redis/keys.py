@@ -90,6 +90,11 @@ Key schema (``P`` = prefix):
                           score start time; expires after its window
 ``{P}:key_starts:<queue>\0<key>`` zset: the same, of one limit key
 ``{P}:rate_keys:<queue>`` zset: limit keys with starts, score their last start
+``{P}:libraries``         zset: names of the Functions libraries this namespace
+                          loaded, score their last load (store/redis/scripts.py
+                          ``Library.unload_stale``)
+``{P}:scan_from``         hash: queue -> the ready member a claim of a queue with
+                          per-key limits stopped its walk at (lua/lib/flow.lua)
 ``{P}:parents:<id>``      set: the ids of a job's parents
 ``{P}:children:<id>``     set: the ids of a job's children (listing, purge)
 ``{P}:waiting:<id>``      set: the children still waiting for the job to end
@@ -213,6 +218,11 @@ class Keys:
     @property
     def limits(self) -> str:
         return self._key("limits")
+
+    @property
+    def libraries(self) -> str:
+        """The Functions libraries this namespace loaded, by last load (store/redis/scripts.py)."""
+        return self._key("libraries")
 
     def related(self, kind: str, job_id: str) -> str:
         """A job's ``parents``, ``children`` or ``waiting`` set (flow control)."""

@@ -95,7 +95,7 @@ class RedisPlumbing:
         self.keys = Keys(name)
         #: KEYS of every function call: the prefix (lua/lib/keys.lua).
         self._route = [self.keys.route]
-        self._lua = Scripts.load(self._client)
+        self._lua = Scripts.load(self._client, self.keys.libraries)
         self._writer_lock = threading.Lock()
         self._writer_of: tuple[int, Redis | None] = (0, None)
 

@@ -80,8 +80,10 @@ def operations_table() -> str:
     codes, ``target`` a code or nil for FAIL, whose target is the retry
     decision's, ENQUEUE's too, ``event`` a kind or nil, ``stamps``, ``clears``,
     ``zeroes``, ``delays`` and ``held`` lists of field names, ``written``:
-    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed, and
-    ``dropped``: the clears it deletes, those of KEPT_CLEARS removed)."""
+    the stamps the hash gets, those IMPLIED_STAMPS leaves out removed,
+    ``dropped``: the clears it deletes, those of KEPT_CLEARS removed, and
+    ``await_parents``: refused while a parent has not finished,
+    ``lifecycle.AWAIT_PARENTS``)."""
     rows = []
     for op in Operation:
         row = lifecycle.rule(op)
@@ -96,7 +98,8 @@ def operations_table() -> str:
         lists["written"] = ", ".join(_lua_text(f) for f in written)
         lists["dropped"] = ", ".join(_lua_text(f) for f in row.clears if f not in KEPT_CLEARS)
         fields = ", ".join(f"{name} = {{{text}}}" for name, text in lists.items())
-        head = f"sources = {{{sources}}}, target = {target}, event = {event}"
+        awaits = "true" if op in lifecycle.AWAIT_PARENTS else "false"
+        head = f"sources = {{{sources}}}, target = {target}, event = {event}, await_parents = {awaits}"
         rows.append(f"  [{_lua_text(op.value)}] = {{{head}, {fields}}},")
     return "local OPERATIONS = {\n" + "\n".join(rows) + "\n}"
 
@@ -233,16 +236,32 @@ def library() -> tuple[str, str]:
     return name, f"#!lua name={name}\n{code}\n{register}"
 
 
-class Library:
-    """The library on one client: loaded on demand, once per server."""
+#: A library of ours: ``leasehold_`` and its ``version``.
+OUR_LIBRARY = re.compile(r"leasehold_[0-9a-f]{12}")
+#: Seconds after its last load before a library of another version is
+#: unloaded by a new one's load. A process of that version that still runs
+#: loads it again at its next call ("function not found"), and that load
+#: counts as its last: two versions side by side (a rolling deploy) never
+#: unload each other more than once an hour.
+LIBRARY_GRACE_S = 3600.0
 
-    def __init__(self, client: Any) -> None:
+
+class Library:
+    """The library on one client: loaded on demand, once per server.
+    ``registry``: the zset key (store/redis/keys.py ``libraries``) of the
+    libraries this namespace loaded, scored by their last load (server
+    time), or None to keep no account and unload nothing."""
+
+    def __init__(self, client: Any, registry: str | None = None) -> None:
         self.client = client
+        self.registry = registry
         self.name, self.code = library()
 
     def load(self) -> None:
         """FUNCTION LOAD, unless a library of this name (so this content) is
-        there already. Raises StoreUnavailable on a server without Functions."""
+        there already; after a load, the namespace's libraries of other
+        versions last loaded more than LIBRARY_GRACE_S ago are unloaded
+        (``unload_stale``). Raises StoreUnavailable on a server without Functions."""
         try:
             self.client.function_load(self.code)
         except rx.ResponseError as exc:
@@ -251,6 +270,32 @@ class Library:
             if "unknown command" in str(exc).lower():
                 raise StoreUnavailable(self._too_old()) from None
             raise
+        self.unload_stale()
+
+    def unload_stale(self) -> list[str]:
+        """Record this library's load and unload (FUNCTION DELETE, on every
+        primary of a cluster) the registry's other libraries last loaded
+        more than LIBRARY_GRACE_S ago: about 135 KB of server memory each,
+        which a deploy a day would otherwise pile up. Returns their names."""
+        if self.registry is None:
+            return []
+        seconds, micros = self.client.time()
+        now = float(seconds) + float(micros) / 1e6
+        self.client.zadd(self.registry, {self.name: now})
+        stale = self.client.zrangebyscore(self.registry, "-inf", now - LIBRARY_GRACE_S)
+        gone = []
+        for name in stale:
+            name = name.decode() if isinstance(name, bytes) else name
+            if name == self.name or not OUR_LIBRARY.fullmatch(name):
+                continue
+            try:
+                self.client.function_delete(name)
+            except rx.ResponseError as exc:  # gone already (another process, a node without it)
+                if "not found" not in str(exc).lower():
+                    raise
+            self.client.zrem(self.registry, name)
+            gone.append(name)
+        return gone
 
     def _too_old(self) -> str:
         try:
@@ -327,8 +372,8 @@ class Scripts:
     job_fields: Function
 
     @classmethod
-    def load(cls, client: Any) -> Scripts:
+    def load(cls, client: Any, registry: str | None = None) -> Scripts:
         """The functions on ``client`` (Redis or RedisCluster); the library is
-        loaded by the first call that finds it missing."""
-        library = Library(client)
+        loaded by the first call that finds it missing (``registry``: see Library)."""
+        library = Library(client, registry)
         return cls(**{f.name: Function(library, f"{library.name}_{f.name}") for f in fields(cls)})

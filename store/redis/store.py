@@ -43,7 +43,7 @@ from typing import Any
 from store import lifecycle
 from store.base import MAX_BATCH, Notice
 from store.contract_operating import ProgressReport
-from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
+from store.errors import InvalidTransition, JobNotFound, LeaseLost, ParentUnfinished, ValidationError
 from store.group_commit import GroupCommit
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
@@ -413,5 +413,8 @@ class RedisStore(
                 return None if op is Operation.DELETE else codec.job_from_flat(job_id, reply[1])
             if reply[0] == -1:
                 raise JobNotFound(job_id)
+            if reply[0] == 2:
+                parent = S(int(reply[2])).name
+                raise ParentUnfinished(job_id, S(int(code)).name, op.value, reply[1], parent)
         target = "deleted" if op is Operation.DELETE else lifecycle.target(op).name
         raise InvalidTransition(job_id, S(int(code or 0)).name, target, operation=op.value)

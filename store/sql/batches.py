@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from store import flow
-from store.contract_flow import Batch
+from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
 from store.flow import ParentFailure
 from store.ids import new_id
@@ -26,6 +26,10 @@ from store.sql.rows import job_from_row
 
 S = JobStatus
 _OPEN = (S.Queued, S.Scheduled, S.InProgress)
+#: Jobs one transaction of ``cancel_batch`` cancels: SQLite has one writer,
+#: so a big batch is canceled in short transactions that let other writes in
+#: between (docs/architecture.md, "Batches").
+CANCEL_CHUNK = 500
 
 
 class SqlBatchesMixin:
@@ -85,6 +89,7 @@ class SqlBatchesMixin:
             S(status).name: n for status, n in conn.execute(fs.batch_counts(), {"b_id": batch_id}).all()
         }
         finished = not any(counts.get(s.name) for s in _OPEN)
+        ids = conn.execute(fs.batch_job_ids(), {"b_id": batch_id, "limit": BATCH_IDS_SHOWN}).scalars()
         return Batch(
             id=row["id"],
             kind=row["kind"],
@@ -95,6 +100,7 @@ class SqlBatchesMixin:
             created_at=row["created_at"],
             canceled_at=row["canceled_at"],
             canceled_by=row["canceled_by"],
+            job_ids=list(ids),
         )
 
     def get_batch(self, batch_id: str) -> Batch:
@@ -104,21 +110,34 @@ class SqlBatchesMixin:
         return [job_from_row(r) for r in self.read(fs.batch_jobs(), {"b_id": batch_id, "limit": limit})]  # type: ignore[attr-defined]
 
     def cancel_batch(self, batch_id: str, *, actor: str = "operator") -> Batch:
-        def body(conn: Connection) -> Batch:
+        """Cancel the batch's unfinished jobs CANCEL_CHUNK a transaction (each
+        chunk atomic; a job claimed between two chunks is canceled by a later
+        one: jobs join a batch only when it is created), then its callback,
+        its mark and audit entry in a last one."""
+        self.tx(lambda conn: self._batch(conn, batch_id), write=False)  # type: ignore[attr-defined]
+        total = 0
+
+        def chunk(conn: Connection) -> int:
+            ids = list(conn.execute(fs.batch_open_ids(), {"b_id": batch_id, "limit": CANCEL_CHUNK}).scalars())
+            self._cancel_locked(conn, ids, actor)
+            return len(ids)
+
+        while n := self.tx(chunk):  # type: ignore[attr-defined]
+            total += n
+
+        def last(conn: Connection) -> Batch:
             batch = self._batch(conn, batch_id)
-            ids = list(conn.execute(fs.batch_open_ids(), {"b_id": batch_id}).scalars())
             if batch.callback_job_id:
-                ids.append(batch.callback_job_id)
-            for i in range(0, len(ids), 500):
-                self._cancel_locked(conn, ids[i : i + 500], actor)
+                self._cancel_locked(conn, [batch.callback_job_id], actor)
             conn.execute(fs.mark_batch_canceled(self._now), {"b_id": batch_id, "actor": actor})  # type: ignore[attr-defined]
+            n = total + (1 if batch.callback_job_id else 0)
             event = event_row(
-                "", EventKind.BATCH_CANCELED, None, None, actor, None, f"batch {batch_id}: {len(ids)} jobs"
+                "", EventKind.BATCH_CANCELED, None, None, actor, None, f"batch {batch_id}: {n} jobs"
             )
             self.book(conn, [event])  # type: ignore[attr-defined]
             return self._batch(conn, batch_id)
 
-        return self.tx(body)  # type: ignore[attr-defined,no-any-return]
+        return self.tx(last)  # type: ignore[attr-defined,no-any-return]
 
     def _cancel_locked(self, conn: Connection, ids: Sequence[str], actor: str) -> None:
         finished: list[tuple[str, JobStatus]] = []

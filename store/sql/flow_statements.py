@@ -265,13 +265,27 @@ def batch_jobs() -> Select:
     )
 
 
+def batch_job_ids() -> Select:
+    """A batch's first ``limit`` job ids in enqueue order. Params: b_id, limit."""
+    return (
+        select(jobs.c.id)
+        .where(jobs.c.batch_id == bindparam("b_id"))
+        .order_by(jobs.c.id)
+        .limit(bindparam("limit"))
+    )
+
+
 def batch_open_ids() -> Select:
-    """A batch's unfinished jobs' ids. Params: b_id."""
-    return select(jobs.c.id).where(
-        jobs.c.batch_id == bindparam("b_id"),
-        jobs.c.status.in_(
-            [const(int(s)) for s in (JobStatus.Queued, JobStatus.Scheduled, JobStatus.InProgress)]
-        ),
+    """Up to ``limit`` of a batch's unfinished jobs' ids. Params: b_id, limit."""
+    return (
+        select(jobs.c.id)
+        .where(
+            jobs.c.batch_id == bindparam("b_id"),
+            jobs.c.status.in_(
+                [const(int(s)) for s in (JobStatus.Queued, JobStatus.Scheduled, JobStatus.InProgress)]
+            ),
+        )
+        .limit(bindparam("limit"))
     )
 
 

@@ -20,12 +20,13 @@ from sqlalchemy.exc import IntegrityError
 from store import lifecycle
 from store.base import MAX_BATCH, Notice, StoreSettings, Wakeups
 from store.cursor import decode_cursor, encode_cursor
-from store.errors import JobNotFound, LeaseLost, ValidationError
+from store.errors import JobNotFound, LeaseLost, ParentUnfinished, ValidationError
 from store.ids import new_id
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
 from store.shared import CheckedProgress, EncodedAck, SharedStore
 from store.spec import clean_error, unique_key_of
+from store.sql import flow_statements as fs
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditMixin
@@ -387,6 +388,11 @@ class SqlStore(
                 raise JobNotFound(job_id)
             old = S(row["status"])
             lifecycle.check_operation(job_id, op, old)
+            if op in lifecycle.AWAIT_PARENTS and row["pending_parents"] is not None:
+                parents = conn.execute(fs.parents_of(), {"j_id": job_id}).mappings()
+                waits = lifecycle.unfinished_parent((p["id"], S(p["status"])) for p in parents)
+                if waits is not None:
+                    raise ParentUnfinished(job_id, old.name, op.value, waits[0], waits[1].name)
             if op is Operation.DELETE:
                 return self._delete(conn, row, kind, actor)
             params = {"j_id": job_id, "old_status": int(old), **extra}

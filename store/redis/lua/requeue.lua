@@ -12,6 +12,8 @@
 -- ARGV[8]      1: reset retry_count and lease_expirations to 0; 0: keep them
 -- Returns:     {1, job as a flat HGETALL array} requeued,
 --              {0, status} the status changed meanwhile (nothing written),
+--              {2, parent id, parent status} refused: a parent has not finished
+--              (op.await_parents, lifecycle.AWAIT_PARENTS; nothing written),
 --              {-1} no such job
 --
 -- @include lib/clock.lua
@@ -19,9 +21,20 @@
 
 local op = operation(ARGV[4])
 local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
-local f, refused = operator_guard(id, op, expected, 'lease_token', 'queue', 'rank', 'priority')
+local f, refused = operator_guard(id, op, expected, 'lease_token', 'queue', 'rank', 'priority',
+  'pending_parents')
 if not f then
   return refused
+end
+if op.await_parents and f[6] then  -- a job with parents runs after them (lifecycle.unfinished_parent)
+  local parents = redis.call('SMEMBERS', P .. 'parents:' .. id)
+  table.sort(parents)
+  for _, parent in ipairs(parents) do
+    local status = redis.call('HGET', P .. 'job:' .. parent, 'status')
+    if UNIQUE_HOLDING[status or ''] then  -- the status texts not lifecycle.TERMINAL
+      return {2, parent, status}
+    end
+  end
 end
 local old = tonumber(f[1])
 unqueue(f[4], f[3])

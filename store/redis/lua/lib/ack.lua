@@ -24,7 +24,7 @@
 local function complete_job(op, actor, id, token, result, progress, want_job)
   local job = P .. 'job:' .. id
   local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name', 'has_children', 'counted',
-    'worker_id')
+    'worker_id', 'error')
   local old = tonumber(f[1])
   if not old then
     return {-1}
@@ -32,6 +32,8 @@ local function complete_job(op, actor, id, token, result, progress, want_job)
     return {0, f[2] or '0', f[1]}
   end
   move(id, f[3], old, op.target, f[5])
+  -- the table's clears are deleted only when there (most acks have no error to drop)
+  local present = {error = f[9] and true or nil}
   local set = {'result', result}
   if progress then
     set[3], set[4] = 'progress', string.sub(progress, 1, -2) .. ',"at":' .. now_text .. '}'
@@ -41,10 +43,10 @@ local function complete_job(op, actor, id, token, result, progress, want_job)
     if actor ~= f[8] then  -- the lease holder's ack leaves it out: it is worker_id
       set[#set + 1], set[#set + 2] = 'completed_by', actor or ''
     end
-    change(id, op, op.target, set)
+    change(id, op, op.target, set, nil, present)
     happen(id, op.event, old, op.target, actor, token)
   else  -- claimed by a version that appended its claimed event
-    change(id, op, op.target, set)
+    change(id, op, op.target, set, nil, present)
     append_event(id, op.event, old, op.target, actor, token, nil)
   end
   redis.call('ZREM', P .. 'leases', id)

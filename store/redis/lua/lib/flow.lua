@@ -7,7 +7,7 @@
 -- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV: none of its own.
 -- Keys (store/redis/keys.py): limits, running, running_keys:<queue>,
--- starts:<queue>, key_starts:<queue>\0<limit key>, rate_keys:<queue>,
+-- starts:<queue>, key_starts:<queue>\0<limit key>, rate_keys:<queue>, scan_from,
 -- children:<id>, waiting:<id>, parents:<id>, wakeup:<queue>, and the job keys
 -- lib/job.lua writes.
 -- Returns: nothing. Defines the table `flow`: `limits`, `hold`, `admit`
@@ -147,8 +147,10 @@ function flow.load_keys(U, queue, L, candidates)
   end
 end
 
--- Most ready members one limited claim reads (a bound on its cost when the
--- head of the queue is held by per-key limits).
+-- Most ready members one limited claim reads beyond its first page (a bound
+-- on its cost when per-key limits hold the head of the queue); the walk
+-- goes on from where the last one stopped (scan_from), so every member is
+-- read within ceil(depth / SCAN_MOST) claims (docs/architecture.md, Flow control).
 local SCAN_MOST = 1000
 
 -- Record a leased job of a limited queue: running counts (the job's
@@ -180,18 +182,26 @@ end
 
 -- Claim up to `wanted` jobs of limited `queue` (limits `L`): walk its ready
 -- members in claim order, page by page, admitting by `flow.admit`; `lease`
--- (member, queue) leases one and returns its id and token, or nil.
--- Returns how many were leased and the rate limit's retry-after (or nil).
+-- (member, queue) leases one and returns its id and token, or nil. The
+-- first page is read from the head (new urgent jobs first); the rest of the
+-- walk, at most SCAN_MOST members, from the member the previous claim's
+-- walk stopped at (scan_from) when that is further on, back to the head
+-- once it reached the end. Returns how many were leased and the rate
+-- limit's retry-after (or nil).
 function flow.claim_queue(queue, L, wanted, lease)
   local U = flow.usage(queue, L)
   local ready, page = P .. 'ready:' .. queue, wanted * 4 + 16
   local keyed = L.per_key_concurrency or L.per_key_rate
-  local got, retry, start = 0, nil, 0
-  while got < wanted and start < SCAN_MOST do
-    local members = redis.call('ZRANGE', ready, start, start + page - 1)
-    if #members == 0 then
-      break
+  local got, retry, read, after = 0, nil, 0, nil
+  local resumed = false
+  while got < wanted and read < SCAN_MOST + page do
+    local members
+    if after then
+      members = redis.call('ZRANGE', ready, '(' .. after, '+', 'BYLEX', 'LIMIT', 0, page)
+    else
+      members = redis.call('ZRANGE', ready, 0, page - 1)
     end
+    read = read + #members
     local candidates = {}
     for i, member in ipairs(members) do
       local key = false
@@ -213,10 +223,26 @@ function flow.claim_queue(queue, L, wanted, lease)
     if wait and (not retry or wait < retry) then
       retry = wait
     end
-    if stopped or #members < page then
-      break
+    if stopped or got >= wanted then
+      return got, retry
     end
-    start = start + page - #admitted
+    if #members < page then  -- the end: the next claim's walk starts again after the head
+      if keyed then
+        redis.call('HDEL', P .. 'scan_from', queue)
+      end
+      return got, retry
+    end
+    after = members[#members]
+    if not resumed then
+      resumed = true
+      local from = keyed and redis.call('HGET', P .. 'scan_from', queue)
+      if from and from > after then
+        after = from
+      end
+    end
+  end
+  if keyed and after then
+    redis.call('HSET', P .. 'scan_from', queue, after)
   end
   return got, retry
 end

@@ -1,0 +1,303 @@
+"""Every store against the reference model (tests/model/model.py), driven by
+the same random operations: enqueue (delays, priorities, limit keys,
+idempotency and unique keys, parents), batches with callbacks, claims under
+queue limits and pauses, acks, nacks through the retry decision, operator
+cancel, requeue, retry-now and delete, recovery of expired leases, and the
+store's clock moved (never slept on). After every step what a user can
+observe must agree: each job's status, attempts (retry_count, lease
+expirations), token and error type; counts by queue; the exact listing of
+every status of every queue; a batch's counts and job ids. A claim may return
+fewer jobs than asked only when the model has no other admissible job.
+
+Examples: LEASEHOLD_MODEL_EXAMPLES (default 8 a store, ``make test``) of
+LEASEHOLD_MODEL_STEPS steps (default 30); a nightly run sets more (tests/README.md).
+Each example has its own queues and keys in one store per test, so examples
+share nothing they can see.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from store import StoreSettings
+from store.base import JobStore
+from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
+from store.flow import ParentFailure, QueueLimits, Rate
+from store.lifecycle import JobStatus, Operation, RetryPolicy
+from store.models import JobSpec
+from tests.backends import StoreHandle
+from tests.model.model import HANDLER_ERROR, LEASE_EXPIRED, MJob, Model
+
+S = JobStatus
+TTL = 10.0
+RETRY = RetryPolicy(base_s=5.0, max_delay_s=20.0)
+ERROR = {"type": HANDLER_ERROR, "message": "boom", "traceback": None}
+EXAMPLES = int(os.environ.get("LEASEHOLD_MODEL_EXAMPLES", "8"))
+STEPS = int(os.environ.get("LEASEHOLD_MODEL_STEPS", "30"))
+#: Steps the store's clock is moved by: around the lease TTL, the backoff
+#: (10 s, 20 s) and the rate window (20 s), ties included.
+TICKS = [1.0, 5.0, 10.0, 20.0]
+#: LEASEHOLD_MODEL_SHRINK=0 reports a failure as found, unshrunk (faster
+#: while hunting; the shrunk sequence is what a fix's regression test copies).
+PHASES = [p for p in Phase if p is not Phase.shrink or os.environ.get("LEASEHOLD_MODEL_SHRINK") != "0"]
+#: What the store's clock moves more than the model's at each tick.
+TIE_S = 0.05
+LIMITS = st.builds(
+    QueueLimits,
+    concurrency=st.sampled_from([None, 2]),
+    per_key_concurrency=st.sampled_from([None, 1]),
+    rate=st.sampled_from([None, Rate(3, 20.0)]),
+    per_key_rate=st.sampled_from([None, Rate(2, 20.0)]),
+)
+
+
+class StoreAgainstModel(RuleBasedStateMachine):
+    def __init__(self, store: JobStore) -> None:
+        super().__init__()
+        self.store = store
+        tag = uuid.uuid4().hex[:8]
+        self.tag = tag
+        self.queues = [f"m{tag}a", f"m{tag}b"]
+        self.model = Model(RETRY, TTL)
+
+    # ------------------------------------------------------------ helpers
+    # Jobs are drawn by their place in the model (enqueue order), never by
+    # their ids: the store makes new ids each run, which hypothesis must not see.
+    def _ids(self) -> list[str]:
+        return list(self.model.jobs)
+
+    def _running(self) -> list[str]:
+        return [i for i, j in self.model.jobs.items() if j.status is S.InProgress]
+
+    def _pick(self, data: st.DataObject, ids: list[str]) -> str:
+        return ids[data.draw(st.integers(0, len(ids) - 1))]
+
+    def _spec(self, queue: int, priority: int, max_retries: int, key: str | None) -> JobSpec:
+        return JobSpec(
+            "t", {"n": len(self.model.jobs)}, queue=self.queues[queue], priority=priority,
+            max_retries=max_retries, limit_key=key,
+        )  # fmt: skip
+
+    def _mjob(self, job_id: str, spec: JobSpec) -> MJob:
+        return MJob(
+            job_id, spec.queue, S.Queued, spec.max_retries or 0, self.model.t, None,
+            priority=spec.priority, limit_key=spec.limit_key,
+        )  # fmt: skip
+
+    # --------------------------------------------------------------- rules
+    @initialize(limits=LIMITS)
+    def set_limits(self, limits: QueueLimits) -> None:
+        """Queue a has limits for the whole example (set before any job)."""
+        if limits.any:
+            self.store.set_queue_limits(self.queues[0], limits)
+            self.model.limits[self.queues[0]] = limits
+
+    @rule(
+        queue=st.integers(0, 1),
+        priority=st.integers(0, 1),
+        max_retries=st.integers(0, 2),
+        delay=st.sampled_from([0.0, 0.0, 10.0]),
+        key=st.sampled_from([None, "x", "y"]),
+        dedup=st.sampled_from([None, "idem", "unique"]),
+        dedup_key=st.sampled_from(["k1", "k2"]),
+    )
+    def enqueue(self, queue, priority, max_retries, delay, key, dedup, dedup_key) -> None:
+        spec = self._spec(queue, priority, max_retries, key)
+        idem = f"{self.tag}-{dedup_key}" if dedup == "idem" else None
+        unique = f"{self.tag}-{dedup_key}" if dedup == "unique" else None
+        spec = JobSpec(
+            spec.name, spec.payload, queue=spec.queue, priority=priority, max_retries=max_retries,
+            delay_s=delay, limit_key=key, idempotency_key=idem, unique_key=unique,
+            unique_for=30.0 if unique else None,
+        )  # fmt: skip
+        if unique and key:  # refused on every store (store/spec.py)
+            with pytest.raises(ValidationError):
+                self.store.enqueue_idempotent(spec)
+            return
+        expected = self.model.existing(idem, unique)
+        job, created = self.store.enqueue_idempotent(spec)
+        if expected is not None:
+            assert (job.id, created) == (expected, False), (dedup, job.id, expected)
+            return
+        assert created
+        mjob = self._mjob(job.id, spec)
+        mjob.idempotency_key, mjob.unique_key = idem, unique
+        mjob.unique_for = spec.unique_for
+        self.model.enqueue(mjob, delay)
+        assert job.status is mjob.status
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(
+        data=st.data(),
+        queue=st.integers(0, 1),
+        policy=st.sampled_from(list(ParentFailure)),
+        n=st.integers(1, 2),
+        key=st.sampled_from([None, "x"]),
+    )
+    def enqueue_child(self, data, queue, policy, n, key) -> None:
+        ids = self._ids()
+        picks = data.draw(st.lists(st.integers(0, len(ids) - 1), min_size=1, max_size=n, unique=True))
+        parents = [ids[i] for i in picks]
+        spec = JobSpec(
+            "c", None, queue=self.queues[queue], max_retries=1, limit_key=key,
+            depends_on=tuple(parents), on_parent_failure=policy.value,
+        )  # fmt: skip
+        job = self.store.enqueue_idempotent(spec)[0]
+        mjob = self._mjob(job.id, spec)
+        mjob.parents, mjob.policy = tuple(parents), policy
+        self.model.enqueue(mjob, 0.0)
+        assert (job.status, job.pending_parents) == (mjob.status, mjob.pending), (job.id, parents)
+
+    @rule(size=st.integers(1, 3), callback=st.booleans(), queue=st.integers(0, 1))
+    def batch(self, size, callback, queue) -> None:
+        specs = [self._spec(queue, 0, 0, None) for _ in range(size)]
+        cb = JobSpec("cb", None, queue=self.queues[1], max_retries=0) if callback else None
+        batch = self.store.create_batch(specs, cb)
+        jobs = self.store.batch_jobs(batch.id, limit=10)
+        assert [j.batch_id for j in jobs] == [batch.id] * size
+        mjobs = [self._mjob(j.id, s) for j, s in zip(jobs, specs, strict=True)]
+        mcb = self._mjob(batch.callback_job_id, cb) if cb else None
+        self.model.create_batch(batch.id, mjobs, mcb)
+
+    @rule(n=st.integers(1, 4), which=st.sampled_from([(0,), (1,), (0, 1)]))
+    def claim(self, n, which) -> None:
+        queues = [self.queues[i] for i in which]
+        got = self.store.claim("w-model", queues, n, lease_ttl_s=TTL)
+        self.model.check_claim(queues, n, [(j.id, j.lease_token) for j in got])
+
+    @precondition(lambda self: self._running())
+    @rule(data=st.data(), stale=st.booleans())
+    def complete(self, data, stale) -> None:
+        job_id = self._pick(data, self._running())
+        token = self.model.jobs[job_id].token
+        if stale:
+            with pytest.raises(LeaseLost):
+                self.store.complete(job_id, token - 1, None)
+            return
+        self.store.complete(job_id, token, {"ok": True})
+        self.model.complete(job_id)
+
+    @precondition(lambda self: self._running())
+    @rule(data=st.data(), permanent=st.booleans())
+    def fail(self, data, permanent) -> None:
+        job_id = self._pick(data, self._running())
+        self.store.fail(job_id, self.model.jobs[job_id].token, ERROR, permanent=permanent)
+        self.model.fail(job_id, permanent)
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(
+        data=st.data(),
+        op=st.sampled_from([Operation.CANCEL, Operation.REQUEUE, Operation.RETRY_NOW, Operation.DELETE]),
+        reset=st.booleans(),
+    )
+    def operator(self, data, op, reset) -> None:
+        job_id = self._pick(data, self._ids())
+        calls = {
+            Operation.CANCEL: lambda: self.store.cancel(job_id, actor="operator:model"),
+            Operation.REQUEUE: lambda: self.store.requeue(
+                job_id, actor="operator:model", reset_retries=reset
+            ),
+            Operation.RETRY_NOW: lambda: self.store.retry_now(job_id, actor="operator:model"),
+            Operation.DELETE: lambda: self.store.delete(job_id, actor="operator:model"),
+        }
+        status = self.model.jobs[job_id].status
+        refused = self.model.operator(op, job_id, reset_retries=reset)
+        if refused is None:
+            calls[op]()
+            return
+        with pytest.raises(refused) as raised:
+            calls[op]()
+        assert type(raised.value) is refused, (op, status, raised.value)
+
+    @rule(queue=st.integers(0, 1), paused=st.booleans())
+    def pause(self, queue, paused) -> None:
+        name = self.queues[queue]
+        if paused:
+            self.store.pause_queue(name, actor="operator:model")
+        else:
+            self.store.resume_queue(name, actor="operator:model")
+        self.model.pause(name, paused)
+
+    @rule(seconds=st.sampled_from(TICKS))
+    def time_passes(self, seconds) -> None:
+        # A tie in the model (a lease ending as the clock reaches it) is past
+        # in the store by TIE_S at least, whatever the store clock's resolution.
+        self.store.clock_offset_s += seconds + TIE_S
+        self.model.t += seconds
+
+    @rule()
+    def recover(self) -> None:
+        expected = set(self.model.expired())
+        seen: dict[str, JobStatus] = {}
+        while True:
+            report = self.store.recover_expired(limit=1000)
+            for r in report.recovered + report.failed:
+                if r.job_id in self.model.jobs:
+                    seen[r.job_id] = r.outcome
+            if not report.more:
+                break
+        assert set(seen) == expected, (sorted(seen), sorted(expected))
+        for job_id in sorted(expected):
+            outcome = self.model.fail(job_id, False, LEASE_EXPIRED, expired=True)
+            assert seen[job_id] is outcome
+
+    # ---------------------------------------------------------- invariant
+    @invariant()
+    def store_agrees_with_model(self) -> None:
+        for job_id, m in self.model.jobs.items():
+            job = self.store.get(job_id)
+            got = (job.status, job.retry_count, job.lease_expirations, job.lease_token)
+            want = (m.status, m.retry_count, m.lease_expirations, m.token)
+            assert got == want, (job_id, got, want)
+            assert (job.error or {}).get("type") == m.error_type, (job_id, job.error, m.error_type)
+        counts = self.store.counts().by_queue
+        for queue in self.queues:
+            assert counts.get(queue, {}) == self.model.counts(queue), queue
+            for status in S:
+                page = self.store.list_jobs(status=status, queue=queue, limit=500)
+                assert {j.id for j in page.items} == self.model.listed(status, queue), (queue, status)
+        for batch_id, mb in self.model.batches.items():
+            batch = self.store.get_batch(batch_id)
+            assert batch.counts == self.model.batch_counts(batch_id), batch_id
+            assert batch.job_ids == [i for i in mb.job_ids if i in self.model.jobs]  # deleted ones gone
+            assert batch.callback_job_id == mb.callback_id
+
+
+def test_every_store_agrees_with_the_model(handle: StoreHandle) -> None:
+    store = handle.open(StoreSettings(lease_ttl_s=TTL, retry=RETRY))
+    run_state_machine_as_test(
+        lambda: StoreAgainstModel(store),
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+            report_multiple_bugs=False,
+            phases=PHASES,
+        ),
+    )
+
+
+def test_the_model_refuses_what_the_table_refuses() -> None:
+    """The model's own sanity: an operator operation from a status outside
+    its sources is refused, and a missing job is not found."""
+    model = Model(RETRY, TTL)
+    model.enqueue(MJob("a", "q", S.Queued, 0, 0.0, None), 0.0)
+    assert model.operator(Operation.RETRY_NOW, "a") is InvalidTransition
+    assert model.operator(Operation.CANCEL, "b") is JobNotFound
+    assert model.operator(Operation.CANCEL, "a") is None
+    assert model.jobs["a"].status is S.Canceled

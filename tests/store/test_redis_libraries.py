@@ -1,0 +1,80 @@
+"""The Redis store unloads the Functions libraries of its older versions: a
+new version's load removes those its namespace last loaded more than
+LIBRARY_GRACE_S ago (about 135 KB each), keeps recent ones (a rolling
+deploy's other version) and never touches another application's."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from store.redis.scripts import LIBRARY_GRACE_S, Library
+from store.redis.store import RedisStore
+from tests.backends import BACKENDS, REDIS_BACKENDS
+
+pytestmark = pytest.mark.skipif(not set(REDIS_BACKENDS) & set(BACKENDS), reason="Redis is not a test backend")
+
+OLD, RECENT, OTHER, NEW = (
+    "leasehold_0000000000a1",
+    "leasehold_0000000000a2",
+    "someone_elses_lib",
+    "leasehold_0000000000a3",
+)
+
+
+def _fake(name: str) -> str:
+    return f"#!lua name={name}\nredis.register_function('{name}_f', function() return 1 end)\n"
+
+
+@pytest.fixture
+def libraries(redis_store: RedisStore) -> Iterator[RedisStore]:
+    client = redis_store._client
+    for name in (OLD, RECENT, OTHER, NEW):
+        with contextlib.suppress(redis.ResponseError):
+            client.function_delete(name)
+        if name != NEW:
+            client.function_load(_fake(name))
+    yield redis_store
+    for name in (OLD, RECENT, OTHER, NEW):
+        with contextlib.suppress(redis.ResponseError):
+            client.function_delete(name)
+
+
+def _as_text(names) -> set[str]:
+    return {n.decode() if isinstance(n, bytes) else n for n in names}
+
+
+def _loaded(client) -> set[str]:
+    """Names of the libraries on the server (FUNCTION LIST: flat field lists)."""
+    return _as_text(
+        dict(zip(lib[::2], lib[1::2], strict=True))["library_name"] for lib in client.function_list()
+    )
+
+
+def test_a_new_version_unloads_the_stale_libraries_of_its_namespace(libraries: RedisStore) -> None:
+    client, registry = libraries._client, libraries.keys.libraries
+    seconds, _ = client.time()
+    client.zadd(registry, {OLD: seconds - LIBRARY_GRACE_S - 60, RECENT: seconds - 60})
+    new = Library(client, registry)
+    new.name, new.code = NEW, _fake(NEW)
+    new.load()  # a fresh load: the older version's library goes
+    listed = _loaded(client)
+    assert NEW in listed and RECENT in listed and OTHER in listed
+    assert OLD not in listed
+    assert _as_text(client.zrange(registry, 0, -1)) == {RECENT, NEW}
+    # A process of the unloaded version loads it again at its next call.
+    old = Library(client, registry)
+    old.name, old.code = OLD, _fake(OLD)
+    old.load()
+    assert client.fcall(f"{OLD}_f", 0) == 1
+    assert NEW in _loaded(client)  # loaded within the grace: kept
+
+
+def test_the_store_registers_its_own_library(libraries: RedisStore) -> None:
+    lib = libraries._lua.now.library
+    assert lib.registry == libraries.keys.libraries
+    lib.unload_stale()
+    assert lib.name in _as_text(libraries._client.zrange(libraries.keys.libraries, 0, -1))
