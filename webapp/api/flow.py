@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 from store.errors import ValidationError
 from store.flow import QueueLimits, parse_limits
 from store.models import JobSpec
+from store.spec import check_queue_name
 from webapp.api.auth import current_token
 from webapp.api.bodies import read_json_body
 from webapp.api.encoding import json_response
@@ -41,6 +42,11 @@ class LimitsOut(BaseModel):
     rate: RateOut | None
     per_key_rate: RateOut | None
     in_use: dict[str, int]
+    invalid: str | None = Field(
+        None,
+        description="what of the stored limits no longer passes the rules (written by an older "
+        "version or by hand) and is not applied; a PUT replaces it",
+    )
 
 
 class BatchOut(BaseModel):
@@ -76,11 +82,15 @@ def spec_of(body: EnqueueRequest, key: str | None = None) -> JobSpec:
 
 def _limits_json(queue: str, limits: QueueLimits) -> dict[str, Any]:
     usage = job_store().limit_usage(queue) if limits.any else None
-    return {"queue": queue, **limits.to_json(), "in_use": usage.in_use(limits) if usage else {}}
+    in_use = usage.in_use(limits) if usage else {}
+    return {"queue": queue, **limits.to_json(), "in_use": in_use, "invalid": limits.invalid}
 
 
 def get_limits(queue: str) -> dict[str, Any]:
-    """A queue's limits (null: none of that kind) and how much of each is in use."""
+    """A queue's limits (null: none of that kind) and how much of each is in
+    use. `invalid` names a stored value that no longer passes the rules (it
+    is not applied). 422 for a queue name enqueue would refuse."""
+    check_queue_name(queue)
     return _limits_json(queue, job_store().queue_limits().get(queue, QueueLimits()))
 
 
@@ -89,6 +99,7 @@ def set_limits(queue: str) -> dict[str, Any]:
     {"limit", "period_s"}, "per_key_rate": {...}}`; a key given sets that
     limit, null clears it, a key left out keeps it. Workers see the change at
     their next claim. 422 naming the field. Audited."""
+    check_queue_name(queue)
     body = read_json_body()
     if not isinstance(body, dict):
         raise APIError(422, "body: must be a JSON object of limits", "body")

@@ -17,8 +17,9 @@ from flask import Response, abort, flash, redirect, request, url_for
 from store.base import JobStore
 from store.contract_flow import FlowUnsupported
 from store.errors import JobNotFound, ValidationError
-from store.flow import LIMIT_KINDS, QueueLimits, Rate, parse_rate_text
+from store.flow import LIMIT_KINDS, MAX_LIMIT, QueueLimits, Rate, parse_count_text, parse_rate_text
 from store.models import Job
+from store.spec import check_queue_name
 from webapp.console import auth
 from webapp.console.blueprint import bp, is_htmx, render_view, store
 
@@ -28,9 +29,9 @@ def queue_limits_context(st: JobStore, queue: str) -> dict[str, Any]:
     try:
         limits = st.queue_limits().get(queue, QueueLimits())
     except FlowUnsupported:
-        return {"limits": None, "in_use": {}, "limit_kinds": LIMIT_KINDS}
+        return {"limits": None, "in_use": {}, "limit_kinds": LIMIT_KINDS, "max_limit": MAX_LIMIT}
     in_use = st.limit_usage(queue).in_use(limits) if limits.any else {}
-    return {"limits": limits, "in_use": in_use, "limit_kinds": LIMIT_KINDS}
+    return {"limits": limits, "in_use": in_use, "limit_kinds": LIMIT_KINDS, "max_limit": MAX_LIMIT}
 
 
 def rate_text(rate: Rate | None) -> str:
@@ -38,16 +39,12 @@ def rate_text(rate: Rate | None) -> str:
 
 
 def _form_limits() -> QueueLimits:
-    """The limits an operator's form gives (an empty field clears that limit).
-    Raises ValidationError naming the field."""
+    """The limits an operator's form gives (an empty field clears that limit),
+    by the one rule of ``store.flow``. Raises ValidationError naming the field."""
 
     def count(name: str) -> int | None:
         raw = (request.form.get(name) or "").strip()
-        if not raw:
-            return None
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValidationError(name, "must be a whole number of at least 1, or empty")
-        return int(raw)
+        return parse_count_text(name, raw) if raw else None
 
     def rate(name: str) -> Rate | None:
         raw = (request.form.get(name) or "").strip()
@@ -60,18 +57,30 @@ def _form_limits() -> QueueLimits:
 @auth.operator_required
 def set_queue_limits(queue: str) -> Response:
     """Set a queue's limits from the form; back to the queue page (htmx: a
-    full reload of it, ``HX-Redirect``), with what was done or what was wrong."""
+    full reload of it, ``HX-Redirect``). A bad value answers 422 with the
+    form again, the field named and what was typed kept (htmx: the form alone)."""
     who = _actor()
     try:
+        check_queue_name(queue)
         limits = store().set_queue_limits(queue, _form_limits(), actor=who)
-        done = "set" if limits.any else "cleared"
-        flash(f"Limits of {queue} {done} by {who.removeprefix('operator:')}.")
     except ValidationError as exc:
-        flash(f"Limits not changed: {exc}")
+        return _form_error(queue, exc)
+    done = "set" if limits.any else "cleared"
+    flash(f"Limits of {queue} {done} by {who.removeprefix('operator:')}.")
     target = url_for("console.queue", queue=queue)
     if is_htmx():
         return Response(status=204, headers={"HX-Redirect": target})
     return redirect(target, 303)
+
+
+def _form_error(queue: str, exc: ValidationError) -> Response:
+    from webapp.console.operating import queue_context
+
+    if exc.field == "queue":  # no page to show the form on
+        abort(422, f"Limits not changed: {exc}")
+    typed = {k: (request.form.get(k) or "")[:100] for k in LIMIT_KINDS}
+    context = {**queue_context(queue), "limits_error": f"Limits not changed: {exc}", "typed": typed}
+    return render_view("queue.html", "partials/queue_limits_form.html", 422, **context)
 
 
 def _actor() -> str:
