@@ -22,6 +22,7 @@ from store.spec import check_queue_name
 from webapp.api.auth import current_token
 from webapp.api.bodies import read_json_body
 from webapp.api.encoding import json_response
+from webapp.api.enqueue import request_spec
 from webapp.api.errors import APIError, from_pydantic
 from webapp.api.schemas import EnqueueRequest
 from webapp.api.state import job_store
@@ -68,18 +69,6 @@ class DependenciesOut(BaseModel):
     children: list[dict[str, Any]]
 
 
-#: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
-_FIELDS = tuple(EnqueueRequest.model_fields)
-
-
-def spec_of(body: EnqueueRequest, key: str | None = None) -> JobSpec:
-    """The JobSpec of a ``POST /api/jobs`` body (``depends_on`` as id strings)."""
-    fields = {name: getattr(body, name) for name in _FIELDS}
-    if body.depends_on is not None:
-        fields["depends_on"] = tuple(i.lower() for i in body.depends_on)
-    return JobSpec(idempotency_key=key, **fields)
-
-
 def _limits_json(queue: str, limits: QueueLimits) -> dict[str, Any]:
     usage = job_store().limit_usage(queue) if limits.any else None
     in_use = usage.in_use(limits) if usage else {}
@@ -109,13 +98,18 @@ def set_limits(queue: str) -> dict[str, Any]:
 
 
 def _body_spec(value: Any, field: str) -> JobSpec:
+    """A batch's job (or callback) body as ``POST /api/jobs`` takes it
+    (``request_spec``: the handler catalogue's defaults, an unknown name
+    refused). Raises APIError 422 naming ``field`` and the body's field."""
     try:
-        return spec_of(EnqueueRequest.model_validate(value))
+        return request_spec(EnqueueRequest.model_validate(value))
     except PydanticValidationError as exc:
         inner = from_pydantic(exc)
         name = f"{field}.{inner.field}" if inner.field and inner.field != "body" else field
         message = str(inner.message).split(": ", 1)[-1]
         raise APIError(422, f"{name}: {message}", name) from None
+    except ValidationError as exc:
+        raise APIError(422, f"{field}.{exc.field}: {exc.message}", f"{field}.{exc.field}") from None
 
 
 def create_batch() -> Response:

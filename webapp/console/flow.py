@@ -16,10 +16,9 @@ from flask import Response, abort, flash, redirect, request, url_for
 
 from store.base import JobStore
 from store.contract_flow import FlowUnsupported
-from store.errors import JobNotFound, ValidationError
+from store.errors import JobNotFound
 from store.flow import LIMIT_KINDS, MAX_LIMIT, QueueLimits, Rate, parse_count_text, parse_rate_text
 from store.models import Job
-from store.spec import check_queue_name
 from webapp.console import auth
 from webapp.console.blueprint import bp, is_htmx, render_view, store
 
@@ -38,7 +37,7 @@ def rate_text(rate: Rate | None) -> str:
     return "" if rate is None else f"{rate.limit}/{rate.period_s:g}"
 
 
-def _form_limits() -> QueueLimits:
+def form_limits() -> QueueLimits:
     """The limits an operator's form gives (an empty field clears that limit),
     by the one rule of ``store.flow``. Raises ValidationError naming the field."""
 
@@ -51,36 +50,6 @@ def _form_limits() -> QueueLimits:
         return parse_rate_text(name, raw) if raw else None
 
     return QueueLimits(count("concurrency"), count("per_key_concurrency"), rate("rate"), rate("per_key_rate"))
-
-
-@bp.post("/queues/<path:queue>/limits")
-@auth.operator_required
-def set_queue_limits(queue: str) -> Response:
-    """Set a queue's limits from the form; back to the queue page (htmx: a
-    full reload of it, ``HX-Redirect``). A bad value answers 422 with the
-    form again, the field named and what was typed kept (htmx: the form alone)."""
-    who = _actor()
-    try:
-        check_queue_name(queue)
-        limits = store().set_queue_limits(queue, _form_limits(), actor=who)
-    except ValidationError as exc:
-        return _form_error(queue, exc)
-    done = "set" if limits.any else "cleared"
-    flash(f"Limits of {queue} {done} by {who.removeprefix('operator:')}.")
-    target = url_for("console.queue", queue=queue)
-    if is_htmx():
-        return Response(status=204, headers={"HX-Redirect": target})
-    return redirect(target, 303)
-
-
-def _form_error(queue: str, exc: ValidationError) -> Response:
-    from webapp.console.operating import queue_context
-
-    if exc.field == "queue":  # no page to show the form on
-        abort(422, f"Limits not changed: {exc}")
-    typed = {k: (request.form.get(k) or "")[:100] for k in LIMIT_KINDS}
-    context = {**queue_context(queue), "limits_error": f"Limits not changed: {exc}", "typed": typed}
-    return render_view("queue.html", "partials/queue_limits_form.html", 422, **context)
 
 
 def _actor() -> str:
