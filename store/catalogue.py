@@ -7,11 +7,17 @@ stops leaves the registry, a dead one stops counting once its heartbeat is
 older than ALIVE_TTLS lease TTLs. Producers that have not imported the
 handler modules (the HTTP API, the console, the CLI without
 LEASEHOLD_HANDLERS) apply their defaults through ``Catalogue``.
+
+Every entry is checked when read (``parse_entry``): one a worker of another
+version wrote malformed is skipped with one warning, so it never fails an
+enqueue, ``/api/handlers`` or the console's handlers page.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
 import threading
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -22,6 +28,7 @@ from store.base import JobStore
 from store.errors import ValidationError
 from store.models import JobSpec
 from store.records import WorkerInfo
+from store.spec import validate_spec
 
 #: A worker counts as live while its last heartbeat is younger than this many
 #: lease TTLs (its own, or the store's when longer).
@@ -59,37 +66,104 @@ class HandlerEntry:
         }
 
 
-def is_live(worker: WorkerInfo, now_s: float, lease_ttl_s: float) -> bool:
+#: Logs the first time a malformed entry is skipped (once per worker, handler and problem).
+log = logging.getLogger("leasehold.catalogue")
+#: What was warned about already, so a malformed entry read at every request
+#: is logged once per process, not per request (at most WARNED_KEPT kept).
+_warned: set[tuple[str, str, str]] = set()
+_warned_lock = threading.Lock()
+WARNED_KEPT = 1000
+
+
+def _warn_once(worker_id: str, entry: Any, problem: str) -> None:
+    name = entry.get("name") if isinstance(entry, Mapping) else None
+    key = (worker_id, str(name)[:200], problem)
+    with _warned_lock:
+        if key in _warned:
+            return
+        if len(_warned) >= WARNED_KEPT:
+            _warned.clear()
+        _warned.add(key)
+    log.warning("handler catalogue: skipped an entry of worker %s (handler %r): %s", worker_id, name, problem)
+
+
+def _number_or_none(fld: str, value: Any, integer: bool) -> Any:
+    """None, or ``value`` when it is an int (``integer``) or a finite number."""
+    if value is None:
+        return None
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
+        raise ValidationError(fld, "must be an integer" if integer else "must be a number")
+    return value
+
+
+def parse_entry(entry: Any, worker_id: str) -> HandlerEntry:
+    """One published handler (``workers.catalogue.published``'s shape) as a
+    HandlerEntry served by ``worker_id``, checked by enqueue's own rule
+    (``validate_spec``: name, queue, retries, timeout, lease TTL) since
+    producers apply it to jobs. Raises ValidationError naming the field of
+    an entry a worker of another version (or a bug) wrote malformed."""
+    if not isinstance(entry, Mapping):
+        raise ValidationError("entry", "must be an object")
+    got = {k: entry.get(k) for k in ("max_retries", "max_snoozes")}
+    for fld in got:
+        got[fld] = _number_or_none(fld, got[fld], integer=True)
+    timeout_s = _number_or_none("timeout_s", entry.get("timeout_s"), integer=False)
+    lease_ttl_s = _number_or_none("lease_ttl_s", entry.get("lease_ttl_s"), integer=False)
+    queue = entry.get("queue") or "default"
+    spec = JobSpec(entry.get("name"), None, queue=queue, max_retries=got["max_retries"])  # type: ignore[arg-type]
+    validate_spec(dataclasses.replace(spec, timeout_s=timeout_s, lease_ttl_s=lease_ttl_s))
+    schedule = entry.get("schedule")
+    if schedule is not None and not isinstance(schedule, str):
+        raise ValidationError("schedule", "must be a cron line or null")
+    if got["max_snoozes"] is not None and got["max_snoozes"] < 0:
+        raise ValidationError("max_snoozes", "must be at least 0")
+    return HandlerEntry(
+        name=spec.name,
+        queue=queue,
+        max_retries=got["max_retries"],
+        timeout_s=float(timeout_s) if timeout_s is not None else None,
+        lease_ttl_s=float(lease_ttl_s) if lease_ttl_s is not None else None,
+        schedule=schedule,
+        max_snoozes=got["max_snoozes"],
+        workers=(worker_id,),
+    )
+
+
+def entries_of(worker: WorkerInfo) -> list[HandlerEntry]:
+    """The well-formed handlers ``worker`` publishes; each malformed one is
+    skipped with one warning (``parse_entry``), never failing the whole read."""
+    out = []
+    for entry in worker.handlers if isinstance(worker.handlers, list) else ():
+        try:
+            out.append(parse_entry(entry, worker.id))
+        except ValidationError as exc:
+            _warn_once(worker.id, entry, str(exc))
+    return out
+
+
+def is_live(
+    worker: WorkerInfo, now_s: float, lease_ttl_s: float, entries: Iterable[HandlerEntry] = ()
+) -> bool:
     """Whether ``worker`` heartbeated within ALIVE_TTLS lease TTLs of ``now_s``
-    (the longer of ``lease_ttl_s`` and the TTL it published)."""
+    (the longer of ``lease_ttl_s`` and the TTL it published in ``entries``)."""
     if worker.last_seen_at is None:
         return False
-    ttls = [float(h["lease_ttl_s"]) for h in worker.handlers if h.get("lease_ttl_s")]
-    ttl = max([lease_ttl_s, *ttls])
+    ttl = max([lease_ttl_s, *(e.lease_ttl_s for e in entries if e.lease_ttl_s)])
     return now_s - worker.last_seen_at.timestamp() <= ALIVE_TTLS * ttl
 
 
 def build(workers: Iterable[WorkerInfo], now_s: float, lease_ttl_s: float) -> dict[str, HandlerEntry]:
-    """The catalogue of ``workers`` (a registry read) at the store time ``now_s``, by name."""
-    live = [w for w in workers if is_live(w, now_s, lease_ttl_s)]
-    live.sort(key=lambda w: w.last_seen_at.timestamp() if w.last_seen_at else 0.0)
+    """The catalogue of ``workers`` (a registry read) at the store time ``now_s``,
+    by name. Malformed entries are skipped (``entries_of``)."""
+    published = [(w, entries_of(w)) for w in workers]
+    live = [(w, e) for w, e in published if is_live(w, now_s, lease_ttl_s, e)]
+    live.sort(key=lambda we: we[0].last_seen_at.timestamp() if we[0].last_seen_at else 0.0)
     entries: dict[str, HandlerEntry] = {}
-    for worker in live:  # oldest first: the newest worker's defaults win
-        for h in worker.handlers:
-            name = h.get("name")
-            if not isinstance(name, str):
-                continue
-            serving = entries[name].workers if name in entries else ()
-            entries[name] = HandlerEntry(
-                name=name,
-                queue=str(h.get("queue") or "default"),
-                max_retries=h.get("max_retries"),
-                timeout_s=h.get("timeout_s"),
-                lease_ttl_s=h.get("lease_ttl_s"),
-                schedule=h.get("schedule"),
-                max_snoozes=h.get("max_snoozes"),
-                workers=(*serving, worker.id),
-            )
+    for worker, served in live:  # oldest first: the newest worker's defaults win
+        for entry in served:
+            serving = entries[entry.name].workers if entry.name in entries else ()
+            entries[entry.name] = dataclasses.replace(entry, workers=(*serving, worker.id))
     return dict(sorted(entries.items()))
 
 

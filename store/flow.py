@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+import orjson
 
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
@@ -31,6 +34,7 @@ WAITING_DUE_AT: Final[float] = 1.0e12
 MAX_PARENTS: Final[int] = 10_000
 #: Limits and periods accepted (the API checks the same numbers).
 MAX_LIMIT: Final[int] = 1_000_000
+MIN_PERIOD_S: Final[float] = 0.001
 MAX_PERIOD_S: Final[float] = 7 * 24 * 3600.0
 #: The limit kinds as ``/metrics`` and the console name them.
 LIMIT_KINDS: Final[tuple[str, ...]] = ("concurrency", "per_key_concurrency", "rate", "per_key_rate")
@@ -45,10 +49,17 @@ class ParentFailure(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """At most ``limit`` starts in any ``period_s`` seconds."""
+    """At most ``limit`` starts in any ``period_s`` seconds: ``limit`` an
+    integer in [1, MAX_LIMIT], ``period_s`` finite seconds in [MIN_PERIOD_S,
+    MAX_PERIOD_S]. Raises ValidationError (a ValueError) naming ``rate.limit``
+    or ``rate.period_s`` otherwise."""
 
     limit: int
     period_s: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limit", _count("rate.limit", self.limit, required=True))
+        object.__setattr__(self, "period_s", _period("rate.period_s", self.period_s))
 
     def to_json(self) -> dict[str, Any]:
         return {"limit": self.limit, "period_s": self.period_s}
@@ -56,12 +67,27 @@ class Rate:
 
 @dataclass(frozen=True, slots=True)
 class QueueLimits:
-    """A queue's limits; None is no limit of that kind."""
+    """A queue's limits; None is no limit of that kind.
+
+    Every door (the API, the console's form, the command, Python) builds one
+    of these, so one rule checks them all: each count an integer in [1,
+    MAX_LIMIT], each rate a ``Rate``. Raises ValidationError (a ValueError)
+    naming the field. ``invalid`` is set only by ``stored_limits``: what of
+    the stored limits did not pass that rule and is not applied."""
 
     concurrency: int | None = None
     per_key_concurrency: int | None = None
     rate: Rate | None = None
     per_key_rate: Rate | None = None
+    invalid: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "per_key_concurrency"):
+            object.__setattr__(self, name, _count(name, getattr(self, name)))
+        for name in ("rate", "per_key_rate"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Rate):
+                raise ValidationError(name, "must be a Rate or None")
 
     @property
     def any(self) -> bool:
@@ -71,7 +97,8 @@ class QueueLimits:
 
     def to_json(self) -> dict[str, Any]:
         """``{"concurrency", "per_key_concurrency", "rate", "per_key_rate"}``,
-        each rate ``{"limit", "period_s"}`` or None."""
+        each rate ``{"limit", "period_s"}`` or None (``invalid`` is not part
+        of it: a store writes this)."""
         return {
             "concurrency": self.concurrency,
             "per_key_concurrency": self.per_key_concurrency,
@@ -89,16 +116,30 @@ class QueueLimits:
         }
 
 
-def _count(fld: str, value: Any) -> int | None:
-    if value is None:
+def _count(fld: str, value: Any, required: bool = False) -> int | None:
+    """``value`` as a count: an integer (JSON's 5.0 is 5) in [1, MAX_LIMIT]."""
+    if value is None and not required:
         return None
     if isinstance(value, float) and value.is_integer():  # JSON's 5.0 is the integer 5
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(fld, "must be an integer or null")
+        raise ValidationError(fld, "must be an integer" if required else "must be an integer or null")
     if not 1 <= value <= MAX_LIMIT:
         raise ValidationError(fld, f"must be within [1, {MAX_LIMIT}]")
     return value
+
+
+def _period(fld: str, value: Any) -> float:
+    """``value`` as a rate's period: finite seconds in [MIN_PERIOD_S, MAX_PERIOD_S]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(fld, "must be a number of seconds")
+    try:
+        period = float(value)
+    except OverflowError:  # an int too large for a float
+        period = math.inf
+    if not math.isfinite(period) or not MIN_PERIOD_S <= period <= MAX_PERIOD_S:
+        raise ValidationError(fld, f"must be within [{MIN_PERIOD_S:g}, {MAX_PERIOD_S:g}] seconds")
+    return period
 
 
 def _rate(fld: str, value: Any) -> Rate | None:
@@ -108,15 +149,10 @@ def _rate(fld: str, value: Any) -> Rate | None:
         value = value.to_json()
     if not isinstance(value, Mapping) or set(value) - {"limit", "period_s"}:
         raise ValidationError(fld, 'must be {"limit": N, "period_s": S} or null')
-    limit = _count(f"{fld}.limit", value.get("limit"))
-    if limit is None:
+    if value.get("limit") is None:
         raise ValidationError(f"{fld}.limit", "is required")
-    period = value.get("period_s")
-    if isinstance(period, bool) or not isinstance(period, int | float) or not math.isfinite(period):
-        raise ValidationError(f"{fld}.period_s", "must be a number of seconds")
-    if not 0.001 <= period <= MAX_PERIOD_S:
-        raise ValidationError(f"{fld}.period_s", f"must be within [0.001, {MAX_PERIOD_S:g}]")
-    return Rate(limit, float(period))
+    limit = _count(f"{fld}.limit", value["limit"], required=True)
+    return Rate(limit, _period(f"{fld}.period_s", value.get("period_s")))  # type: ignore[arg-type]
 
 
 def parse_limits(body: Mapping[str, Any], base: QueueLimits | None = None) -> QueueLimits:
@@ -140,13 +176,66 @@ def parse_limits(body: Mapping[str, Any], base: QueueLimits | None = None) -> Qu
     )
 
 
+#: A count as text: ASCII digits only (``str.isdigit`` also takes ``²``), and
+#: no more of them than MAX_LIMIT has (int() of 5,000 digits raises).
+_COUNT_TEXT = re.compile(rf"[0-9]{{1,{len(str(MAX_LIMIT))}}}")
+#: A period as text: a plain decimal number of seconds.
+_PERIOD_TEXT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,9})?|\.[0-9]{1,9}")
+
+
+def parse_count_text(fld: str, text: str) -> int:
+    """A count typed by a person (the console's form, the command's flags):
+    ASCII digits of an integer in [1, MAX_LIMIT]. Raises ValidationError."""
+    text = text.strip()
+    if not _COUNT_TEXT.fullmatch(text):
+        raise ValidationError(fld, f"must be a whole number in [1, {MAX_LIMIT}]")
+    return _count(fld, int(text), required=True)  # type: ignore[return-value]
+
+
 def parse_rate_text(fld: str, text: str) -> Rate:
-    """``"N/S"`` (N starts per S seconds; ``"N"`` alone is per second) as a Rate."""
-    limit, _, period = text.partition("/")
+    """``"N/S"`` (N starts per S seconds; ``"N"`` alone is per second) as a
+    Rate, N by ``parse_count_text``. Raises ValidationError naming ``fld``."""
+    limit, slash, period = text.strip().partition("/")
+    period = period.strip()
+    if not _COUNT_TEXT.fullmatch(limit.strip()) or (slash and not _PERIOD_TEXT.fullmatch(period)):
+        raise ValidationError(fld, "must be N/S, e.g. 10/1 for 10 starts a second")
+    return _rate(fld, {"limit": int(limit), "period_s": float(period or 1)})  # type: ignore[return-value]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def stored_limits(stored: Any) -> QueueLimits:
+    """A queue's limits as a store reads them back (the JSON shape of
+    ``QueueLimits.to_json``; missing keys are no limit). Never raises: a kind
+    whose stored value does not pass the rule above (written by an older
+    version, or by hand) is not applied and is named in ``invalid``, so it
+    is reported for its own queue and never breaks a listing of all."""
+    if not isinstance(stored, Mapping):
+        return QueueLimits(invalid=f"stored limits {_shown(stored)} are not an object; none applied")
+    kept: dict[str, Any] = {}
+    problems = [f"{k}: unknown limit" for k in sorted(map(str, set(stored) - set(LIMIT_KINDS)))]
+    for kind in LIMIT_KINDS:
+        try:
+            kept[kind] = parse_limits({kind: stored.get(kind)}).to_json()[kind]
+        except ValidationError as exc:
+            problems.append(f"{exc} (stored {_shown(stored.get(kind))})")
+    kept = {k: v for k, v in kept.items() if v is not None}
+    invalid = "; ".join(problems) + "; not applied" if problems else None
+    ok = parse_limits(kept)
+    return QueueLimits(ok.concurrency, ok.per_key_concurrency, ok.rate, ok.per_key_rate, invalid)
+
+
+def stored_limits_json(text: str) -> QueueLimits:
+    """``stored_limits`` of JSON text ('' is none). Never raises."""
+    if not text:
+        return QueueLimits()
     try:
-        return _rate(fld, {"limit": int(limit), "period_s": float(period or 1)})  # type: ignore[return-value]
-    except ValueError:
-        raise ValidationError(fld, "must be N/S, e.g. 10/1 for 10 starts a second") from None
+        return stored_limits(orjson.loads(text))
+    except orjson.JSONDecodeError as exc:
+        return QueueLimits(invalid=f"stored limits {_shown(text)} are not JSON ({exc}); none applied")
 
 
 @dataclass(slots=True)

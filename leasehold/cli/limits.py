@@ -10,7 +10,9 @@ import click
 
 from leasehold.cli.base import friendly_errors, runtime
 from leasehold.cli.operate import operator
-from store.flow import MAX_LIMIT, QueueLimits, parse_limits, parse_rate_text
+from store.errors import ValidationError
+from store.flow import MAX_LIMIT, QueueLimits, parse_count_text, parse_limits, parse_rate_text
+from store.spec import check_queue_name
 
 
 def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -18,8 +20,18 @@ def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> obje
         return None
     try:
         return parse_rate_text(param.name or "rate", value).to_json()
-    except Exception as exc:
-        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from None
+    except ValidationError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
+def _count(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A count by the one rule of ``store.flow`` (``parse_count_text``)."""
+    if value is None:
+        return None
+    try:
+        return parse_count_text(param.name or "count", value)
+    except ValidationError as exc:
+        raise click.BadParameter(exc.message) from None
 
 
 def describe(limits: QueueLimits) -> str:
@@ -37,11 +49,11 @@ def describe(limits: QueueLimits) -> str:
 @click.command("limits")
 @click.argument("queue")
 @click.option(
-    "--concurrency", type=click.IntRange(1, MAX_LIMIT), default=None, help="Most jobs running at once."
+    "--concurrency", callback=_count, default=None, help=f"Most jobs running at once (1 to {MAX_LIMIT})."
 )
 @click.option(
     "--per-key-concurrency",
-    type=click.IntRange(1, MAX_LIMIT),
+    callback=_count,
     default=None,
     help="Most jobs running at once per limit key.",
 )
@@ -61,7 +73,10 @@ def limits_command(
     clear: bool,
     as_json: bool,
 ) -> None:
-    """Show QUEUE's limits, or set those given (others kept; --clear first)."""
+    """Show QUEUE's limits, or set those given (others kept; --clear first).
+    Stored limits that no longer pass the rules are named on stderr (they
+    are not applied; setting any limit of QUEUE replaces them)."""
+    check_queue_name(queue)
     store = runtime().store()
     current = QueueLimits() if clear else store.queue_limits().get(queue, QueueLimits())
     given = {
@@ -77,7 +92,9 @@ def limits_command(
     limits = current
     if given or clear:
         limits = store.set_queue_limits(queue, parse_limits(given, current), actor=operator())
+    if limits.invalid:
+        click.echo(f"Warning: queue {queue}: {limits.invalid}", err=True)
     if as_json:
-        click.echo(json.dumps({"queue": queue, **limits.to_json()}))
+        click.echo(json.dumps({"queue": queue, **limits.to_json(), "invalid": limits.invalid}))
     else:
         click.echo(f"queue {queue}: {describe(limits)}")

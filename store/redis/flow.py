@@ -16,8 +16,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from store import flow
 from store.errors import ValidationError
 from store.flow import QueueLimits, Usage
@@ -40,8 +38,9 @@ def limits_json(limits: QueueLimits) -> str:
 
 
 def limits_from_json(text: str) -> QueueLimits:
-    """Inverse of limits_json."""
-    return flow.parse_limits(orjson.loads(text)) if text else QueueLimits()
+    """Inverse of limits_json; a stored value that no longer passes the rule
+    is not applied and named in ``invalid`` (``flow.stored_limits_json``)."""
+    return flow.stored_limits_json(text)
 
 
 class FlowMixin(RedisPlumbing):

@@ -23,9 +23,10 @@ from sqlalchemy import Connection
 
 from store import flow
 from store.errors import ValidationError
-from store.flow import ParentFailure, QueueLimits, Rate, Usage
+from store.flow import ParentFailure, QueueLimits, Usage
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
+from store.spec import check_queue_name
 from store.sql import flow_statements as fs
 from store.sql.batches import SqlBatchesMixin
 from store.sql.changes import enqueue_values
@@ -43,14 +44,21 @@ LIMITED_CACHE_S = 1.0
 
 
 def limits_of(row: Any) -> QueueLimits:
-    """A ``queues`` row's limits."""
-    return QueueLimits(
-        concurrency=row["concurrency"],
-        per_key_concurrency=row["per_key_concurrency"],
-        rate=Rate(row["rate_limit"], row["rate_period_s"]) if row["rate_limit"] else None,
-        per_key_rate=Rate(row["per_key_rate_limit"], row["per_key_rate_period_s"])
-        if row["per_key_rate_limit"]
-        else None,
+    """A ``queues`` row's limits; a stored value that no longer passes the
+    rule is not applied and named in ``invalid`` (``flow.stored_limits``)."""
+
+    def rate(limit: str, period: str) -> dict[str, Any] | None:
+        if row[limit] is None and row[period] is None:
+            return None
+        return {"limit": row[limit], "period_s": row[period]}
+
+    return flow.stored_limits(
+        {
+            "concurrency": row["concurrency"],
+            "per_key_concurrency": row["per_key_concurrency"],
+            "rate": rate("rate_limit", "rate_period_s"),
+            "per_key_rate": rate("per_key_rate_limit", "per_key_rate_period_s"),
+        }
     )
 
 
@@ -79,8 +87,7 @@ class SqlFlowMixin(SqlBatchesMixin):
 
     # ------------------------------------------------------------ limits
     def set_queue_limits(self, queue: str, limits: QueueLimits, *, actor: str = "operator") -> QueueLimits:
-        if not isinstance(queue, str) or not queue.strip() or len(queue) > 100:
-            raise ValidationError("queue", "must be a non-empty name of at most 100 characters")
+        check_queue_name(queue)
         stmt = fs.set_limits(self.dialect.upsert(queues), self._now)  # type: ignore[attr-defined]
         params = {
             "name": queue,

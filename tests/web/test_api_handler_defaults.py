@@ -57,3 +57,36 @@ def test_a_periodic_run_now_takes_its_handlers_retries_and_timeout(
     assert run.status_code == 202, run.json
     job = store.get(run.json["id"])
     assert (job.queue, job.max_retries, job.timeout_seconds) == ("default", 1, 120.0)  # the schedule's queue
+
+
+def test_a_batch_takes_its_handlers_defaults_like_post_jobs(api_client: FlaskClient, store: JobStore) -> None:
+    _publish(store)
+    body = {
+        "jobs": [{"name": "slow"}, {"name": "slow", "queue": "mine", "max_retries": 4}],
+        "callback": {"name": "slow"},
+    }
+    made = api_client.post("/api/batches", json=body, headers=OPERATOR)
+    assert made.status_code == 202, made.json
+    jobs = sorted(store.batch_jobs(made.json["id"], 10), key=lambda j: j.queue)
+    assert [(j.queue, j.max_retries, j.timeout_seconds) for j in jobs] == [
+        ("mine", 4, 120.0),
+        ("slowq", 1, 120.0),
+    ]
+    callback = store.get(made.json["callback_job_id"])
+    assert (callback.queue, callback.max_retries, callback.timeout_seconds) == ("slowq", 1, 120.0)
+
+
+def test_a_batch_with_an_unknown_name_is_refused_like_post_jobs(
+    api_app: Flask, api_client: FlaskClient, store: JobStore
+) -> None:
+    _publish(store)
+    for body, field in (
+        ({"jobs": [{"name": "slow"}, {"name": "no-such-handler"}]}, "jobs.1.name"),
+        ({"jobs": [{"name": "slow"}], "callback": {"name": "no-such-handler"}}, "callback.name"),
+    ):
+        refused = api_client.post("/api/batches", json=body, headers=OPERATOR)
+        assert refused.status_code == 422, refused.json
+        assert (
+            refused.json["error"]["field"] == field and "no-such-handler" in refused.json["error"]["message"]
+        )
+    assert store.counts().to_json()["counts"]["Queued"] == 0  # nothing written

@@ -4,12 +4,14 @@ page (every store), escaping what the workers published."""
 # ruff: noqa: F811 - the fixtures are imported from console_fixtures and requested by name
 from __future__ import annotations
 
+import uuid
+
 from flask.testing import FlaskClient
 
 from store.base import JobStore
 from store.models import WorkerInfo, ts
 from tests.store.test_contract_catalogue import NIGHTLY, SLOW
-from tests.web.conftest import VIEWER, api_app, api_client  # noqa: F401 - fixtures
+from tests.web.conftest import OPERATOR, VIEWER, api_app, api_client  # noqa: F401 - fixtures
 from tests.web.console_fixtures import ConsoleClient, console_app, viewer  # noqa: F401 - fixtures
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -68,3 +70,40 @@ def test_handler_figures_count_the_last_hour(api_client: FlaskClient, store: Job
     store.clock_offset_s += 3600  # an hour later, nothing in the window
     later = api_client.get("/api/handlers", headers=VIEWER).json["items"]
     assert later == []  # and w-1 is silent by now: its handlers left the catalogue
+
+
+#: Entries a worker of another version (or a bug) could publish.
+MALFORMED = [
+    {**SLOW, "name": "bad-ttl", "lease_ttl_s": "thirty"},
+    {**SLOW, "name": "bad-retries", "max_retries": "3"},
+    {**SLOW, "name": "bad-timeout", "timeout_s": -5},
+    {**SLOW, "name": "bad-queue", "queue": 7},
+    {**SLOW, "name": None},
+    "not an object",
+]
+
+
+def test_a_malformed_catalogue_entry_is_skipped_with_one_warning(
+    api_client: FlaskClient, viewer: ConsoleClient, store: JobStore, caplog
+) -> None:
+    # A worker id of its own: warnings are once per process (worker, handler, problem).
+    worker = f"w-{uuid.uuid4().hex[:8]}"
+    store.worker_heartbeat(
+        WorkerInfo(worker, "h", 1, ["slowq"], 2, started_at=ts(store.now()), handlers=[SLOW, *MALFORMED])
+    )
+    with caplog.at_level("WARNING", logger="leasehold.catalogue"):
+        for _ in range(2):
+            listed = api_client.get("/api/handlers", headers=VIEWER)
+            assert listed.status_code == 200, listed.json
+            assert [h["name"] for h in listed.json["items"]] == ["slow"]
+            page = viewer.get("/handlers")
+            assert page.status_code == 200 and 'href="/jobs?name=slow"' in page.text
+            made = api_client.post("/api/jobs", json={"name": "slow"}, headers=OPERATOR)
+            assert made.status_code == 202, made.json
+            assert (made.json["queue"], made.json["max_retries"]) == ("slowq", 1)
+        assert api_client.post("/api/jobs", json={"name": "bad-ttl"}, headers=OPERATOR).status_code == 422
+    warned = [r.getMessage() for r in caplog.records if r.name == "leasehold.catalogue"]
+    assert len(warned) == len(MALFORMED), warned  # once each, not per request
+    assert any("'bad-ttl'" in m and "lease_ttl_s" in m for m in warned)
+    job = store.enqueue("slow", queue="slowq")
+    assert viewer.get(f"/jobs/{job.id}").status_code == 200

@@ -74,3 +74,47 @@ def test_enqueue_with_limit_key_and_dependencies(handle: StoreHandle, cli: CliRu
     assert done.exit_code == 0, done.output
     child = handle.store.get(done.stdout.strip())
     assert (child.status, child.pending_parents, child.on_parent_failure) == (JobStatus.Scheduled, 1, "run")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--concurrency", "²"], "--concurrency"),
+        (["--concurrency", "9" * 5000], "--concurrency"),
+        (["--concurrency", "99999999999999999999999"], "--concurrency"),
+        (["--per-key-concurrency", "1000001"], "--per-key-concurrency"),
+        (["--rate", "99999999999/1"], "--rate"),
+        (["--rate", "5/inf"], "--rate"),
+    ],
+)
+def test_queue_limits_refuses_values_past_the_rule_on_one_line(
+    handle: StoreHandle, cli: CliRunner, args: list[str], needle: str
+) -> None:
+    done = invoke(cli, "queue", "limits", "mail", *args)
+    assert done.exit_code == 2 and needle in done.output
+    assert len(done.output.strip().splitlines()) == 1 and "Traceback" not in done.output
+    assert handle.store.queue_limits() == {}
+
+
+def test_queue_limits_refuses_a_queue_name_with_nul(handle: StoreHandle, cli: CliRunner) -> None:
+    done = invoke(cli, "queue", "limits", "a\x00b", "--concurrency", "1")
+    assert done.exit_code == 1 and done.output.strip() == "Error: queue: must not contain NUL characters"
+    assert handle.store.queue_limits() == {}
+
+
+def test_a_bad_stored_value_is_named_and_breaks_no_other_queue(handle: StoreHandle, cli: CliRunner) -> None:
+    from tests.store.test_contract_limit_values import write_bad_limits
+
+    write_bad_limits(handle, "bad")
+    done = invoke(cli, "queue", "limits", "other", "--concurrency", "4")
+    assert done.exit_code == 0, done.output
+    assert handle.store.queue_limits()["other"] == QueueLimits(concurrency=4)
+    shown = invoke(cli, "queue", "limits", "bad")
+    assert shown.exit_code == 0
+    assert (
+        shown.stdout.strip() == "queue bad: concurrency -, per-key concurrency -, rate 5/60s, per-key rate -"
+    )
+    assert shown.stderr.startswith("Warning: queue bad: concurrency: must be within [1, 1000000]")
+    fixed = invoke(cli, "queue", "limits", "bad", "--concurrency", "2")
+    assert fixed.exit_code == 0 and fixed.stderr == ""
+    assert handle.store.queue_limits()["bad"] == QueueLimits(concurrency=2, rate=Rate(5, 60.0))

@@ -1,6 +1,7 @@
 """Enqueueing from an HTTP request: idempotency and the 202 answer.
 
-Shared by ``POST /api/jobs`` and the async endpoints.
+Shared by ``POST /api/jobs``, ``POST /api/batches`` (``request_spec``: the
+handler catalogue applied the same way) and the async endpoints.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from store.catalogue import Catalogue
 from store.models import MAX_IDEMPOTENCY_KEY_LEN, Job, JobSpec
 from webapp.api.encoding import IDEMPOTENCY_HEADER, json_response
 from webapp.api.errors import APIError
+from webapp.api.schemas import EnqueueRequest
 from webapp.api.state import api_state, job_store
 
 _KEY = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
@@ -30,6 +32,24 @@ def handler_catalogue() -> Catalogue:
     if state.catalogue is None:
         state.catalogue = Catalogue(job_store())
     return state.catalogue
+
+
+#: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
+_FIELDS = tuple(EnqueueRequest.model_fields)
+
+
+def request_spec(body: EnqueueRequest, key: str | None = None) -> JobSpec:
+    """The JobSpec of a ``POST /api/jobs`` body (a batch's jobs and callback
+    too): ``depends_on`` as id strings, ``key`` its Idempotency-Key, and the
+    options the body leaves out (queue, max_retries, timeout_s) the handler's
+    defaults from the catalogue the live workers publish. Raises
+    ValidationError naming ``name`` for a handler that catalogue does not
+    know, once it knows any."""
+    fields = {name: getattr(body, name) for name in _FIELDS}
+    if body.depends_on is not None:
+        fields["depends_on"] = tuple(i.lower() for i in body.depends_on)
+    spec = JobSpec(idempotency_key=key, **fields)
+    return handler_catalogue().with_defaults(spec, body.model_fields_set)
 
 
 def idempotency_key() -> str | None:

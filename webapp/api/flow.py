@@ -18,9 +18,11 @@ from pydantic import ValidationError as PydanticValidationError
 from store.errors import ValidationError
 from store.flow import QueueLimits, parse_limits
 from store.models import JobSpec
+from store.spec import check_queue_name
 from webapp.api.auth import current_token
 from webapp.api.bodies import read_json_body
 from webapp.api.encoding import json_response
+from webapp.api.enqueue import request_spec
 from webapp.api.errors import APIError, from_pydantic
 from webapp.api.schemas import EnqueueRequest
 from webapp.api.state import job_store
@@ -41,6 +43,11 @@ class LimitsOut(BaseModel):
     rate: RateOut | None
     per_key_rate: RateOut | None
     in_use: dict[str, int]
+    invalid: str | None = Field(
+        None,
+        description="what of the stored limits no longer passes the rules (written by an older "
+        "version or by hand) and is not applied; a PUT replaces it",
+    )
 
 
 class BatchOut(BaseModel):
@@ -62,25 +69,17 @@ class DependenciesOut(BaseModel):
     children: list[dict[str, Any]]
 
 
-#: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
-_FIELDS = tuple(EnqueueRequest.model_fields)
-
-
-def spec_of(body: EnqueueRequest, key: str | None = None) -> JobSpec:
-    """The JobSpec of a ``POST /api/jobs`` body (``depends_on`` as id strings)."""
-    fields = {name: getattr(body, name) for name in _FIELDS}
-    if body.depends_on is not None:
-        fields["depends_on"] = tuple(i.lower() for i in body.depends_on)
-    return JobSpec(idempotency_key=key, **fields)
-
-
 def _limits_json(queue: str, limits: QueueLimits) -> dict[str, Any]:
     usage = job_store().limit_usage(queue) if limits.any else None
-    return {"queue": queue, **limits.to_json(), "in_use": usage.in_use(limits) if usage else {}}
+    in_use = usage.in_use(limits) if usage else {}
+    return {"queue": queue, **limits.to_json(), "in_use": in_use, "invalid": limits.invalid}
 
 
 def get_limits(queue: str) -> dict[str, Any]:
-    """A queue's limits (null: none of that kind) and how much of each is in use."""
+    """A queue's limits (null: none of that kind) and how much of each is in
+    use. `invalid` names a stored value that no longer passes the rules (it
+    is not applied). 422 for a queue name enqueue would refuse."""
+    check_queue_name(queue)
     return _limits_json(queue, job_store().queue_limits().get(queue, QueueLimits()))
 
 
@@ -89,6 +88,7 @@ def set_limits(queue: str) -> dict[str, Any]:
     {"limit", "period_s"}, "per_key_rate": {...}}`; a key given sets that
     limit, null clears it, a key left out keeps it. Workers see the change at
     their next claim. 422 naming the field. Audited."""
+    check_queue_name(queue)
     body = read_json_body()
     if not isinstance(body, dict):
         raise APIError(422, "body: must be a JSON object of limits", "body")
@@ -98,13 +98,18 @@ def set_limits(queue: str) -> dict[str, Any]:
 
 
 def _body_spec(value: Any, field: str) -> JobSpec:
+    """A batch's job (or callback) body as ``POST /api/jobs`` takes it
+    (``request_spec``: the handler catalogue's defaults, an unknown name
+    refused). Raises APIError 422 naming ``field`` and the body's field."""
     try:
-        return spec_of(EnqueueRequest.model_validate(value))
+        return request_spec(EnqueueRequest.model_validate(value))
     except PydanticValidationError as exc:
         inner = from_pydantic(exc)
         name = f"{field}.{inner.field}" if inner.field and inner.field != "body" else field
         message = str(inner.message).split(": ", 1)[-1]
         raise APIError(422, f"{name}: {message}", name) from None
+    except ValidationError as exc:
+        raise APIError(422, f"{field}.{exc.field}: {exc.message}", f"{field}.{exc.field}") from None
 
 
 def create_batch() -> Response:

@@ -33,7 +33,7 @@ from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
 from webapp.api.common import context_of, job_json
 from webapp.api.direct import direct
-from webapp.api.enqueue import enqueue_response, handler_catalogue, idempotency_key
+from webapp.api.enqueue import enqueue_response, idempotency_key, request_spec
 from webapp.api.errors import APIError
 from webapp.api.schemas import (
     EnqueueRequest,
@@ -76,7 +76,6 @@ PERIODIC = "/api/periodic/<name>"
 #: jobs), so the request has a bound; `more` in the answer says to run again.
 RECOVERY_MAX_BATCHES = 20
 E = ErrorResponse
-#: The JobSpec fields an enqueue body sets (every field of EnqueueRequest).
 
 
 # ------------------------------------------------------------------ views
@@ -109,10 +108,7 @@ def enqueue_job() -> Response:
     lease_ttl_s differ) is 422. A unique job whose key is held: 200 with the
     job holding it."""
     body = validated_body(EnqueueRequest)
-    spec = flow.spec_of(body, idempotency_key())
-    # Options the body left out take the handler's defaults (the live workers' catalogue);
-    # an unknown name is 422 once the catalogue knows any handler.
-    return enqueue_response(handler_catalogue().with_defaults(spec, body.model_fields_set))
+    return enqueue_response(request_spec(body, idempotency_key()))
 
 
 def list_jobs() -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from store.catalogue import entries_of
 from store.lifecycle import JobStatus
 from store.models import Job, QueueState, WorkerInfo
 
@@ -92,7 +93,7 @@ def _worker_line(job: Job, ctx: Context) -> list[Reason]:
             )
         ]
     publishing = [w for w in live if w.handlers]  # workers that say which handlers they serve
-    if publishing and not any(h.get("name") == job.name for w in publishing for h in w.handlers):
+    if publishing and not any(e.name == job.name for w in publishing for e in entries_of(w)):
         return [
             Reason(
                 "bad",

@@ -16,8 +16,8 @@ from flask import Response, abort, flash, redirect, request, url_for
 
 from store.base import JobStore
 from store.contract_flow import FlowUnsupported
-from store.errors import JobNotFound, ValidationError
-from store.flow import LIMIT_KINDS, QueueLimits, Rate, parse_rate_text
+from store.errors import JobNotFound
+from store.flow import LIMIT_KINDS, MAX_LIMIT, QueueLimits, Rate, parse_count_text, parse_rate_text
 from store.models import Job
 from webapp.console import auth
 from webapp.console.blueprint import bp, is_htmx, render_view, store
@@ -28,50 +28,28 @@ def queue_limits_context(st: JobStore, queue: str) -> dict[str, Any]:
     try:
         limits = st.queue_limits().get(queue, QueueLimits())
     except FlowUnsupported:
-        return {"limits": None, "in_use": {}, "limit_kinds": LIMIT_KINDS}
+        return {"limits": None, "in_use": {}, "limit_kinds": LIMIT_KINDS, "max_limit": MAX_LIMIT}
     in_use = st.limit_usage(queue).in_use(limits) if limits.any else {}
-    return {"limits": limits, "in_use": in_use, "limit_kinds": LIMIT_KINDS}
+    return {"limits": limits, "in_use": in_use, "limit_kinds": LIMIT_KINDS, "max_limit": MAX_LIMIT}
 
 
 def rate_text(rate: Rate | None) -> str:
     return "" if rate is None else f"{rate.limit}/{rate.period_s:g}"
 
 
-def _form_limits() -> QueueLimits:
-    """The limits an operator's form gives (an empty field clears that limit).
-    Raises ValidationError naming the field."""
+def form_limits() -> QueueLimits:
+    """The limits an operator's form gives (an empty field clears that limit),
+    by the one rule of ``store.flow``. Raises ValidationError naming the field."""
 
     def count(name: str) -> int | None:
         raw = (request.form.get(name) or "").strip()
-        if not raw:
-            return None
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValidationError(name, "must be a whole number of at least 1, or empty")
-        return int(raw)
+        return parse_count_text(name, raw) if raw else None
 
     def rate(name: str) -> Rate | None:
         raw = (request.form.get(name) or "").strip()
         return parse_rate_text(name, raw) if raw else None
 
     return QueueLimits(count("concurrency"), count("per_key_concurrency"), rate("rate"), rate("per_key_rate"))
-
-
-@bp.post("/queues/<path:queue>/limits")
-@auth.operator_required
-def set_queue_limits(queue: str) -> Response:
-    """Set a queue's limits from the form; back to the queue page (htmx: a
-    full reload of it, ``HX-Redirect``), with what was done or what was wrong."""
-    who = _actor()
-    try:
-        limits = store().set_queue_limits(queue, _form_limits(), actor=who)
-        done = "set" if limits.any else "cleared"
-        flash(f"Limits of {queue} {done} by {who.removeprefix('operator:')}.")
-    except ValidationError as exc:
-        flash(f"Limits not changed: {exc}")
-    target = url_for("console.queue", queue=queue)
-    if is_htmx():
-        return Response(status=204, headers={"HX-Redirect": target})
-    return redirect(target, 303)
 
 
 def _actor() -> str:

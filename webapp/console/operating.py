@@ -1,6 +1,6 @@
 """Console pages and actions for operating over months: a queue's page with
-pause/resume, the Periodic page (enable, disable, enqueue now), forgetting a
-silent worker.
+pause/resume and its limits form (``flow.form_limits``), the Periodic page
+(enable, disable, enqueue now), forgetting a silent worker.
 
 Actions are POSTs (CSRF-checked by the blueprint), operators only, made with
 the store's actor ``operator:<name>``, and each is one entry in the audit
@@ -17,10 +17,12 @@ from typing import Any
 
 from flask import Response, abort, current_app, flash, redirect, request, url_for
 
-from store.errors import ScheduleNotFound
+from store.errors import ScheduleNotFound, ValidationError
+from store.flow import LIMIT_KINDS
 from store.latency import queue_latency
 from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
+from store.spec import check_queue_name
 from webapp import periodic
 from webapp.console import auth, flow, history, queries
 from webapp.console.actions import actor
@@ -80,6 +82,34 @@ def pause_queue(queue: str) -> Response:
 @auth.operator_required
 def resume_queue(queue: str) -> Response:
     return _set_paused(queue, False)
+
+
+@bp.post("/queues/<path:queue>/limits")
+@auth.operator_required
+def set_queue_limits(queue: str) -> Response:
+    """Set a queue's limits from the form; back to the queue page (htmx: a
+    full reload of it, ``HX-Redirect``). A bad value answers 422 with the
+    form again, the field named and what was typed kept (htmx: the form alone)."""
+    who = actor()
+    try:
+        check_queue_name(queue)
+        limits = store().set_queue_limits(queue, flow.form_limits(), actor=who)
+    except ValidationError as exc:
+        return _form_error(queue, exc)
+    done = "set" if limits.any else "cleared"
+    flash(f"Limits of {queue} {done} by {who.removeprefix('operator:')}.")
+    target = url_for("console.queue", queue=queue)
+    if is_htmx():
+        return Response(status=204, headers={"HX-Redirect": target})
+    return redirect(target, 303)
+
+
+def _form_error(queue: str, exc: ValidationError) -> Response:
+    if exc.field == "queue":  # no page to show the form on
+        abort(422, f"Limits not changed: {exc}")
+    typed = {k: (request.form.get(k) or "")[:100] for k in LIMIT_KINDS}
+    context = {**queue_context(queue), "limits_error": f"Limits not changed: {exc}", "typed": typed}
+    return render_view("queue.html", "partials/queue_limits_form.html", 422, **context)
 
 
 # --------------------------------------------------------------- periodic
