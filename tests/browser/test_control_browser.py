@@ -151,6 +151,7 @@ def test_a_worker_quieted_from_the_console_stops_claiming_until_resumed(
         expect(page.locator('button[data-quiet="w-browser"]')).to_have_count(1)
         wait_until(lambda: job_is(store, later.id, "Completed"), timeout=30, what="claims to resume")
 
+        page.once("dialog", lambda d: d.accept())  # permanent under the supervisor: asks first
         page.click('button[data-stop="w-browser"]')  # a plain form post (the table is hx-disable)
         expect(page.locator("#workers-table")).to_contain_text("stopping (by ann)")
         wait_until(lambda: worker._stopping.is_set(), timeout=30, what="the worker to stop")

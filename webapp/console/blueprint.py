@@ -52,7 +52,7 @@ TEMPLATES = _resources("templates")
 bp = Blueprint("console", __name__, static_folder=_resources("static"), static_url_path="/static")
 
 #: Endpoints reachable without logging in (with the console's own logins).
-PUBLIC = frozenset({"console.login", "console.static"})
+PUBLIC = frozenset({"console.login", "console.static", "console.favicon"})
 #: Endpoints of the console's own login, unused when a host's hook decides.
 OWN_LOGIN = frozenset({"console.login", "console.logout"})
 #: The console's template filters: only in its own Jinja overlay (see render_template).
@@ -154,6 +154,13 @@ def gate() -> Response | None:
     if target is None:
         return _error(401, "Unauthorized", "Log in to the application first.")
     return redirect(target)
+
+
+@bp.get("/favicon.ico")
+def favicon() -> Response:
+    """The console's icon where a browser looks for one without a ``<link rel=icon>``
+    (a JSON or error page): the SVG every page links."""
+    return redirect(url_for("console.static", filename="favicon.svg"), 301)
 
 
 @bp.after_request

@@ -88,7 +88,8 @@ def overview() -> Response:
         paused=paused,
         latency=queue_latency(st, counts),
         expired=st.expired_lease_count(),
-        workers_alive=sum(1 for w in workers if w.alive),
+        workers_alive=sum(1 for w in workers if w.alive and not w.overdue),
+        workers_overdue=sum(1 for w in workers if w.alive and w.overdue),
         workers_total=len(workers),
         failures=st.list_jobs(status=S.Failed, limit=RECENT_FAILURES).items,
         history=history.read(st, now_s, request.args.get("range")),
@@ -252,6 +253,7 @@ def workers_context(message: str | None = None) -> dict[str, Any]:
     return {
         "rows": queries.worker_rows(st, now_s, settings().lease_ttl_s),
         "alive_after_s": diagnosis.ALIVE_TTLS * settings().lease_ttl_s,
+        "overdue_after_s": diagnosis.OVERDUE_TTLS * settings().lease_ttl_s,
         "forget_after_s": settings().worker_forget_after_s,
         "message": message,
         "now_s": now_s,
