@@ -5,6 +5,9 @@
 //    polled fragment re-renders them from the server's clock.
 //  * A connection problem during polling is shown in the header's live region.
 //  * A plain form (no htmx) with data-confirm asks before it is sent (htmx forms use hx-confirm).
+//  * Row check boxes of the job list (data-row-select, data-select-all): the count is said in
+//    #bulk-selected-count and the list's live refresh is skipped while any row is checked.
+//  * A <details data-fold-on-phone="true"> (the job filters, none set) starts folded on a phone.
 //  * Display controls, remembered in localStorage: pause live updates ("lh-live" = "paused"),
 //    a slower refresh interval ("lh-interval" = seconds: a poll sooner than that after the
 //    fragment's previous one is skipped), and the theme ("lh-theme", applied by theme.js).
@@ -102,6 +105,8 @@
     arm(document);
     setInterval(tick, 1000);
     controls();
+    var box = document.querySelector("[data-fold-on-phone='true']");
+    if (box && window.matchMedia("(max-width: 720px)").matches) box.open = false;
   });
   document.addEventListener("htmx:load", function (e) { arm(e.target); });
   document.addEventListener("htmx:beforeRequest", function (e) {
@@ -109,6 +114,23 @@
     if (!elt || !elt.hasAttribute("data-poll")) return;
     var evt = e.detail.requestConfig && e.detail.requestConfig.triggeringEvent;
     if (document.visibilityState !== "visible" || (paused && !evt) || tooSoon(elt, evt)) e.preventDefault();
+    else if (elt.querySelector("[data-row-select]:checked")) e.preventDefault();  // keep the selection
+  });
+
+  function countSelected() {
+    var n = document.querySelectorAll("[data-row-select]:checked").length;
+    var out = document.getElementById("bulk-selected-count");
+    if (out) out.textContent = n ? n + " row(s) selected; the list stops refreshing until none is." : "No row selected.";
+  }
+  document.addEventListener("change", function (e) {
+    var box = e.target;
+    if (!box || !box.matches) return;
+    if (box.matches("[data-select-all]")) {
+      document.querySelectorAll("[data-row-select]").forEach(function (el) { el.checked = box.checked; });
+      countSelected();
+    } else if (box.matches("[data-row-select]")) {
+      countSelected();
+    }
   });
   document.addEventListener("submit", function (e) {
     var form = e.target;

@@ -28,6 +28,7 @@ from store.spec import clean_error, unique_key_of
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditMixin
+from store.sql.batch_list import SqlBatchListMixin
 from store.sql.flow import SqlFlowMixin
 from store.sql.operating import SqlOperatingMixin
 from store.sql.plumbing import Dialect, Refused, event_row
@@ -41,6 +42,7 @@ S = JobStatus
 
 
 class SqlStore(
+    SqlBatchListMixin,
     SqlAuditMixin,
     SqlFlowMixin,
     SqlOperatingMixin,

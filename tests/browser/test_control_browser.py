@@ -64,7 +64,7 @@ def test_a_bulk_cancel_of_5000_jobs_shows_progress_and_finishes(
     log_in(page, live_server, "ann", "/jobs")
     page.goto(f"{live_server.url}/jobs?queue=bulk&status=Queued")
 
-    page.select_option("#bulk-panel select[name=action]", "cancel")
+    page.select_option("#bulk-every select[name=action]", "cancel")
     page.click("#bulk-preview")
     expect(page.locator("#bulk-panel")).to_contain_text("5,000 job(s) match and can be canceled")
     page.fill("#bulk-typed", "500")  # a slip: refused, nothing started

@@ -158,11 +158,19 @@ class HandlerList(BaseModel):
 
 # ------------------------------------- bulk operations, attempts, workers
 class OperationFilter(_Body):
-    """Which jobs a bulk operation acts on (every key optional: none is every job)."""
+    """Which jobs a bulk operation acts on (every key optional: none is every job);
+    the same search as the job list (``error``, ``payload``) and selected ``ids``."""
 
     status: StatusQuery | None = None
     queue: QueueName | None = None
     name: JobName | None = None
+    error: str | None = Field(
+        None, min_length=1, max_length=500, description="text of the error (Failed, Scheduled)"
+    )
+    payload: str | None = Field(
+        None, min_length=3, max_length=1000, description="one payload field: key=value"
+    )
+    ids: list[str] | None = Field(None, min_length=1, max_length=1000, description="job ids, at most 1,000")
 
 
 class OperationRequest(_Body):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -240,6 +241,12 @@ def left(value: float | None) -> str:
 @_filter("utc")
 def utc(value: Any) -> str:
     return "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+@_filter("epoch_utc")
+def epoch_utc(value: float | None) -> str:
+    """Epoch seconds as ``utc`` shows a datetime."""
+    return "—" if value is None else utc(datetime.fromtimestamp(value, UTC))
 
 
 @_filter("short_id")
