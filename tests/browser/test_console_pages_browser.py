@@ -47,8 +47,8 @@ def test_graphs_do_not_draw_the_filling_bin_and_show_values_on_hover(
     log_in(page, live_server, "vic", "/")
     graph = page.locator("#graph-throughput")
     points = graph.locator("polyline.k-completed").get_attribute("points") or ""
-    assert len(points.split()) == 11  # twelve bins, the newest (filling) is a hollow dot instead
-    expect(graph.locator("circle.filling.k-completed")).to_have_count(1)
+    assert len(points.split()) == 11  # twelve bins, the newest (filling) is a dot instead
+    expect(graph.locator("line.filling.k-completed")).to_have_count(1)
     hover = graph.locator("rect.hover").last
     assert "(still filling): Completed 4, Enqueued 8" in (hover.locator("title").text_content() or "")
     # Completed is drawn after (over) Enqueued.

@@ -119,7 +119,7 @@ class Series:
         )
 
     def filling(self, peak: int) -> tuple[float, float]:
-        """Where the newest bin's count so far sits: a hollow marker, not a point of the line."""
+        """Where the newest bin's count so far sits: a dot, not a point of the line."""
         return _xy(len(self.values) - 1, self.values[-1] if self.values else 0, peak)
 
 
