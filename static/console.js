@@ -7,6 +7,8 @@
 //  * A plain form (no htmx) with data-confirm asks before it is sent (htmx forms use hx-confirm).
 //  * Row check boxes of the job list (data-row-select, data-select-all): the count is said in
 //    #bulk-selected-count and the list's live refresh is skipped while any row is checked.
+//  * The new-job form: picking a handler fills in its defaults (data-queue, data-max-retries,
+//    data-timeout-s of its option); the payload (data-json-check) must parse as JSON to be sent.
 //  * A <details data-fold-on-phone="true"> (the job filters, none set) starts folded on a phone.
 //  * Display controls, remembered in localStorage: pause live updates ("lh-live" = "paused"),
 //    a slower refresh interval ("lh-interval" = seconds: a poll sooner than that after the
@@ -115,6 +117,34 @@
     var evt = e.detail.requestConfig && e.detail.requestConfig.triggeringEvent;
     if (document.visibilityState !== "visible" || (paused && !evt) || tooSoon(elt, evt)) e.preventDefault();
     else if (elt.querySelector("[data-row-select]:checked")) e.preventDefault();  // keep the selection
+  });
+
+  document.addEventListener("change", function (e) {
+    var select = e.target;
+    if (!select || select.id !== "new-name" || select.tagName !== "SELECT") return;
+    var option = select.selectedOptions[0];
+    if (!option) return;
+    [["new-queue", "queue"], ["new-max_retries", "maxRetries"], ["new-timeout_s", "timeoutS"]].forEach(function (pair) {
+      var input = document.getElementById(pair[0]);
+      if (input) input.value = option.dataset[pair[1]] || "";
+    });
+  });
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    var sel = form && form.getAttribute && form.getAttribute("data-json-check");
+    var field = sel && document.querySelector(sel);
+    if (!field) return;
+    var out = document.getElementById("payload-error");
+    try {
+      JSON.parse(field.value || "null");
+      field.removeAttribute("aria-invalid");
+      if (out) out.textContent = "";
+    } catch (err) {
+      e.preventDefault();
+      field.setAttribute("aria-invalid", "true");
+      if (out) out.textContent = "The payload is not JSON: " + err.message;
+      field.focus();
+    }
   });
 
   function countSelected() {

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from store.flow import QueueLimits
 from store.lifecycle import JobStatus
-from store.models import JobSpec, WorkerInfo
+from store.models import JobSpec, WorkerInfo, ts
 from tests.browser.helpers import WAIT_MS, LiveServer, Watched, log_in, screenshot
 from tests.store.helpers import job_in
 
@@ -144,23 +144,87 @@ def test_phone_workers_and_jobs_fit_and_filters_fold(browser: Browser, live_serv
         ctx.close()
 
 
-def test_bulk_panel_defaults_to_no_action_and_payload_hint(page: Page, live_server: LiveServer) -> None:
+def test_bulk_panel_defaults_to_no_action_and_acts_on_a_payload_search(
+    page: Page, live_server: LiveServer
+) -> None:
     store = live_server.handle.store
-    job_in(store, S.Failed)
+    failed = [job_in(store, S.Failed) for _ in range(2)]  # payload {"s": "Failed"}
     watched = Watched(page)
     bad: list[str] = []
     page.on("response", lambda r: bad.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     log_in(page, live_server, "ann", "/jobs")
     page.goto(f"{live_server.url}/jobs?payload=user%3Dnobody")
     expect(page.locator("#payload-hint")).to_contain_text("key=value")
-    select = page.locator("#bulk-panel select[name=action]")
+    page.goto(f"{live_server.url}/jobs?payload=s%3DFailed")
+    select = page.locator("#bulk-every select[name=action]")
     assert select.input_value() == ""
     page.click("#bulk-preview")  # required: nothing is sent without a choice
-    assert page.locator("#bulk-panel #bulk-confirm").count() == 0
+    assert page.locator("#bulk-confirm").count() == 0
     select.select_option("retry")
     page.click("#bulk-preview")
-    expect(page.locator("#bulk-panel")).to_contain_text("match")
+    expect(page.locator("#bulk-panel")).to_contain_text("2 job(s) match and can be retried now")
+    page.click("#bulk-confirm")
+    page.wait_for_url(f"{live_server.url}/operations/*")
+    expect(page.locator("#op-state")).to_have_text("done", timeout=WAIT_MS)
+    assert {store.get(j.id).status for j in failed} == {S.Queued}
     assert bad == [] and watched.errors == []
+
+
+def test_act_on_the_selected_rows(page: Page, live_server: LiveServer) -> None:
+    store = live_server.handle.store
+    jobs = [store.enqueue("t", {"n": n}) for n in range(4)]
+    log_in(page, live_server, "ann", "/jobs")
+    chosen = [jobs[0].id, jobs[2].id]
+    for job_id in chosen:
+        page.check(f"[data-row-select][value='{job_id}']")
+    expect(page.locator("#bulk-selected-count")).to_contain_text("2 row(s) selected")
+    # The live list does not refresh (and drop the selection) while rows are checked.
+    page.evaluate(
+        """() => { window.__polls = [];
+        document.addEventListener("htmx:beforeRequest", (e) => window.__polls.push(e.defaultPrevented)); }"""
+    )
+    page.wait_for_function("() => window.__polls.length >= 1")
+    assert all(page.evaluate("window.__polls"))
+    page.select_option("#bulk-selected select[name=action]", "cancel")
+    page.click("#bulk-preview-selected")
+    expect(page.locator("#bulk-panel")).to_contain_text("2 job(s) match and can be canceled")
+    page.click("#bulk-confirm")
+    page.wait_for_url(f"{live_server.url}/operations/*")
+    expect(page.locator("#op-state")).to_have_text("done", timeout=WAIT_MS)
+    assert [store.get(j.id).status for j in jobs] == [S.Canceled, S.Queued, S.Canceled, S.Queued]
+
+
+def test_new_job_form_checks_json_and_fills_defaults(page: Page, live_server: LiveServer) -> None:
+    store = live_server.handle.store
+    handler = {
+        "name": "index-source",
+        "queue": "indexing",
+        "max_retries": 7,
+        "timeout_s": 90.0,
+        "lease_ttl_s": 30.0,
+    }
+    store.worker_heartbeat(
+        WorkerInfo("w-1", "h", 1, ["indexing"], 2, started_at=ts(store.now()), handlers=[handler])
+    )
+    log_in(page, live_server, "ann", "/jobs")
+    page.click("#new-job-link")
+    page.select_option("#new-name", "index-source")
+    expect(page.locator("#new-queue")).to_have_value("indexing")
+    expect(page.locator("#new-max_retries")).to_have_value("7")
+    page.fill("#new-payload", '{"path": ')
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.click("#new-job-submit")
+    expect(page.locator("#payload-error")).to_contain_text("not JSON")
+    expect(page.locator("#new-payload")).to_have_attribute("aria-invalid", "true")
+    assert posts == [] and store.list_jobs(limit=5).items == []
+    page.fill("#new-payload", '{"path": "/src/a.py"}')
+    page.click("#new-job-submit")
+    page.wait_for_url(f"{live_server.url}/jobs/*")
+    expect(page.locator(".flash.ok")).to_contain_text("Enqueued by ann.")
+    [job] = store.list_jobs(limit=5).items
+    assert (job.queue, job.max_retries, job.payload) == ("indexing", 7, {"path": "/src/a.py"})
+    screenshot(page, "job-new-enqueued")
 
 
 def test_display_controls_are_remembered(page: Page, live_server: LiveServer) -> None:

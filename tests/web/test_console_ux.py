@@ -83,3 +83,47 @@ def test_bulk_on_an_error_filter_and_on_selected_rows(operator: ConsoleClient, s
     )
     assert "<strong>1</strong> job(s) match" in picked.text and "of 1 selected row(s)" in picked.text
     assert f'name="ids" value="{chosen[0]}"' in picked.text
+
+
+INDEXER = {
+    "name": "index-source",
+    "queue": "indexing",
+    "max_retries": 7,
+    "timeout_s": 90.0,
+    "lease_ttl_s": 30.0,
+}
+
+
+def test_new_job_form_enqueues_with_the_handlers_defaults(
+    operator: ConsoleClient, viewer: ConsoleClient, store: JobStore
+) -> None:
+    from store.models import WorkerInfo, ts
+
+    store.worker_heartbeat(
+        WorkerInfo("w-1", "h", 1, ["indexing"], 2, started_at=ts(store.now()), handlers=[INDEXER])
+    )
+    form = operator.get("/jobs/new").text
+    assert 'data-queue="indexing" data-max-retries="7" data-timeout-s="90.0"' in form
+    assert viewer.get("/jobs/new").status_code == 403
+    nonce = re.search(r'name="nonce" value="([0-9a-f]+)"', form).group(1)
+
+    bad = operator.post("/jobs/new", {"name": "index-source", "payload": "{not json", "nonce": nonce})
+    assert bad.status_code == 422 and "payload: is not JSON" in bad.text and 'aria-invalid="true"' in bad.text
+    unknown = operator.post("/jobs/new", {"name": "nope", "payload": "{}", "nonce": nonce})
+    assert unknown.status_code == 422 and "name:" in unknown.text
+    assert store.list_jobs(limit=5).items == []
+
+    good = {"name": "index-source", "payload": '{"path": "/src/a.py"}', "nonce": nonce}
+    made = operator.post("/jobs/new", good)
+    assert made.status_code == 303
+    [job] = store.list_jobs(limit=5).items
+    assert made.headers["Location"] == f"/jobs/{job.id}"
+    assert (job.queue, job.max_retries, job.timeout_seconds, job.payload) == (
+        "indexing",
+        7,
+        90.0,
+        {"path": "/src/a.py"},
+    )
+    again = operator.post("/jobs/new", good)  # the same form posted twice: one job
+    assert again.headers["Location"] == f"/jobs/{job.id}" and len(store.list_jobs(limit=5).items) == 1
+    assert operator.post("/jobs/new", good, csrf=False).status_code == 400
