@@ -3,7 +3,7 @@
 Set-up this conftest does itself, because CI runs on a bare machine:
 * ``/usr/bin/chromium`` missing: ``apt-get update && apt-get install -y chromium``
   (``npx playwright install`` cannot download browsers here);
-* ``static/vendor/`` (htmx, idiomorph) or axe-core missing: ``npm ci && npm run vendor``.
+* ``static/vendor/`` (htmx, idiomorph, cytoscape) or axe-core missing: ``npm ci && npm run vendor``.
 
 The app runs under a real server (werkzeug's, threaded, on a free port) on the
 test's store handle, so the server, the test and (for live tests) a real worker
@@ -39,6 +39,7 @@ CHROMIUM_ARGS = [
 ]
 HTMX = REPO / "static" / "vendor" / "htmx.min.js"
 IDIOMORPH = REPO / "static" / "vendor" / "idiomorph-ext.min.js"
+CYTOSCAPE = REPO / "static" / "vendor" / "cytoscape.min.js"
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 
 
@@ -65,7 +66,7 @@ def ensure_chromium() -> None:
 
 def ensure_htmx() -> None:
     """htmx and idiomorph in static/vendor/, axe-core in node_modules/ (package.json)."""
-    if all(p.exists() for p in (HTMX, IDIOMORPH, AXE)):
+    if all(p.exists() for p in (HTMX, IDIOMORPH, CYTOSCAPE, AXE)):
         return
     _run(["npm", "ci", "--no-audit", "--no-fund"], "npm ci", cwd=REPO)
     _run(["npm", "run", "vendor"], "npm run vendor", cwd=REPO)

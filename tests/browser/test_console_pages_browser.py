@@ -260,3 +260,28 @@ def test_display_controls_are_remembered(page: Page, live_server: LiveServer) ->
     page.wait_for_function("() => window.__polls.length >= 3")  # polls at 3 s, 6 s, 9 s
     sent = page.evaluate("window.__polls").count(False)
     assert sent <= 1, "a 10 s interval let a 3 s poll through twice"
+
+
+def test_dependency_graphs_on_the_batch_and_job_pages(page: Page, live_server: LiveServer) -> None:
+    store = live_server.handle.store
+    chain = store.create_batch(
+        [JobSpec("step", {"n": n}) for n in range(3)], JobSpec("summary", None), kind="chain"
+    )
+    [first] = store.claim("w", ["default"], 1)
+    store.complete(first.id, first.lease_token, None)
+    watched = Watched(page)
+    log_in(page, live_server, "vic", f"/batches/{chain.id}")
+    graph = page.locator("#dep-graph")
+    expect(graph).to_have_attribute("data-drawn", "4")  # three steps and the callback
+    edges = page.evaluate("window.__lhGraph.edges().length")
+    assert edges == 2 + 3  # each step after the one before; every step before the callback
+    done = page.evaluate(f"window.__lhGraph.getElementById('{first.id}').style('background-color')")
+    waiting = page.evaluate(
+        f"window.__lhGraph.getElementById('{chain.callback_job_id}').style('background-color')"
+    )
+    assert done != waiting  # coloured by status
+    screenshot(page, "batch-graph")
+    page.evaluate(f"window.__lhGraph.getElementById('{chain.callback_job_id}').emit('tap')")
+    page.wait_for_url(f"{live_server.url}/jobs/{chain.callback_job_id}")
+    expect(page.locator("#dep-graph")).to_have_attribute("data-drawn", "4")  # the callback and its 3 parents
+    assert watched.csp_violations() == [] and watched.errors == []

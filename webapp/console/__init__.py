@@ -23,6 +23,7 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
         bulk,
         control,
         flow,
+        graphs,
         handlers,
         new_job,
         operating,
