@@ -15,6 +15,7 @@ from store.batch_list import MAX_BATCH_PAGE
 from store.contract_flow import Batch
 from store.times import iso
 from webapp.api.common import context_of
+from webapp.api.schemas import DateTime
 from webapp.api.state import job_store
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -41,7 +42,7 @@ class BatchItem(BaseModel):
     callback_job_id: str | None
     finished: bool
     canceled_by: str | None
-    created_at: str | None = Field(description="RFC 3339, UTC")
+    created_at: DateTime | None = Field(description="RFC 3339, UTC")
 
 
 class BatchPage(BaseModel):
