@@ -16,7 +16,11 @@ at the operation's creation time: a job acted on gets a newer update time and
 leaves the walk, so a batch that is run again after a crash (its progress
 not saved) never acts twice on a job; the counts of such a batch are lost.
 Each job is changed by the store's own guarded operation; a job whose
-status no longer allows the action is skipped. The audit log gets two
+status no longer allows the action is skipped. A filter with an error or
+payload search walks the same listing and acts only on the jobs that match
+it (``store/bulk_select.py``); one with selected ``ids`` walks those ids in
+order, its cursor the number done (a job acted on twice is skipped the
+second time: its status no longer allows the action). The audit log gets two
 entries an operation (started, finished: filter and counts), never one a
 job: each job's event carries the actor ``bulk:<name>`` (``job_actor``).
 """
