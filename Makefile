@@ -22,8 +22,9 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install -r requirements-dev.txt
 	touch $@
 
-# htmx from the npm registry (pinned in package-lock.json), copied where the console serves it.
-HTMX := static/vendor/htmx.min.js
+# htmx, its idiomorph extension and cytoscape from the npm registry (pinned in
+# package-lock.json), copied where the console serves them.
+HTMX := static/vendor/htmx.min.js static/vendor/idiomorph-ext.min.js static/vendor/cytoscape.min.js
 assets: $(HTMX)
 $(HTMX): package.json package-lock.json
 	npm ci --no-audit --no-fund

@@ -147,6 +147,8 @@ def pages(store: object, loaded: console_load.Loaded, jobs: int) -> dict[str, tu
         "search ?payload=user=user-123": ("/jobs?payload=user%3Duser-123", None),
         f"bulk preview cancel, Queued in {QUEUE}": ("/jobs/bulk", queued),
         f"bulk preview cancel, {both}": ("/jobs/bulk", {**cancel, "queue": QUEUE, "name": NAME}),
+        "batches /batches": ("/batches", None),
+        "new job /jobs/new": ("/jobs/new", None),
     }  # fmt: skip
 
 

@@ -16,7 +16,11 @@ at the operation's creation time: a job acted on gets a newer update time and
 leaves the walk, so a batch that is run again after a crash (its progress
 not saved) never acts twice on a job; the counts of such a batch are lost.
 Each job is changed by the store's own guarded operation; a job whose
-status no longer allows the action is skipped. The audit log gets two
+status no longer allows the action is skipped. A filter with an error or
+payload search walks the same listing and acts only on the jobs that match
+it (``store/bulk_select.py``); one with selected ``ids`` walks those ids in
+order, its cursor the number done (a job acted on twice is skipped the
+second time: its status no longer allows the action). The audit log gets two
 entries an operation (started, finished: filter and counts), never one a
 job: each job's event carries the actor ``bulk:<name>`` (``job_actor``).
 """
@@ -27,13 +31,25 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from store.base import JobStore
+from store.bulk_select import (  # noqa: F401 - re-exported: the filter and its count are bulk's
+    ACTIONS,
+    Preview,
+    check_filter,
+    matches,
+    preview,
+    preview_filter,
+    search_of,
+    searching,
+    selected,
+    statuses_of,
+)
 from store.cursor import encode_cursor
 from store.errors import InvalidTransition, JobNotFound, StoreError, ValidationError
-from store.lifecycle import OPERATIONS, EventKind, JobStatus, Operation, rule
+from store.lifecycle import EventKind, JobStatus, rule
 from store.models import BULK_ACTIONS, BulkOperation
 from store.spec import MAX_OPERATION_ID_LEN, check_actor
 
@@ -43,14 +59,6 @@ log = logging.getLogger(__name__)
 OPERATIONS_LOCK = "operations"
 #: Jobs one batch acts on (one list_jobs page).
 BATCH = 200
-#: The lifecycle operation of each action.
-ACTIONS: dict[str, Operation] = {
-    "cancel": Operation.CANCEL,
-    "requeue": Operation.REQUEUE,
-    "retry": Operation.RETRY_NOW,
-    "delete": Operation.DELETE,
-}
-_FILTER_KEYS = ("status", "queue", "name")
 #: Actor prefix of the event a bulk operation writes on each job it changes:
 #: not ``operator:``, so those events stay in each job's timeline and out of
 #: the audit log, which holds the operation's start and end (filter, counts).
@@ -74,55 +82,6 @@ def _call(store: JobStore, action: str) -> Callable[[str, str], Any]:
         "delete": lambda job_id, actor: store.delete(job_id, actor=actor),
     }
     return calls[action]
-
-
-@dataclass(frozen=True, slots=True)
-class Preview:
-    """What an action on a filter would touch: ``eligible`` jobs whose status
-    allows it, ``matching`` every job passing the filter (both exact)."""
-
-    eligible: int
-    matching: int
-
-
-def statuses_of(action: str) -> frozenset[JobStatus]:
-    """The statuses ``action`` (a key of ACTIONS) applies to."""
-    return OPERATIONS[ACTIONS[action]].sources
-
-
-def preview(
-    store: JobStore,
-    action: str,
-    status: JobStatus | None = None,
-    queue: str | None = None,
-    name: str | None = None,
-) -> Preview:
-    """Count the jobs ``action`` would change on the filter, and every job
-    passing it: exact, from the store's counters and indexes
-    (``store.count_jobs``), whatever the filter and the store's size."""
-    chosen = {status} if status else set(JobStatus)
-    if name:
-        counted = {s: store.count_jobs(s, queue=queue, name=name) for s in chosen}
-    else:  # one read of the counters for every status
-        source = store.counts().of(queue)
-        counted = {s: int(source.get(s.name, 0)) for s in chosen}
-    allowed = statuses_of(action)
-    return Preview(sum(n for s, n in counted.items() if s in allowed), sum(counted.values()))
-
-
-def check_filter(raw: dict[str, Any]) -> dict[str, str]:
-    """The filter with its status as a name. Raises ValidationError naming
-    ``filter`` (an unknown key) or ``status``."""
-    unknown = set(raw) - set(_FILTER_KEYS)
-    if unknown:
-        raise ValidationError("filter", f"unknown keys {sorted(unknown)}; use {', '.join(_FILTER_KEYS)}")
-    out = {k: str(v) for k, v in raw.items() if v not in (None, "")}
-    if "status" in out:
-        try:
-            out["status"] = JobStatus.parse(out["status"]).name
-        except ValueError as exc:
-            raise ValidationError("status", str(exc)) from None
-    return out
 
 
 def start(
@@ -157,7 +116,11 @@ def start(
 
 def describe(operation: BulkOperation) -> str:
     """``requeue of 5,000 jobs (status=Failed, queue=mail)``, for the audit log."""
-    where = ", ".join(f"{k}={v}" for k, v in sorted(operation.filter.items())) or "every job"
+    shown = {
+        k: f"{len(selected(operation.filter))} selected" if k == "ids" else v
+        for k, v in operation.filter.items()
+    }
+    where = ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "every job"
     text = f"{operation.action} of {operation.expected:,} jobs ({where}), operation {operation.id}"
     if operation.finished:
         text += f": {operation.state}, {operation.changed:,} changed, {operation.skipped:,} skipped"
@@ -170,19 +133,26 @@ def run_batch(store: JobStore, operation: BulkOperation, batch: int = BATCH) -> 
     if operation.finished:
         return operation
     assert operation.created_at is not None, "a saved operation has its creation time"
-    status = JobStatus[operation.filter["status"]] if "status" in operation.filter else None
-    cursor = operation.cursor or encode_cursor(operation.created_at.timestamp(), "~")
-    page = store.list_jobs(
-        status=status,
-        queue=operation.filter.get("queue"),
-        name=operation.filter.get("name"),
-        limit=batch,
-        cursor=cursor,
-    )
+    if "ids" in operation.filter:
+        jobs, next_cursor = _selected_batch(store, operation, batch)
+    else:
+        status = JobStatus[operation.filter["status"]] if "status" in operation.filter else None
+        cursor = operation.cursor or encode_cursor(operation.created_at.timestamp(), "~")
+        page = store.list_jobs(
+            status=status,
+            queue=operation.filter.get("queue"),
+            name=operation.filter.get("name"),
+            limit=batch,
+            cursor=cursor,
+        )
+        jobs, next_cursor = page.items, page.next_cursor
+    if searching(operation.filter):  # error, payload: only the jobs that match now
+        query = search_of(operation.filter)
+        jobs = [j for j in jobs if matches(j, query)]
     sources, act = rule(ACTIONS[operation.action]).sources, _call(store, operation.action)
     actor = job_actor(operation)
     changed = skipped = 0
-    for job in page.items:
+    for job in jobs:
         if job.status not in sources:
             skipped += 1
             continue
@@ -191,18 +161,33 @@ def run_batch(store: JobStore, operation: BulkOperation, batch: int = BATCH) -> 
             changed += 1
         except (InvalidTransition, JobNotFound):
             skipped += 1  # changed by someone else since the page was read
-    last = page.next_cursor is None
+    last = next_cursor is None
     operation = replace(
         operation,
         state="done" if last else "running",
         changed=operation.changed + changed,
         skipped=operation.skipped + skipped,
-        cursor=page.next_cursor if not last else operation.cursor,
+        cursor=next_cursor if not last else operation.cursor,
     )
     operation = store.save_operation(operation)
     if last:
         store.record_audit(EventKind.BULK_FINISHED, operation.actor, describe(operation))
     return operation
+
+
+def _selected_batch(store: JobStore, operation: BulkOperation, batch: int) -> tuple[list[Any], str | None]:
+    """The next ``batch`` of an operation on selected ids (its cursor: how many
+    ids are done), those still in the store; and the next cursor (None at the end)."""
+    ids = selected(operation.filter)
+    start = int(operation.cursor or 0)
+    jobs = []
+    for job_id in ids[start : start + batch]:
+        try:
+            jobs.append(store.get(job_id))
+        except JobNotFound:
+            continue
+    end = start + batch
+    return jobs, (str(end) if end < len(ids) else None)
 
 
 def run_pending(store: JobStore, owner: str, budget_s: float = 5.0, batch: int = BATCH) -> int:

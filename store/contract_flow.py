@@ -108,6 +108,13 @@ class FlowContract:
         """The first ``limit`` jobs of a batch, in enqueue order."""
         raise FlowUnsupported("batch")
 
+    def list_batches(self, limit: int = 50, cursor: str | None = None) -> tuple[list[Batch], str | None]:
+        """Batches newest first, ``limit`` (1..200) a page after ``cursor`` (the
+        ``next_cursor`` of the page before), with their counts; and the next
+        page's cursor (None on the last page). Raises ValidationError naming
+        ``limit`` or ``cursor`` (store/batch_list.py)."""
+        raise FlowUnsupported("batch")
+
     def cancel_batch(self, batch_id: str, *, actor: str = "operator") -> Batch:
         """Cancel every job of the batch not yet finished (InProgress ones
         too: their acks are refused) and the callback, audited."""

@@ -55,6 +55,7 @@ class BatchesMixin(FlowMixin):
             callback_id = new_id()
             cb = replace(callback, depends_on=tuple(ids), on_parent_failure=policy)
             rows.append((cb, callback_id, ids))
+        self.index_batch(batch_id)  # type: ignore[attr-defined]  # store/redis/batch_list.py
         self._write_flow(self._flow_specs(rows), (batch_id, kind, callback_id))
         return self.get_batch(batch_id)
 

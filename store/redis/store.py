@@ -50,6 +50,7 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
 from store.redis import codec
 from store.redis.audit import AuditMixin
+from store.redis.batch_list import BatchListMixin
 from store.redis.batches import BatchesMixin
 from store.redis.history import HistoryMixin
 from store.redis.operating import OperatingMixin
@@ -78,6 +79,7 @@ def _keyed(spec: JobSpec) -> bool:
 
 
 class RedisStore(
+    BatchListMixin,
     BatchesMixin,
     AuditMixin,
     OperatingMixin,

@@ -30,6 +30,7 @@ from store.sql import flow_statements as fs
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditMixin
+from store.sql.batch_list import SqlBatchListMixin
 from store.sql.flow import SqlFlowMixin
 from store.sql.joined import check_joinable, joining
 from store.sql.operating import SqlOperatingMixin
@@ -44,6 +45,7 @@ S = JobStatus
 
 
 class SqlStore(
+    SqlBatchListMixin,
     SqlAuditMixin,
     SqlFlowMixin,
     SqlOperatingMixin,

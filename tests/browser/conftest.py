@@ -3,7 +3,7 @@
 Set-up this conftest does itself, because CI runs on a bare machine:
 * ``/usr/bin/chromium`` missing: ``apt-get update && apt-get install -y chromium``
   (``npx playwright install`` cannot download browsers here);
-* ``static/vendor/htmx.min.js`` missing: ``npm ci`` and copy it from node_modules.
+* ``static/vendor/`` (htmx, idiomorph, cytoscape) or axe-core missing: ``npm ci && npm run vendor``.
 
 The app runs under a real server (werkzeug's, threaded, on a free port) on the
 test's store handle, so the server, the test and (for live tests) a real worker
@@ -13,7 +13,6 @@ process share one store. Every test here is marked ``browser``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -39,6 +38,9 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 HTMX = REPO / "static" / "vendor" / "htmx.min.js"
+IDIOMORPH = REPO / "static" / "vendor" / "idiomorph-ext.min.js"
+CYTOSCAPE = REPO / "static" / "vendor" / "cytoscape.min.js"
+AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -63,12 +65,11 @@ def ensure_chromium() -> None:
 
 
 def ensure_htmx() -> None:
-    if HTMX.exists():
+    """htmx and idiomorph in static/vendor/, axe-core in node_modules/ (package.json)."""
+    if all(p.exists() for p in (HTMX, IDIOMORPH, CYTOSCAPE, AXE)):
         return
-    if not (REPO / "node_modules" / "htmx.org" / "dist" / "htmx.min.js").exists():
-        _run(["npm", "ci", "--no-audit", "--no-fund"], "npm ci", cwd=REPO)
-    HTMX.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO / "node_modules" / "htmx.org" / "dist" / "htmx.min.js", HTMX)
+    _run(["npm", "ci", "--no-audit", "--no-fund"], "npm ci", cwd=REPO)
+    _run(["npm", "run", "vendor"], "npm run vendor", cwd=REPO)
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,7 @@ def test_a_bulk_cancel_of_5000_jobs_shows_progress_and_finishes(
     log_in(page, live_server, "ann", "/jobs")
     page.goto(f"{live_server.url}/jobs?queue=bulk&status=Queued")
 
-    page.select_option("#bulk-panel select[name=action]", "cancel")
+    page.select_option("#bulk-every select[name=action]", "cancel")
     page.click("#bulk-preview")
     expect(page.locator("#bulk-panel")).to_contain_text("5,000 job(s) match and can be canceled")
     page.fill("#bulk-typed", "500")  # a slip: refused, nothing started
@@ -151,6 +151,7 @@ def test_a_worker_quieted_from_the_console_stops_claiming_until_resumed(
         expect(page.locator('button[data-quiet="w-browser"]')).to_have_count(1)
         wait_until(lambda: job_is(store, later.id, "Completed"), timeout=30, what="claims to resume")
 
+        page.once("dialog", lambda d: d.accept())  # permanent under the supervisor: asks first
         page.click('button[data-stop="w-browser"]')  # a plain form post (the table is hx-disable)
         expect(page.locator("#workers-table")).to_contain_text("stopping (by ann)")
         wait_until(lambda: worker._stopping.is_set(), timeout=30, what="the worker to stop")

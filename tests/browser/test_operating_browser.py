@@ -20,6 +20,7 @@ def test_pause_a_queue_see_why_the_job_waits_resume_and_it_runs(
     log_in(page, live_server, "ann", "/")
 
     row = page.locator("tr", has=page.locator("a", has_text="mail"))
+    page.once("dialog", lambda d: d.accept())  # a destructive action asks first
     row.locator('button[data-queue-action="pause"]').click()
     page.wait_for_url(f"{live_server.url}/")
     expect(row.locator(".q-paused")).to_have_text("paused")

@@ -60,6 +60,15 @@ def test_points_stay_inside_the_plot(peak: int) -> None:
     series = history.Series("x", "X", [0, peak, 1 if peak else 0])
     ys = [float(p.split(",")[1]) for p in series.points(peak).split()]
     xs = [float(p.split(",")[0]) for p in series.points(peak).split()]
-    assert xs == [5.0, 15.0, 25.0]
+    assert xs == [5.0, 15.0]  # the newest bin, still filling, is not a point of the line
     assert all(history.PAD <= y <= history.PLOT_H - history.PAD for y in ys)
     assert ys[0] == history.PLOT_H - history.PAD and (peak == 0 or ys[1] == history.PAD)
+    x, y = series.filling(peak)
+    assert x == 25.0 and history.PAD <= y <= history.PLOT_H - history.PAD
+
+
+def test_each_bin_has_its_values_in_words_for_the_hover() -> None:
+    graph = history.Graph(
+        "g", "G", [history.Series("a", "A", [1, 2]), history.Series("b", "B", [3, 4])], ["12:00", "12:05"]
+    )
+    assert graph.hovers == [(0, "12:00: A 1, B 3"), (10, "12:05 (still filling): A 2, B 4")]

@@ -15,7 +15,6 @@ from flask import Response, current_app, request, url_for
 
 from store import bulk
 from store.errors import WorkerNotFound, WorkerStopping
-from store.lifecycle import JobStatus
 from store.models import BULK_ACTIONS, iso
 from store.records import WorkerInfo
 from webapp import operations
@@ -74,8 +73,7 @@ def create_operation() -> Response:
             response = json_response(found.to_json(), 200)
             response.headers["Location"] = operation_location(found.id)
             return response
-    status = JobStatus[filter_["status"]] if "status" in filter_ else None
-    count = operations.preview(store, body.action, status, filter_.get("queue"), filter_.get("name")).eligible
+    count = bulk.preview_filter(store, body.action, filter_).eligible
     checked = body.expected is not None and operations.needs_typed_count(
         body.action, max(count, body.expected)
     )

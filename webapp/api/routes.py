@@ -27,7 +27,7 @@ from store.errors import StoreUnavailable
 from store.handler_figures import figures
 from store.lifecycle import JobStatus
 from webapp import metrics
-from webapp.api import control, flow
+from webapp.api import batch_list, control, flow
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
@@ -456,7 +456,7 @@ def register(bp: Blueprint, spec: SpecTree, enqueue_operations: set[str] | None 
     (routes that enqueue: documented only, see ``direct``); operationIds are
     the views' names. The operationIds of routes that enqueue are added to
     ``enqueue_operations``."""
-    for route in ROUTES:
+    for route in (*ROUTES, *batch_list.routes()):
         responses = documented_responses(route)
         codes = {k: v for k, v in responses.items() if v is not None}
         bare = tuple(k for k, v in responses.items() if v is None)

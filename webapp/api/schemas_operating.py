@@ -157,12 +157,34 @@ class HandlerList(BaseModel):
 
 
 # ------------------------------------- bulk operations, attempts, workers
+#: ``key=value`` (store/search.py ``parse_payload_filter``): a key with a visible character, and a
+#: value that is not a JSON object or array.
+_PAYLOAD_FILTER = r"^[^=]*[^=\s][^=]*=\s*([^\s\[{][\s\S]*)?$"
+#: A job id as text (a UUID, any case).
+JobIdText = Annotated[
+    str, Field(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+]
+
+
 class OperationFilter(_Body):
-    """Which jobs a bulk operation acts on (every key optional: none is every job)."""
+    """Which jobs a bulk operation acts on (every key optional: none is every job);
+    the same search as the job list (``error``, ``payload``) and selected ``ids``."""
 
     status: StatusQuery | None = None
     queue: QueueName | None = None
     name: JobName | None = None
+    error: str | None = Field(
+        None, min_length=1, max_length=500, pattern=r"\S", description="text of the error (Failed, Scheduled)"
+    )
+    payload: str | None = Field(
+        None,
+        max_length=1000,
+        pattern=_PAYLOAD_FILTER,
+        description="one payload field: key=value (the value read as JSON if it parses; no object or array)",
+    )
+    ids: list[JobIdText] | None = Field(
+        None, min_length=1, max_length=1000, description="job ids, at most 1,000"
+    )
 
 
 class OperationRequest(_Body):

@@ -19,10 +19,13 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
     from webapp.console import (  # noqa: F401 - registers the routes
         actions,
         auth,
+        batches,
         bulk,
         control,
         flow,
+        graphs,
         handlers,
+        new_job,
         operating,
         views,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -52,7 +53,7 @@ TEMPLATES = _resources("templates")
 bp = Blueprint("console", __name__, static_folder=_resources("static"), static_url_path="/static")
 
 #: Endpoints reachable without logging in (with the console's own logins).
-PUBLIC = frozenset({"console.login", "console.static"})
+PUBLIC = frozenset({"console.login", "console.static", "console.favicon"})
 #: Endpoints of the console's own login, unused when a host's hook decides.
 OWN_LOGIN = frozenset({"console.login", "console.logout"})
 #: The console's template filters: only in its own Jinja overlay (see render_template).
@@ -156,6 +157,13 @@ def gate() -> Response | None:
     return redirect(target)
 
 
+@bp.get("/favicon.ico")
+def favicon() -> Response:
+    """The console's icon where a browser looks for one without a ``<link rel=icon>``
+    (a JSON or error page): the SVG every page links."""
+    return redirect(url_for("console.static", filename="favicon.svg"), 301)
+
+
 @bp.after_request
 def headers(response: Response) -> Response:
     return security.add_headers(response)
@@ -233,6 +241,12 @@ def left(value: float | None) -> str:
 @_filter("utc")
 def utc(value: Any) -> str:
     return "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+@_filter("epoch_utc")
+def epoch_utc(value: float | None) -> str:
+    """Epoch seconds as ``utc`` shows a datetime."""
+    return "—" if value is None else utc(datetime.fromtimestamp(value, UTC))
 
 
 @_filter("short_id")

@@ -1,7 +1,11 @@
-"""Bulk actions on the whole filter and an operation's page.
+"""Bulk actions on the whole filter or on the rows an operator selected, and
+an operation's page.
 
-``POST /jobs/bulk`` without ``confirm`` previews: how many jobs the action
-would change (``webapp.operations.preview``). With ``confirm=1`` it records a
+``POST /jobs/bulk`` acts on every job matching the job list's filters (all
+but part of an id: status, queue, name, error, payload), or with ``ids`` (the
+rows checked, at most ``store.bulk_select.MAX_SELECTED_IDS``) on those alone.
+Without ``confirm`` it previews: how many jobs the action would change
+(``store.bulk.preview_filter``). With ``confirm=1`` it records a
 bulk operation for every job matching the filter (``store.bulk.start``, no
 cap: a worker's maintenance thread runs it in batches) and redirects to
 ``/operations/<id>``, whose live fragment polls itself every second until the
@@ -24,6 +28,7 @@ from typing import Any
 from flask import Response, abort, current_app, make_response, redirect, request, url_for
 
 from store import bulk as store_bulk
+from store.errors import ValidationError
 from store.models import BulkOperation
 from webapp import operations
 from webapp.console import auth, queries
@@ -36,10 +41,8 @@ def _panel(status: int = 200, **context: Any) -> Response:
     return render_view("bulk.html", "partials/bulk_panel.html", status=status, **context)
 
 
-def _preview_context(
-    action: BulkAction, filters: queries.Filters, error: str | None = None
-) -> dict[str, Any]:
-    selection = operations.preview(store(), action.key, filters.status, filters.queue, filters.name)
+def _preview_context(action: BulkAction, where: dict[str, str], error: str | None = None) -> dict[str, Any]:
+    selection = store_bulk.preview_filter(store(), action.key, where)
     return {
         "selection": selection,
         "type_count": operations.needs_typed_count(action.key, selection.eligible),
@@ -49,9 +52,14 @@ def _preview_context(
     }
 
 
-def _filter_of(filters: queries.Filters) -> dict[str, str]:
-    """The operation's filter: the status (by name), queue and name given."""
-    return {k: v for k, v in filters.as_query().items() if k in ("status", "queue", "name")}
+def _filter_of(filters: queries.Filters, ids: list[str]) -> dict[str, str]:
+    """The operation's filter (checked: ``store.bulk.check_filter``): the rows
+    selected (``ids``) alone, or every list filter but part of an id. Raises
+    ValidationError naming the field."""
+    if ids:
+        return store_bulk.check_filter({"ids": ids})
+    keys = ("status", "queue", "name", "error", "payload")
+    return store_bulk.check_filter({k: v for k, v in filters.as_query().items() if k in keys})
 
 
 def _typed(raw: str | None) -> int | None:
@@ -71,33 +79,38 @@ def bulk() -> Response:
     filters, problems = queries.parse_filters(request.form)
     if problems:
         abort(400, " ".join(problems))
+    ids = [i for i in request.form.getlist("ids") if i]
     context: dict[str, Any] = {
         "action": action,
         "filters": filters,
-        "query": filters.as_query(),
+        "query": {} if ids else filters.as_query(),
+        "ids": ids,
         "bulk_actions": BULK_ACTIONS,
     }
-    if filters.searching:
-        refusal = "A bulk action acts on status, queue and name: clear the id, error and payload fields."
-        return _panel(400, refused=refusal, **context)
+    if filters.id_part and not ids:
+        # Said in the panel (200): a refusal status would log an error in the browser's console.
+        refusal = "A bulk action does not take part of an id: select the rows instead, or clear the id field."
+        return _panel(refused=refusal, **context)
+    try:
+        where = _filter_of(filters, ids)
+    except ValidationError as exc:
+        return _panel(refused=f"Nothing to act on: {exc}", **context)
     if request.form.get("confirm") != "1":
-        return _panel(**context, **_preview_context(action, filters))
+        return _panel(**context, **_preview_context(action, where))
     operation_id = request.form.get("operation_id", "")
     if not operations.OPERATION_ID.match(operation_id):
         abort(400, "The confirmation lacks its operation id. Preview again.")
     operation = store().get_operation(operation_id)  # a confirmation posted twice: the first one's
     if operation is None:
         # Counted again here: the form's own count (``expected``) is not trusted.
-        count = operations.preview(store(), action.key, filters.status, filters.queue, filters.name).eligible
+        count = store_bulk.preview_filter(store(), action.key, where).eligible
         if operations.needs_typed_count(action.key, count) and _typed(request.form.get("typed")) != count:
             message = (
                 f"Type the number of jobs, {count:,}, to confirm this {action.key} "
                 "(counted again now: the preview below shows the current count)."
             )
-            return _panel(422, **context, **_preview_context(action, filters, error=message))
-        operation = store_bulk.start(
-            store(), action.key, _filter_of(filters), actor(), count, operation_id=operation_id
-        )
+            return _panel(422, **context, **_preview_context(action, where, error=message))
+        operation = store_bulk.start(store(), action.key, where, actor(), count, operation_id=operation_id)
     current_app.logger.info("bulk operation started by %s: %s", actor(), store_bulk.describe(operation))
     target = url_for("console.operation", operation_id=operation.id)
     if is_htmx():

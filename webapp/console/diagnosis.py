@@ -19,6 +19,9 @@ S = JobStatus
 
 #: A worker counts as alive while its last heartbeat is younger than this many lease TTLs.
 ALIVE_TTLS = 3.0
+#: A live worker is overdue once its last heartbeat is older than this many lease TTLs: it
+#: beats every third of a TTL, so it has missed one beat and its leases are about to lapse.
+OVERDUE_TTLS = 2 / 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,13 @@ def is_alive(worker: WorkerInfo, now_s: float, lease_ttl_s: float) -> bool:
     return seen is not None and now_s - seen <= ALIVE_TTLS * lease_ttl_s
 
 
+def is_overdue(worker: WorkerInfo, now_s: float, lease_ttl_s: float) -> bool:
+    """True when the last heartbeat is older than OVERDUE_TTLS lease TTLs of ``now_s``
+    (a silent worker, past ALIVE_TTLS, is overdue too)."""
+    seen = epoch(worker.last_seen_at)
+    return seen is None or now_s - seen > OVERDUE_TTLS * lease_ttl_s
+
+
 def _ago(seconds: float) -> str:
     return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
 
@@ -76,8 +86,9 @@ def _when(value: datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _worker_line(job: Job, ctx: Context) -> list[Reason]:
-    """Is a live worker serving the job's queue, and does it have room?"""
+def _worker_line(job: Job, ctx: Context, held: bool = False) -> list[Reason]:
+    """Is a live worker serving the job's queue, and does it have room? ``held``:
+    a pause or a limit keeps the job back, so a free slot does not mean a claim."""
     live = [w for w in ctx.workers if is_alive(w, ctx.now_s, ctx.lease_ttl_s)]
     serving = [w for w in live if job.queue in queue_names(w)]
     if not serving:
@@ -118,7 +129,7 @@ def _worker_line(job: Job, ctx: Context) -> list[Reason]:
                 "(claim order is priority, then due time).",
             )
         )
-    elif busy < slots:
+    elif busy < slots and not held:
         lines.append(Reason("info", "A worker has a free slot: it should claim this job at its next poll."))
     return lines
 
@@ -148,16 +159,13 @@ def _limit_line(job: Job, ctx: Context) -> list[Reason]:
         return []
     kind, why = ctx.limit
     after = "a running job finishes" if "concurrency" in kind else "the window allows another start"
-    return [Reason("warn", f"Held by queue '{job.queue}'s {why}; it starts when {after}.")]
+    return [Reason("warn", f"Held by a limit of queue '{job.queue}' ({why}); it starts when {after}.")]
 
 
 def _queued(job: Job, ctx: Context) -> list[Reason]:
-    return [
-        *_paused_line(job, ctx),
-        *_limit_line(job, ctx),
-        Reason("info", "Queued and due now; waiting to be claimed."),
-        *_worker_line(job, ctx),
-    ]
+    held = [*_paused_line(job, ctx), *_limit_line(job, ctx)]
+    waiting = [] if held else [Reason("info", "Queued and due now; waiting to be claimed.")]
+    return [*held, *waiting, *_worker_line(job, ctx, held=bool(held))]
 
 
 def _waiting(job: Job) -> list[Reason]:
@@ -182,8 +190,11 @@ def _scheduled(job: Job, ctx: Context) -> list[Reason]:
         else:
             text = f"Scheduled for later: due at {_when(due)}, in"
         return [*_paused_line(job, ctx), Reason("info", text, seconds=wait)]
-    lines = [Reason("info", "Due now (a retry or a released lease); waiting to be claimed.")]
-    return _paused_line(job, ctx) + lines + _worker_line(job, ctx)
+    paused = _paused_line(job, ctx)
+    lines = (
+        [] if paused else [Reason("info", "Due now (a retry or a released lease); waiting to be claimed.")]
+    )
+    return paused + lines + _worker_line(job, ctx, held=bool(paused))
 
 
 def _in_progress(job: Job, ctx: Context) -> list[Reason]:

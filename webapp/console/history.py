@@ -111,11 +111,22 @@ class Series:
         return sum(self.values)
 
     def points(self, peak: int) -> str:
-        """SVG polyline points of the values scaled to ``peak`` (top of the plot)."""
-        scale = (PLOT_H - 2 * PAD) / peak if peak else 0.0
+        """SVG polyline points of the complete bins' values scaled to ``peak``
+        (top of the plot): the newest bin is still filling, so the line stops
+        before it rather than dropping to its partial count (``filling``)."""
         return " ".join(
-            f"{i * BIN_W + BIN_W / 2:g},{PLOT_H - PAD - v * scale:.1f}" for i, v in enumerate(self.values)
+            f"{x:g},{y:.1f}" for x, y in (_xy(i, v, peak) for i, v in enumerate(self.values[:-1]))
         )
+
+    def filling(self, peak: int) -> tuple[float, float]:
+        """Where the newest bin's count so far sits: a dot, not a point of the line."""
+        return _xy(len(self.values) - 1, self.values[-1] if self.values else 0, peak)
+
+
+def _xy(i: int, value: int, peak: int) -> tuple[float, float]:
+    """SVG coordinates of bin ``i`` holding ``value`` in a plot whose top is ``peak``."""
+    scale = (PLOT_H - 2 * PAD) / peak if peak else 0.0
+    return i * BIN_W + BIN_W / 2, round(PLOT_H - PAD - value * scale, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +148,19 @@ class Graph:
     def rows(self) -> list[tuple[str, list[int]]]:
         """The table: each bin's label with every series' value."""
         return [(label, [s.values[i] for s in self.series]) for i, label in enumerate(self.labels)]
+
+    @property
+    def hovers(self) -> list[tuple[float, str]]:
+        """Each bin's left edge (SVG units) and its values in words, shown on hover."""
+        last = len(self.labels) - 1
+        return [
+            (
+                i * BIN_W,
+                f"{label}{' (still filling)' if i == last else ''}: "
+                + ", ".join(f"{s.label} {s.values[i]:,}" for s in self.series),
+            )
+            for i, label in enumerate(self.labels)
+        ]
 
     @property
     def summary(self) -> str:

@@ -17,7 +17,7 @@ from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.models import Counts, Job, QueueState, WorkerInfo
 from store.search import SearchQuery, matches, parse_payload_filter
-from webapp.console.diagnosis import epoch, is_alive
+from webapp.console.diagnosis import epoch, is_alive, is_overdue
 
 S = JobStatus
 
@@ -27,18 +27,26 @@ SCAN_LIMIT = 5000
 
 @dataclass(frozen=True, slots=True)
 class WorkerRow:
-    """A registry entry with its liveness and heartbeat age (seconds)."""
+    """A registry entry with its liveness and heartbeat age (seconds):
+    ``overdue`` while alive but late for its heartbeat (diagnosis.OVERDUE_TTLS)."""
 
     info: WorkerInfo
     alive: bool
     age_s: float | None
+    overdue: bool = False
+
+    @property
+    def state(self) -> str:
+        """``alive``, ``overdue`` (alive, heartbeat late) or ``silent``."""
+        return "silent" if not self.alive else "overdue" if self.overdue else "alive"
 
 
 def worker_rows(store: JobStore, now_s: float, lease_ttl_s: float) -> list[WorkerRow]:
     rows = []
     for w in store.workers():
         seen = epoch(w.last_seen_at)
-        rows.append(WorkerRow(w, is_alive(w, now_s, lease_ttl_s), None if seen is None else now_s - seen))
+        age = None if seen is None else now_s - seen
+        rows.append(WorkerRow(w, is_alive(w, now_s, lease_ttl_s), age, is_overdue(w, now_s, lease_ttl_s)))
     return rows
 
 

@@ -7,11 +7,13 @@ Each page that changes while it is open has a partial in
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from flask import Response, abort, current_app, make_response, redirect, request, url_for
 
 from store.base import RECOVERY_LOCK
@@ -88,7 +90,8 @@ def overview() -> Response:
         paused=paused,
         latency=queue_latency(st, counts),
         expired=st.expired_lease_count(),
-        workers_alive=sum(1 for w in workers if w.alive),
+        workers_alive=sum(1 for w in workers if w.alive and not w.overdue),
+        workers_overdue=sum(1 for w in workers if w.alive and w.overdue),
         workers_total=len(workers),
         failures=st.list_jobs(status=S.Failed, limit=RECENT_FAILURES).items,
         history=history.read(st, now_s, request.args.get("range")),
@@ -252,6 +255,7 @@ def workers_context(message: str | None = None) -> dict[str, Any]:
     return {
         "rows": queries.worker_rows(st, now_s, settings().lease_ttl_s),
         "alive_after_s": diagnosis.ALIVE_TTLS * settings().lease_ttl_s,
+        "overdue_after_s": diagnosis.OVERDUE_TTLS * settings().lease_ttl_s,
         "forget_after_s": settings().worker_forget_after_s,
         "message": message,
         "now_s": now_s,
@@ -308,9 +312,27 @@ class AuditEntry:
     queue: str | None = None
     job_gone: bool = False
     operation: str | None = None
+    #: A JSON document the detail carries (a queue's new limits), indented, shown on demand.
+    document: str | None = None
 
 
 _QUEUE_EVENTS = frozenset({EventKind.QUEUE_PAUSED, EventKind.QUEUE_RESUMED})
+#: ``queue <name> limits <JSON>``: the message of QUEUE_LIMITS_SET (store/sql/flow.py, store/redis/flow.py).
+_LIMITS_TEXT = re.compile(r"^queue (\S+) limits (\{.*\})$", re.DOTALL)
+
+
+def _limits_change(e: JobEvent) -> tuple[str | None, str | None]:
+    """The queue and the limits (indented JSON) of a QUEUE_LIMITS_SET entry; (None, None) otherwise."""
+    found = _LIMITS_TEXT.match(e.message or "") if e.kind == EventKind.QUEUE_LIMITS_SET else None
+    if found is None:
+        return None, None
+    try:
+        document = orjson.dumps(orjson.loads(found.group(2)), option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONDecodeError:
+        document = found.group(2)
+    return found.group(1), document
+
+
 _BULK_EVENTS = frozenset({EventKind.BULK_STARTED, EventKind.BULK_FINISHED})
 
 
@@ -319,15 +341,17 @@ def _audit_entry(e: JobEvent) -> AuditEntry:
     detail = " · ".join(part for part in (change, e.message or "") if part)
     queue = (e.message or "").removeprefix("queue ") if e.kind in _QUEUE_EVENTS else None
     found = OPERATION_IN_TEXT.search(e.message or "") if e.kind in _BULK_EVENTS else None
+    limits_queue, document = _limits_change(e)
     return AuditEntry(
         e.at,
         operator_name(e.actor or ""),
         e.kind,
         e.job_id or None,
         detail,
-        queue=queue or None,
+        queue=queue or limits_queue or None,
         job_gone=e.kind == EventKind.DELETED,
         operation=found.group(1) if found else None,
+        document=document,
     )
 
 
