@@ -10,12 +10,12 @@ Times are spread evenly over the SPAN_S before the load; a Scheduled job is
 due 1 min to 1 day after it.
 
 As in bench/scale.py the jobs are copies written by the store's fixture
-loader (store/fixtures.py): one template job per status is run through the
+loader (bench/fixtures/): one template job per status is run through the
 store itself (enqueue; claim and complete / fail for good / fail with a retry
 pending; cancel), then the engine writes each copy with its own id, queue,
 name, payload, error message and times, with the events, indexes, counters
 and history buckets its own paths would have written (SQL: INSERT … SELECT
-from JSON arrays, then ANALYZE; Redis: lua/fixtures.lua, 1,000 copies a
+from JSON arrays, then ANALYZE; Redis: bench/fixtures/fixtures.lua, 1,000 copies a
 call). After the copy, IN_PROGRESS Queued jobs are claimed by the store
 with a lease of a day.
 
@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.fixtures import Copy, load_copies, make_templates
 from store import JobStore
-from store.fixtures import Copy, load_copies, make_templates
 from store.lifecycle import JobStatus
 from store.models import Job
 

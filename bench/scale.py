@@ -1,11 +1,11 @@
 """Fill a store with finished jobs fast, for the figures "at scale".
 
 Running a million jobs through enqueue, claim and complete takes minutes per
-store; the fixture loader of the store (store/fixtures.py) takes seconds to a
+store; the fixture loader of the store (bench/fixtures/) takes seconds to a
 minute: one template job is enqueued, claimed and completed by the store
 itself, then ``n - 1`` copies of it are written with their own ids and times
 by the store's engine (SQL: INSERT … SELECT from a JSON array with the
-bookkeeping statements; Redis: lua/fixtures.lua, 1,000 copies a call), as
+bookkeeping statements; Redis: bench/fixtures/fixtures.lua, 1,000 copies a call), as
 its own paths would have written them. The copies are spread back in time
 (0.05 s apart, ending before the template), so jobs run afterwards are the
 newest. The SQL stores are then VACUUMed / ANALYZEd.
@@ -25,9 +25,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench.fixtures import Copy, load_copies, make_templates
 from bench.redis_store import PAYLOAD
 from store import JobStore, open_store
-from store.fixtures import Copy, load_copies, make_templates
 from store.lifecycle import JobStatus
 
 #: Seconds between the times of consecutive copies.

@@ -167,10 +167,12 @@ def function_names() -> list[str]:
     return sorted(p.stem for p in LUA_DIR.glob("*.lua"))
 
 
-def includes(name: str) -> list[str]:
-    """The sections whose per-call state function ``name`` starts besides
-    lib/keys.lua's, which every function starts."""
-    found = _INCLUDE.findall((LUA_DIR / f"{name}.lua").read_text())
+def includes(name: str, text: str | None = None) -> list[str]:
+    """The sections whose per-call state function ``name`` (its file's
+    ``text``, default ``lua/<name>.lua``) starts besides lib/keys.lua's,
+    which every function starts."""
+    text = (LUA_DIR / f"{name}.lua").read_text() if text is None else text
+    found = _INCLUDE.findall(text)
     unknown = set(found) - set(SECTIONS) | ({"keys"} & set(found))
     if unknown:
         raise ValueError(f"{name}.lua includes unknown sections {sorted(unknown)}")
@@ -191,14 +193,14 @@ def prelude() -> str:
 CALL_MARK = "-- @call\n"
 
 
-def _body(name: str) -> str:
+def _body(name: str, text: str | None = None) -> str:
     """Function ``name`` as a block of the library: its load section (the text
     before a ``-- @call`` line, if any: tables and helpers built once, at
     FUNCTION LOAD, where only table constructors, numeric loops, operators
     and function definitions may run), then the registered function, whose
     body is the rest."""
-    starts = "".join(f"  start_{section}()\n" for section in ["keys", *includes(name)])
-    text = (LUA_DIR / f"{name}.lua").read_text()
+    text = (LUA_DIR / f"{name}.lua").read_text() if text is None else text
+    starts = "".join(f"  start_{section}()\n" for section in ["keys", *includes(name, text)])
     load, _, call = text.rpartition(CALL_MARK)
     head = "if not tonumber then\n  start_globals()\nend\nKEYS, ARGV = keys, args\n"
     function = f"F[{_lua_text(name)}] = function(keys, args)\n{head}{starts}{call}\nend\n"
@@ -224,16 +226,24 @@ def version(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()[:12]
 
 
+def build_library(prefix: str, functions: dict[str, str]) -> tuple[str, str]:
+    """``(library name, library code)`` of the prelude and ``functions``
+    (name -> its file's text); the name is ``prefix`` and the ``version`` of
+    the code before the registrations. The store's library is ``library()``;
+    a library of other functions on the same prelude (the benches' fixture
+    loader, bench/fixtures/) is built here too, and is never the store's."""
+    bodies = [_body(fn, text) for fn, text in sorted(functions.items())]
+    code = "\n".join([GLOBALS, "local KEYS, ARGV = {}, {}", prelude(), "local F = {}", *bodies])
+    name = f"{prefix}_{version(code)}"
+    # One line a function: the library's load-time environment has no pairs().
+    register = "".join(f"register_function('{name}_{fn}', F['{fn}'])\n" for fn in sorted(functions))
+    return name, f"#!lua name={name}\n{code}\n{register}"
+
+
 @cache
 def library() -> tuple[str, str]:
-    """``(library name, library code)``; the name ends in ``version`` of the
-    code before the registrations."""
-    parts = [GLOBALS, "local KEYS, ARGV = {}, {}", prelude(), "local F = {}", *map(_body, function_names())]
-    code = "\n".join(parts)
-    name = f"leasehold_{version(code)}"
-    # One line a function: the library's load-time environment has no pairs().
-    register = "".join(f"register_function('{name}_{fn}', F['{fn}'])\n" for fn in function_names())
-    return name, f"#!lua name={name}\n{code}\n{register}"
+    """``(library name, library code)`` of the store: every ``lua/*.lua``."""
+    return build_library("leasehold", {fn: (LUA_DIR / f"{fn}.lua").read_text() for fn in function_names()})
 
 
 #: A library of ours: ``leasehold_`` and its ``version``.
@@ -252,10 +262,14 @@ class Library:
     libraries this namespace loaded, scored by their last load (server
     time), or None to keep no account and unload nothing."""
 
-    def __init__(self, client: Any, registry: str | None = None) -> None:
+    def __init__(
+        self, client: Any, registry: str | None = None, built: tuple[str, str] | None = None
+    ) -> None:
+        """``built``: ``(name, code)`` of another library than the store's
+        (``build_library``); default ``library()``."""
         self.client = client
         self.registry = registry
-        self.name, self.code = library()
+        self.name, self.code = built or library()
 
     def load(self) -> None:
         """FUNCTION LOAD, unless a library of this name (so this content) is
@@ -359,7 +373,6 @@ class Scripts:
     audit: Function
     audit_migrate: Function
     reindex: Function
-    fixtures: Function
     enqueue_flow: Function
     flow_limits: Function
     flow_usage: Function

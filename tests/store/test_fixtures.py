@@ -1,4 +1,4 @@
-"""The fixture loader (store/fixtures.py), on every store: copies of jobs of
+"""The fixture loader (bench/fixtures/), on every store: copies of jobs of
 each status read back (get, list_jobs by status, queue and name, counts,
 event totals, history, timelines, the claim and the leases) exactly as jobs
 of the same life made by the store's own paths."""
@@ -10,9 +10,9 @@ from dataclasses import replace
 
 from sqlalchemy import text
 
+from bench.fixtures import AT_FIELDS, LEASE_FIELDS, STATUSES, Copy, copy_rows, load_copies, make_templates
 from store.base import JobStore
 from store.counters import HISTORY_KINDS
-from store.fixtures import AT_FIELDS, LEASE_FIELDS, STATUSES, Copy, copy_rows, load_copies, make_templates
 from store.lifecycle import JobStatus
 from store.models import ts
 
