@@ -1,0 +1,204 @@
+"""API views of the alert rules (store/alerts.py): list, create, delete,
+test and mute. Registered by ``webapp.api.routes`` (``route_table``); GET
+needs a viewer token, every change an operator's, and every change is
+recorded in the audit log (EventKind.ALERT_CHANGED) with the token's actor.
+Webhooks are shown by their origin only and secrets never (``AlertRule.to_json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from store.alerts import (
+    MAX_MUTE_S,
+    AlertNotFound,
+    AlertRule,
+    alerts,
+    delete_alert,
+    get_alert,
+    mute_alert,
+    new_rule,
+    save_new,
+)
+from store.alerts_delivery import Attempt, post
+from store.base import JobStore
+from store.lifecycle import EventKind
+from store.times import iso, ts
+from webapp.api.auth import current_token
+from webapp.api.common import context_of
+from webapp.api.errors import APIError
+from webapp.api.schemas import DateTime
+from webapp.api.state import job_store
+
+ALERT = "/api/alerts/<alert_id>"
+
+
+class AlertRequest(BaseModel):
+    """A new rule; the checks that span fields (which condition takes
+    which field) are the store's (``store.alerts.new_rule``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=100)
+    when: str = Field(description="job_failed | failure_rate | queue_latency | no_workers")
+    queue: str | None = Field(None, max_length=100)
+    handler: str | None = Field(None, max_length=200, description="job_failed only")
+    threshold: float | None = Field(
+        None, description="failure_rate: a fraction in (0, 1]; queue_latency: seconds"
+    )
+    window_s: float | None = Field(None, description="failure_rate: seconds, 60..86400 (default 900)")
+    webhook: str = Field(description="https://…, or http:// to localhost or a private address")
+    secret: str | None = Field(None, max_length=200, description="signs each body (HMAC-SHA256)")
+
+
+class MuteQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    for_s: float = Field(ge=0.0, le=MAX_MUTE_S, allow_inf_nan=False, description="seconds; 0 unmutes")
+
+
+class AlertOut(BaseModel):
+    id: str
+    name: str
+    when: str
+    queue: str | None
+    handler: str | None
+    threshold: float | None
+    window_s: float | None
+    webhook: str = Field(description="the webhook's origin only")
+    secret_set: bool
+    created_by: str
+    created_at: DateTime | None
+    muted_until: DateTime | None
+    muted: bool
+    firing: bool
+    fired: int = Field(description="firings so far")
+    deliveries_failed: int = Field(description="firings whose delivery was given up")
+    last_fired_at: DateTime | None
+
+
+class AlertList(BaseModel):
+    items: list[AlertOut]
+
+
+class AlertTestOut(BaseModel):
+    delivered: bool
+    status: int | None = Field(description="the webhook's HTTP status, null without an answer")
+    error: str | None
+
+
+def audit(store: JobStore, actor: str, rule: AlertRule, what: str) -> None:
+    """Record an operator's change of ``rule`` in the audit log."""
+    store.record_action(actor, EventKind.ALERT_CHANGED, f"alert {rule.name}", what)
+
+
+def _rule(alert_id: str) -> AlertRule:
+    try:
+        return get_alert(job_store(), alert_id)
+    except AlertNotFound as exc:
+        raise APIError(404, str(exc)) from None
+
+
+def send_test(store: JobStore, rule: AlertRule, actor: str) -> Attempt:
+    """POST a test firing to ``rule``'s webhook now (once, no retry) and
+    audit it; the attempt."""
+    body = {
+        "alert": rule.name,
+        "when": rule.when,
+        "fired_at": iso(ts(store.now())),
+        "summary": f"test of alert {rule.name}, sent by {actor}",
+        "details": {"test": True},
+        "url": "/alerts",
+    }
+    attempt = post(rule, body)
+    audit(
+        store, actor, rule, "tested: " + ("delivered" if attempt.delivered else f"failed ({attempt.error})")
+    )
+    return attempt
+
+
+# ------------------------------------------------------------------ views
+def list_alerts() -> dict[str, Any]:
+    """Every alert rule, newest first, with its state (firing, muted, totals)."""
+    store = job_store()
+    now = store.now()
+    return {"items": [rule.to_json(now) for rule in alerts(store)]}
+
+
+def create_alert() -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Create a rule: 201 with it and `Location`; 422 naming a bad field.
+    Evaluated by the workers' maintenance from its next pass on."""
+    body: AlertRequest = context_of("json", AlertRequest)
+    store = job_store()
+    actor = current_token().actor
+    rule = save_new(store, new_rule(body.model_dump(exclude_none=True), actor))
+    audit(store, actor, rule, f"created: when {rule.when}, webhook {rule.to_json()['webhook']}")
+    return rule.to_json(store.now()), 201, {"Location": f"/api/alerts/{rule.id}"}
+
+
+def remove_alert(alert_id: str) -> Response:
+    """Delete a rule: 204; 404 when unknown."""
+    store = job_store()
+    try:
+        rule = delete_alert(store, alert_id)
+    except AlertNotFound as exc:
+        raise APIError(404, str(exc)) from None
+    audit(store, current_token().actor, rule, "deleted")
+    return Response(status=204)
+
+
+def send_test_alert(alert_id: str) -> dict[str, Any]:
+    """Send a test firing to the rule's webhook now, once (a short timeout,
+    no redirect followed): whether it was delivered, the HTTP status, why not."""
+    rule = _rule(alert_id)
+    attempt = send_test(job_store(), rule, current_token().actor)
+    return {"delivered": attempt.delivered, "status": attempt.status, "error": attempt.error}
+
+
+def mute_alert_rule(alert_id: str) -> dict[str, Any]:
+    """Mute a rule for `for_s` seconds (0 unmutes): its firings are not sent
+    meanwhile; one still holding when the mute ends is sent then."""
+    q: MuteQuery = context_of("query", MuteQuery)
+    store = job_store()
+    rule = _rule(alert_id)
+    try:
+        rule = mute_alert(store, rule.id, q.for_s, store.now())
+    except AlertNotFound as exc:
+        raise APIError(404, str(exc)) from None
+    audit(store, current_token().actor, rule, f"muted for {q.for_s:g} s" if q.for_s else "unmuted")
+    return rule.to_json(store.now())
+
+
+def route_table(route: Callable[..., Any], read: dict[str, Any], act: dict[str, Any], body: dict[str, Any]):
+    """The routes of this module, built with ``webapp.api.routes.Route``."""
+    e = act["HTTP_404"]
+    tags = ("alerts",)
+    return (
+        route("/api/alerts", list_alerts, responses={"HTTP_200": AlertList, **read}, tags=tags),
+        route(
+            "/api/alerts",
+            create_alert,
+            ("POST",),
+            json=AlertRequest,
+            responses={"HTTP_201": AlertOut, "HTTP_422": e, **act, **body},
+            tags=tags,
+        ),
+        route(ALERT, remove_alert, ("DELETE",), responses={"HTTP_204": None, **act}, tags=tags),
+        route(
+            f"{ALERT}/test",
+            send_test_alert,
+            ("POST",),
+            responses={"HTTP_200": AlertTestOut, **act},
+            tags=tags,
+        ),
+        route(
+            f"{ALERT}/mute",
+            mute_alert_rule,
+            ("POST",),
+            query=MuteQuery,
+            responses={"HTTP_200": AlertOut, "HTTP_422": e, **act},
+            tags=tags,
+        ),
+    )
