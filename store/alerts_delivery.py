@@ -31,7 +31,10 @@ import urllib3
 
 from store.alerts import AlertRule, count_failed_delivery, shown_webhook
 from store.alerts_eval import Firing
+from store.base import JobStore
+from store.lifecycle import EventKind
 from store.ports import RecordPort
+from store.times import iso, ts
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,29 @@ def post(rule: AlertRule, body: dict[str, Any], timeout_s: float = TIMEOUT_S) ->
 def _reason(exc: Exception) -> str:
     """Why a POST failed, without the webhook's URL (its path may hold a token)."""
     return str(getattr(exc, "reason", None) or exc).split(" url: ")[0][:200]
+
+
+def audit(store: JobStore, actor: str, rule: AlertRule, what: str) -> None:
+    """Record an operator's change of ``rule`` in the audit log."""
+    store.record_action(actor, EventKind.ALERT_CHANGED, f"alert {rule.name}", what)
+
+
+def send_test(store: JobStore, rule: AlertRule, actor: str) -> Attempt:
+    """POST a test firing to ``rule``'s webhook now (once, no retry) and
+    audit it; the attempt."""
+    body = {
+        "alert": rule.name,
+        "when": rule.when,
+        "fired_at": iso(ts(store.now())),
+        "summary": f"test of alert {rule.name}, sent by {actor}",
+        "details": {"test": True},
+        "url": "/alerts",
+    }
+    attempt = post(rule, body)
+    audit(
+        store, actor, rule, "tested: " + ("delivered" if attempt.delivered else f"failed ({attempt.error})")
+    )
+    return attempt
 
 
 class Deliverer(threading.Thread):

@@ -1,5 +1,5 @@
 """The ``leasehold`` command: worker, enqueue, recover,
-stats, purge, periodic, queue, job, db upgrade, hash-password, web, demo;
+stats, purge, periodic, queue, job, alerts, db upgrade, hash-password, web, demo;
 ``leasehold --version``. ``leasehold <command> --help``
 for each.
 
@@ -16,6 +16,7 @@ import click
 
 from leasehold import installed_version
 from leasehold.cli.admin import db_group, demo_command, hash_password_command, web_command
+from leasehold.cli.alerts import alerts_group
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
 from leasehold.cli.handlers import handlers_group
 from leasehold.cli.job import job_group
@@ -44,6 +45,7 @@ COMMANDS: tuple[click.Command, ...] = (
     queue_group,
     job_group,
     handlers_group,
+    alerts_group,
     db_group,
     hash_password_command,
     web_command,

@@ -24,10 +24,7 @@ from store.alerts import (
     new_rule,
     save_new,
 )
-from store.alerts_delivery import Attempt, post
-from store.base import JobStore
-from store.lifecycle import EventKind
-from store.times import iso, ts
+from store.alerts_delivery import audit, send_test
 from webapp.api.auth import current_token
 from webapp.api.common import context_of
 from webapp.api.errors import APIError
@@ -89,34 +86,11 @@ class AlertTestOut(BaseModel):
     error: str | None
 
 
-def audit(store: JobStore, actor: str, rule: AlertRule, what: str) -> None:
-    """Record an operator's change of ``rule`` in the audit log."""
-    store.record_action(actor, EventKind.ALERT_CHANGED, f"alert {rule.name}", what)
-
-
 def _rule(alert_id: str) -> AlertRule:
     try:
         return get_alert(job_store(), alert_id)
     except AlertNotFound as exc:
         raise APIError(404, str(exc)) from None
-
-
-def send_test(store: JobStore, rule: AlertRule, actor: str) -> Attempt:
-    """POST a test firing to ``rule``'s webhook now (once, no retry) and
-    audit it; the attempt."""
-    body = {
-        "alert": rule.name,
-        "when": rule.when,
-        "fired_at": iso(ts(store.now())),
-        "summary": f"test of alert {rule.name}, sent by {actor}",
-        "details": {"test": True},
-        "url": "/alerts",
-    }
-    attempt = post(rule, body)
-    audit(
-        store, actor, rule, "tested: " + ("delivered" if attempt.delivered else f"failed ({attempt.error})")
-    )
-    return attempt
 
 
 # ------------------------------------------------------------------ views
