@@ -79,7 +79,7 @@ def test_bad_rules_are_422_naming_the_field(
 ) -> None:
     response = api_client.post("/api/alerts", json=_rule(sink, **extra), headers=OPERATOR)
     assert response.status_code == 422
-    assert response.json["error"]["message"].startswith(field)
+    assert field in response.json["error"]["message"].split(":")[0]
 
 
 def test_a_redirect_is_not_followed_and_the_test_says_so(api_client: FlaskClient, sink: Sink) -> None:

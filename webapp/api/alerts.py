@@ -8,10 +8,10 @@ Webhooks are shown by their origin only and secrets never (``AlertRule.to_json``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from flask import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from store.alerts import (
     MAX_MUTE_S,
@@ -34,21 +34,62 @@ from webapp.api.state import job_store
 ALERT = "/api/alerts/<alert_id>"
 
 
-class AlertRequest(BaseModel):
-    """A new rule; the checks that span fields (which condition takes
-    which field) are the store's (``store.alerts.new_rule``)."""
+#: A webhook the store takes (``store.alerts.check_webhook``): https to any
+#: host, plain http to localhost or a loopback or private IPv4 address.
+WEBHOOK_PATTERN = (
+    r"^(https://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?[A-Za-z0-9.-]+"
+    r"|http://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?(localhost|127(\.(0|[1-9][0-9]?)){3}|10(\.(0|[1-9][0-9]?)){3}"
+    r"|192\.168(\.(0|[1-9][0-9]?)){2}|172\.(1[6-9]|2[0-9]|3[01])(\.(0|[1-9][0-9]?)){2}))"
+    r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[!-~]*)?$"
+)
+_TEXT = r"\S"
 
+
+class _Rule(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=100)
-    when: str = Field(description="job_failed | failure_rate | queue_latency | no_workers")
-    queue: str | None = Field(None, max_length=100)
-    handler: str | None = Field(None, max_length=200, description="job_failed only")
-    threshold: float | None = Field(
-        None, description="failure_rate: a fraction in (0, 1]; queue_latency: seconds"
+    name: str = Field(min_length=1, max_length=100, pattern=_TEXT)
+    queue: str | None = Field(None, min_length=1, max_length=100, pattern=_TEXT)
+    webhook: str = Field(
+        max_length=2000,
+        pattern=WEBHOOK_PATTERN,
+        description="https://…, or http:// to localhost or a loopback or private address",
     )
-    window_s: float | None = Field(None, description="failure_rate: seconds, 60..86400 (default 900)")
-    webhook: str = Field(description="https://…, or http:// to localhost or a private address")
-    secret: str | None = Field(None, max_length=200, description="signs each body (HMAC-SHA256)")
+    secret: str | None = Field(
+        None, min_length=1, max_length=200, pattern=_TEXT, description="signs each body (HMAC-SHA256)"
+    )
+
+
+class JobFailedRule(_Rule):
+    """A job of the queue and/or handler (or any) failed for good."""
+
+    when: Literal["job_failed"]
+    handler: str | None = Field(None, min_length=1, max_length=200, pattern=_TEXT)
+
+
+class FailureRateRule(_Rule):
+    """The share of finished jobs that failed over the window is above the threshold."""
+
+    when: Literal["failure_rate"]
+    threshold: float = Field(gt=0.0, le=1.0, allow_inf_nan=False, description="a fraction")
+    window_s: float = Field(900.0, ge=60.0, le=86400.0, allow_inf_nan=False)
+
+
+class QueueLatencyRule(_Rule):
+    """The oldest Queued job has waited more than ``threshold`` seconds."""
+
+    when: Literal["queue_latency"]
+    threshold: float = Field(gt=0.0, le=2592000.0, allow_inf_nan=False, description="seconds")
+
+
+class NoWorkersRule(_Rule):
+    """No live worker serves the queue (or a queue holding Queued jobs)."""
+
+    when: Literal["no_workers"]
+
+
+AlertRequest = RootModel[
+    Annotated[JobFailedRule | FailureRateRule | QueueLatencyRule | NoWorkersRule, Field(discriminator="when")]
+]
 
 
 class MuteQuery(BaseModel):
@@ -107,7 +148,7 @@ def create_alert() -> tuple[dict[str, Any], int, dict[str, str]]:
     body: AlertRequest = context_of("json", AlertRequest)
     store = job_store()
     actor = current_token().actor
-    rule = save_new(store, new_rule(body.model_dump(exclude_none=True), actor))
+    rule = save_new(store, new_rule(body.root.model_dump(exclude_none=True), actor))
     audit(store, actor, rule, f"created: when {rule.when}, webhook {rule.to_json()['webhook']}")
     return rule.to_json(store.now()), 201, {"Location": f"/api/alerts/{rule.id}"}
 
