@@ -1,7 +1,7 @@
 """The worker's service threads for the operations of store/recovery.py and
 store/maintenance.py: recovery of expired leases (a drain at start, then one
 bounded run every interval) and maintenance (retention, worker pruning, audit
-retention, history trimming, failure windows, and bulk operations as soon as
+retention, history trimming, failure windows, the lines of deleted jobs' logs, and bulk operations as soon as
 they are started). ``workers.worker.Worker`` starts and stops them
 (docs/architecture.md, "Worker threads"); operators call the same operations
 from the console, the API and the command.
@@ -19,6 +19,7 @@ from store import bulk
 from store.alerts_delivery import Deliverer
 from store.alerts_eval import evaluate
 from store.base import JobStore
+from store.job_logs import sweep_logs
 from store.lifecycle import JobStatus
 from store.maintenance import (
     AUDIT_RETENTION_S,
@@ -157,8 +158,9 @@ class MaintenanceService(threading.Thread):
         try:
             self.store.trim_history()
             prune_closed_failures(self.store)
+            sweep_logs(self.store)
         except Exception as exc:
-            log.warning("trimming the history counters or failure windows failed: %s", exc)
+            log.warning("trimming the history counters, failure windows or job logs failed: %s", exc)
 
     def run_bulk(self) -> None:
         """Run started bulk operations for up to BULK_BUDGET_S; errors logged."""

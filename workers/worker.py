@@ -105,7 +105,7 @@ class Worker(ClaimLoop):
         self._ahead_now = 0
         self._claim_at = 1
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
-        self.progress = ProgressReporter(store)
+        self.progress = ProgressReporter(store, job_log_lines=config.job_log_lines)
         #: One claim at a time: the claim loop's, or the acker's with its acks (fetch-next).
         self._claiming = threading.Lock()
         #: Taken by ``_start`` to admit a run and by the shutdown to close

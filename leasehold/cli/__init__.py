@@ -20,6 +20,7 @@ from leasehold.cli.alerts import alerts_group
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
 from leasehold.cli.handlers import handlers_group
 from leasehold.cli.job import job_group
+from leasehold.cli.job_logs import job_logs_command
 from leasehold.cli.jobs import (
     enqueue_command,
     purge_command,
@@ -33,6 +34,7 @@ from leasehold.logs import configure_logging, log_format_from_env
 from leasehold.settings import ConfigError, check_names
 
 queue_group.add_command(limits_command)
+job_group.add_command(job_logs_command)
 
 #: Every command (``leasehold.cli.flask`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (

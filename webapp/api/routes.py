@@ -27,7 +27,7 @@ from store.errors import StoreUnavailable
 from store.handler_figures import figures
 from store.lifecycle import JobStatus
 from webapp import metrics
-from webapp.api import alerts, control, flow
+from webapp.api import alerts, control, flow, job_logs
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
@@ -438,7 +438,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),
 )
 
-ROUTES += alerts.route_table(Route, _READ, _ACT, _BODY)
+ROUTES += alerts.route_table(Route, _READ, _ACT, _BODY) + job_logs.route_table(Route, JOB, _READ, E)
 
 #: Endpoints that take no token.
 ANONYMOUS: frozenset[str] = frozenset(f"api.{r.view.__name__}" for r in ROUTES if r.anonymous)
