@@ -24,6 +24,7 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
         control,
         flow,
         handlers,
+        job_logs,
         operating,
         views,
     )
