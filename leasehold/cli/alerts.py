@@ -11,7 +11,6 @@ import click
 
 from leasehold.cli.base import OneLineGroup, friendly_errors, operator, runtime
 from store.alerts import WHEN, alerts, delete_alert, get_alert, mute_alert, new_rule, save_new
-from store.alerts_delivery import audit, send_test
 
 
 @click.group("alerts", cls=OneLineGroup)
@@ -53,6 +52,8 @@ def alerts_list(as_json: bool) -> None:
 @friendly_errors
 def alerts_add(name: str, when: str, webhook: str, **options: object) -> None:
     """Create a rule; prints its id."""
+    from store.alerts_delivery import audit  # urllib3 only for the commands that post or audit
+
     store = runtime().store()
     body = {
         "name": name,
@@ -70,6 +71,8 @@ def alerts_add(name: str, when: str, webhook: str, **options: object) -> None:
 @friendly_errors
 def alerts_delete(alert_id: str) -> None:
     """Delete a rule."""
+    from store.alerts_delivery import audit
+
     store = runtime().store()
     rule = delete_alert(store, alert_id)
     audit(store, operator(), rule, "deleted")
@@ -81,6 +84,8 @@ def alerts_delete(alert_id: str) -> None:
 @friendly_errors
 def alerts_test(alert_id: str) -> None:
     """Send a test firing to the rule's webhook now; exits 1 when it was not delivered."""
+    from store.alerts_delivery import send_test
+
     store = runtime().store()
     attempt = send_test(store, get_alert(store, alert_id), operator())
     if not attempt.delivered:
@@ -94,6 +99,8 @@ def alerts_test(alert_id: str) -> None:
 @friendly_errors
 def alerts_mute(alert_id: str, for_s: float) -> None:
     """Mute a rule for a while (its firings are not sent meanwhile)."""
+    from store.alerts_delivery import audit
+
     store = runtime().store()
     rule = mute_alert(store, alert_id, for_s, store.now())
     audit(store, operator(), rule, f"muted for {for_s:g} s" if for_s else "unmuted")
