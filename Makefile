@@ -78,7 +78,8 @@ BENCH_ARGS ?=
 .PHONY: bench-scale
 bench: $(STAMP)
 	$(SERVICES) \
-	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
+	$(BIN)/python -m bench.run_all $(BENCH_ARGS) && \
+	$(BIN)/python -m bench.job_logs
 
 bench-scale: $(STAMP)
 	$(SERVICES) \

@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "RETENTION_AUDIT": 7776000.0,  # seconds an audit entry is kept (90 days); 0 keeps forever
     "LOG_SUCCESS": True,  # log each completed job at INFO with its run time
     "UNKNOWN_HANDLER_GRACE": 3600.0,  # seconds a job whose handler no worker has waits, then fails
+    "JOB_LOG_LINES": 1000,  # lines of ctx.log an attempt keeps (the newest)
 }
 
 #: Defaults of the web app's own keys (``webapp.config`` validates them), each with its unit.
@@ -182,6 +183,8 @@ class Settings:
     #: Seconds after its enqueue a job whose handler a worker lacks is released (not
     #: failed) for another worker to take; past it the job fails with UnknownHandler.
     unknown_handler_grace_s: float = 3600.0
+    #: Lines of ``ctx.log`` a job attempt keeps, the newest (store/job_logs.py).
+    job_log_lines: int = 1000
 
     def store_settings(self) -> StoreSettings:
         """The store's defaults from these settings."""
@@ -301,6 +304,7 @@ def load_settings(config: Mapping[str, Any]) -> Settings:
         maintenance_interval_s=_number(config, "MAINTENANCE_INTERVAL", 0.05, high=DAY_S),
         log_success=_flag(config, "LOG_SUCCESS"),
         unknown_handler_grace_s=_number(config, "UNKNOWN_HANDLER_GRACE", 0.0, high=30 * DAY_S),
+        job_log_lines=int(_number(config, "JOB_LOG_LINES", 1, integer=True, high=100_000)),
     )
 
 

@@ -107,6 +107,7 @@ class EventKind(enum.StrEnum):
     DEPENDENCIES_MET = "dependencies_met"  # a waiting job's last parent finished: Queued
     QUEUE_LIMITS_SET = "queue_limits_set"  # audit only: the message names the queue and its limits
     BATCH_CANCELED = "batch_canceled"  # audit only: the message names the batch
+    ALERT_CHANGED = "alert_changed"  # audit only: an alert rule created, deleted, muted or tested
 
 
 #: Refusal kinds: a stale write (wrong token, job no longer InProgress) that

@@ -28,6 +28,8 @@ Series (``_total`` added by the exposition format for counters):
   the sum covers that history: exact until the history wraps, after which
   older runs drop out and Prometheus sees a counter reset. (A store-kept
   ``e:pruned`` counter bumped by ``purge`` would make it exact for ever.)
+* ``leasehold_alerts_fired_total{alert}``, ``leasehold_alert_deliveries_failed_total{alert}``
+  and ``leasehold_queue_workers{queue}``: see webapp/alert_metrics.py.
 * ``leasehold_job_events_total{kind}``: every job event kind from ``store.event_counts()``.
 * Named counters from the same totals: ``leasehold_jobs_enqueued_total``,
   ``leasehold_jobs_claimed_total``, ``leasehold_jobs_completed_total``,
@@ -72,6 +74,7 @@ from store.base import MAX_PAGE_SIZE, JobStore
 from store.latency import queue_latency
 from store.lifecycle import REFUSALS, JobStatus
 from store.lifecycle import EventKind as E
+from webapp.alert_metrics import alert_metrics
 from webapp.console.diagnosis import ALIVE_TTLS, is_alive
 from webapp.flow_metrics import limit_metrics
 
@@ -154,6 +157,7 @@ class StoreCollector(Collector):
         yield from self._recovery()
         yield from self._pruned()
         yield from limit_metrics(self.store)
+        yield from alert_metrics(self.store)
         if self.sample_jobs:
             yield from self._recent()
 

@@ -76,6 +76,8 @@ class WorkerConfig:
     log_level: str = "INFO"
     log_success: bool = True
     unknown_handler_grace_s: float = 3600.0
+    #: Lines of ``ctx.log`` an attempt keeps (LEASEHOLD_JOB_LOG_LINES).
+    job_log_lines: int = 1000
     store: StoreSettings = field(default_factory=StoreSettings)
 
     def __post_init__(self) -> None:

@@ -12,6 +12,7 @@ to the process-wide registry that workers look names up in.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any
 from store.lifecycle import DEFAULT_MAX_SNOOZES
 from store.models import Job, JobSpec, progress_value
 from store.spec import MAX_DELAY_S
+from workers.job_logs import run_logger
 
 __all__ = [
     "HandlerError",
@@ -131,6 +133,7 @@ class JobContext:
     parents: dict[str, dict[str, Any]] | None = None
     _cancelled: CancelEvent | None = field(default=None, repr=False, compare=False)
     _reporter: Any = field(default=None, repr=False, compare=False)
+    _log: Any = field(default=None, repr=False, compare=False)
 
     @property
     def cancelled(self) -> CancelEvent:
@@ -164,6 +167,21 @@ class JobContext:
         progress_value(fraction, message)
         if self._reporter is not None:
             self._reporter.report(self.job_id, self.lease_token, self.worker_id, fraction, message)
+
+    @property
+    def log(self) -> logging.Logger:
+        """This run's ``logging.Logger`` (``ctx.log.info("sent %d", n)``):
+        records of INFO and up are kept with the job's attempt (at most
+        LEASEHOLD_JOB_LOG_LINES lines an attempt, the newest; a line cut to
+        4000 characters) and shown by the job page, ``GET
+        /api/jobs/<id>/logs`` and ``leasehold job logs``; they reach the
+        worker's own log too. Made on first use; written by the worker in
+        batches, never one store call a line (workers/job_logs.py)."""
+        logger = self._log
+        if logger is None:
+            book = getattr(self._reporter, "logs", None)
+            logger = self._log = run_logger(book, self.job_id, self.lease_token, self.attempt + 1, self.name)
+        return logger
 
     @classmethod
     def for_job(cls, job: Job, worker_id: str, reporter: Any = None) -> JobContext:

@@ -35,6 +35,8 @@ from itertools import groupby
 
 from store.base import JobStore
 from store.errors import StoreUnavailable
+from store.job_logs import DEFAULT_LINES
+from workers.job_logs import JobLogBook
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,10 @@ class ProgressReporter:
     taken before it began, including one another flush had in hand."""
 
     def __init__(
-        self, store: JobStore | Callable[[], JobStore], flush_interval_s: float = FLUSH_INTERVAL_S
+        self,
+        store: JobStore | Callable[[], JobStore],
+        flush_interval_s: float = FLUSH_INTERVAL_S,
+        job_log_lines: int = DEFAULT_LINES,
     ) -> None:
         self._store = store
         self._opened: JobStore | None = store if isinstance(store, JobStore) else None
@@ -67,6 +72,9 @@ class ProgressReporter:
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
+        #: The runs' ``ctx.log`` lines (workers/job_logs.py), written with their reports.
+        self.logs = JobLogBook(job_log_lines)
+        self.logs.on_line = self._start_flusher
 
     def _handle(self) -> JobStore:
         """The store, opened on first use (called under ``_writing``)."""
@@ -81,6 +89,13 @@ class ProgressReporter:
         token)`` (checked already: ``progress_value``). Never blocks on the store."""
         with self._lock:
             self._pending[(job_id, token)] = (worker_id, fraction, message)
+        self._start_flusher()
+
+    def _start_flusher(self) -> None:
+        """Start the flusher thread once (the first report or log line)."""
+        if self._thread is not None:
+            return
+        with self._lock:
             if self._thread is None and not self._closed:
                 self._thread = threading.Thread(target=self._run, name="leasehold-progress", daemon=True)
                 self._thread.start()
@@ -102,7 +117,9 @@ class ProgressReporter:
         store took. A run with nothing pending costs nothing (no call at all
         when none has). Raises StoreUnavailable after putting the reports
         back (unless a newer one came meanwhile): the caller may retry."""
+        keys = None if keys is None else list(keys)
         with self._writing:
+            self._write_logs(keys)
             with self._lock:
                 if keys is None:
                     taken, self._pending = self._pending, {}
@@ -123,8 +140,11 @@ class ProgressReporter:
         the caller with their acks (``JobStore.complete_and_claim``):
         ``(job_id, token, fraction, message)`` each. Waits for a flush in
         progress, so no older report of these runs is written after them."""
-        with self._writing, self._lock:
-            taken = {k: p for k in keys if (p := self._pending.pop(k, None)) is not None}
+        keys = list(keys)
+        with self._writing:
+            self._write_logs(keys)
+            with self._lock:
+                taken = {k: p for k in keys if (p := self._pending.pop(k, None)) is not None}
         return [(job_id, token, f, m) for (job_id, token), (_, f, m) in taken.items()]
 
     def restore(self, reports: Iterable[tuple[str, int, float, str | None]], worker_id: str) -> None:
@@ -133,6 +153,17 @@ class ProgressReporter:
         with self._lock:
             for job_id, token, fraction, message in reports:
                 self._pending.setdefault((job_id, token), (worker_id, fraction, message))
+
+    def _write_logs(self, keys: list[RunKey] | None) -> None:
+        """Write the runs' pending log lines (called under ``_writing``); a
+        failure is logged and the lines kept for the next write: a log line
+        never holds up an outcome."""
+        if not self.logs.pending():
+            return
+        try:
+            self.logs.write(self._handle(), keys)
+        except Exception as exc:
+            log.warning("job log lines not recorded yet (%d pending): %s", self.logs.pending(), exc)
 
     def _write(self, taken: dict[RunKey, Pending]) -> int:
         store, written = self._handle(), 0
@@ -175,7 +206,7 @@ class ProgressReporter:
 _child: ProgressReporter | None = None
 
 
-def init_child(handlers: list[str], store_url: str | None) -> None:
+def init_child(handlers: list[str], store_url: str | None, job_log_lines: int = DEFAULT_LINES) -> None:
     """Initializer of a pool process: load the handlers, and report progress
     through a store handle of its own, opened on the first write."""
     global _child
@@ -185,7 +216,7 @@ def init_child(handlers: list[str], store_url: str | None) -> None:
     if store_url:
         from store import open_store
 
-        _child = ProgressReporter(lambda: open_store(store_url))
+        _child = ProgressReporter(lambda: open_store(store_url), job_log_lines=job_log_lines)
 
 
 def child_reporter() -> ProgressReporter | None:

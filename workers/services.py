@@ -1,7 +1,7 @@
 """The worker's service threads for the operations of store/recovery.py and
 store/maintenance.py: recovery of expired leases (a drain at start, then one
 bounded run every interval) and maintenance (retention, worker pruning, audit
-retention, history trimming, failure windows, and bulk operations as soon as
+retention, history trimming, failure windows, the lines of deleted jobs' logs, and bulk operations as soon as
 they are started). ``workers.worker.Worker`` starts and stops them
 (docs/architecture.md, "Worker threads"); operators call the same operations
 from the console, the API and the command.
@@ -16,7 +16,10 @@ import time
 from collections.abc import Mapping
 
 from store import bulk
+from store.alerts_delivery import Deliverer
+from store.alerts_eval import evaluate
 from store.base import JobStore
+from store.job_logs import sweep_logs
 from store.lifecycle import JobStatus
 from store.maintenance import (
     AUDIT_RETENTION_S,
@@ -77,14 +80,18 @@ class RecoveryService(threading.Thread):
 BULK_POLL_S = 1.0
 #: Time one look may spend on bulk operations before the thread moves on, seconds.
 BULK_BUDGET_S = 5.0
+#: Seconds between two alert passes at most (the maintenance interval when shorter).
+ALERT_INTERVAL_S = 10.0
 
 
 class MaintenanceService(threading.Thread):
     """Runs retention (finished jobs, then audit entries older than
     ``audit_retention_s``), worker pruning, history trimming and the pruning
-    of closed failure windows in one worker process every interval, and bulk
+    of closed failure windows in one worker process every interval, bulk
     operations (store/bulk.py) as soon as they are started (checked every
-    BULK_POLL_S)."""
+    BULK_POLL_S), and the alert rules (store/alerts_eval.py) every
+    ``alert_interval_s``, their firings handed to a delivery thread
+    (store/alerts_delivery.py) so no webhook ever holds this thread."""
 
     def __init__(
         self,
@@ -102,10 +109,27 @@ class MaintenanceService(threading.Thread):
         self.retention_s = dict(retention_s)
         self.forget_after_s = forget_after_s
         self.audit_retention_s = audit_retention_s
+        self.alert_interval_s = min(interval_s, ALERT_INTERVAL_S)
+        self.deliverer = Deliverer(store)
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
         self._stop_event.set()
+        self.deliverer.stop()
+
+    def tick_alerts(self) -> int:
+        """One pass over the alert rules; its firings are queued for delivery
+        (the delivery thread starts with the first). How many; errors logged."""
+        try:
+            firings = evaluate(self.store, self.owner) or []
+        except Exception as exc:  # the next pass retries
+            log.warning("evaluating alerts failed: %s", exc)
+            return 0
+        for firing in firings:
+            if self.deliverer.ident is None and not self._stop_event.is_set():
+                self.deliverer.start()
+            self.deliverer.submit(firing)
+        return len(firings)
 
     def tick(self) -> None:
         """One pass of every task; errors are logged, never raised."""
@@ -134,8 +158,9 @@ class MaintenanceService(threading.Thread):
         try:
             self.store.trim_history()
             prune_closed_failures(self.store)
+            sweep_logs(self.store)
         except Exception as exc:
-            log.warning("trimming the history counters or failure windows failed: %s", exc)
+            log.warning("trimming the history counters, failure windows or job logs failed: %s", exc)
 
     def run_bulk(self) -> None:
         """Run started bulk operations for up to BULK_BUDGET_S; errors logged."""
@@ -147,8 +172,14 @@ class MaintenanceService(threading.Thread):
 
     def run(self) -> None:
         next_tick = time.monotonic() + self.interval_s * random.uniform(0.9, 1.0)
-        while not self._stop_event.wait(min(BULK_POLL_S, max(0.0, next_tick - time.monotonic()))):
+        next_alerts = time.monotonic() + self.alert_interval_s * random.uniform(0.5, 1.0)
+        while not self._stop_event.wait(
+            min(BULK_POLL_S, max(0.0, min(next_tick, next_alerts) - time.monotonic()))
+        ):
             self.run_bulk()
+            if time.monotonic() >= next_alerts:
+                self.tick_alerts()
+                next_alerts = time.monotonic() + self.alert_interval_s * random.uniform(0.9, 1.0)
             if time.monotonic() >= next_tick:
                 self.tick()
                 next_tick = time.monotonic() + self.interval_s * random.uniform(0.9, 1.0)

@@ -108,7 +108,7 @@ class Worker(ClaimLoop):
         self._idle = IdleBackoff()
         self._last_claim = 0.0
         self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
-        self.progress = ProgressReporter(store)
+        self.progress = ProgressReporter(store, job_log_lines=config.job_log_lines)
         #: What the main thread is told: completions, notices, wake-ups (workers/inbox.py).
         self.inbox = Inbox(MAX_BATCH)
         self.recorder = Recorder(store, self.id, self.inflight, self.progress, config.queue_names[0])

@@ -1,5 +1,5 @@
 """The ``leasehold`` command: worker, enqueue, recover,
-stats, purge, periodic, queue, job, db upgrade, hash-password, web, demo;
+stats, purge, periodic, queue, job, alerts, db upgrade, hash-password, web, demo;
 ``leasehold --version``. ``leasehold <command> --help``
 for each.
 
@@ -16,9 +16,11 @@ import click
 
 from leasehold import installed_version
 from leasehold.cli.admin import db_group, demo_command, hash_password_command, web_command
+from leasehold.cli.alerts import alerts_group
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
 from leasehold.cli.handlers import handlers_group
 from leasehold.cli.job import job_group
+from leasehold.cli.job_logs import job_logs_command
 from leasehold.cli.jobs import (
     enqueue_command,
     purge_command,
@@ -32,6 +34,7 @@ from leasehold.logs import configure_logging, log_format_from_env
 from leasehold.settings import ConfigError, check_names
 
 queue_group.add_command(limits_command)
+job_group.add_command(job_logs_command)
 
 #: Every command (``leasehold.cli.flask`` registers the same ones under Flask).
 COMMANDS: tuple[click.Command, ...] = (
@@ -44,6 +47,7 @@ COMMANDS: tuple[click.Command, ...] = (
     queue_group,
     job_group,
     handlers_group,
+    alerts_group,
     db_group,
     hash_password_command,
     web_command,

@@ -144,6 +144,7 @@ def worker_command(
         log_level=log_level.upper(),
         log_success=settings.log_success,
         unknown_handler_grace_s=settings.unknown_handler_grace_s,
+        job_log_lines=settings.job_log_lines,
         store=settings.store_settings(),
     )
     code = Supervisor(config, processes).run() if processes else run_worker(config)

@@ -25,6 +25,9 @@ Key schema (``P`` = prefix):
                           not the happy path's (enqueued, claimed, completed)
 ``{P}:attempts:<id>``     list: the job's failed attempts as JSON, oldest first
                           (written with the failure by lua/apply_failures.lua)
+``{P}:logs:<id>:<attempt>``, ``{P}:logs_meta:<id>``, ``{P}:logs_jobs``
+                          job logs (store/redis/job_logs.py): a list an attempt,
+                          lines pushed an attempt, jobs with lines for the sweep
 ``{P}:ready:<queue>``     zset, every score 0: due jobs (Queued, and Scheduled ones
                           moved here by a claim once due), member ``rank``
 ``{P}:scheduled:<queue>`` zset: Scheduled jobs, score due time, member ``rank``
@@ -182,6 +185,18 @@ class Keys:
 
     def attempts(self, job_id: str) -> str:
         return self._key("attempts", job_id)
+
+    def logs(self, job_id: str, attempt: int) -> str:
+        """List: an attempt's job-log lines as JSON, oldest first (store/redis/job_logs.py)."""
+        return self._key("logs", job_id, str(attempt))
+
+    def logs_meta(self, job_id: str) -> str:
+        """Hash: attempt -> lines ever pushed to its list (the cursor's base)."""
+        return self._key("logs_meta", job_id)
+
+    def logs_jobs(self) -> str:
+        """Zset: jobs with log lines, score when the sweep looks at them next."""
+        return self._key("logs_jobs")
 
     def ready(self, queue: str) -> str:
         return self._key("ready", queue)

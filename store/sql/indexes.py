@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import Index, text
 
-from store.sql.schema import attempts, job_deps, job_events, jobs, metadata, rate_starts, records
+from store.sql.schema import attempts, job_deps, job_events, job_logs, jobs, metadata, rate_starts, records
 from store.sql.schema import unique_keys as keys
 
 j = jobs.c
@@ -58,6 +58,7 @@ INDEXES: tuple[Index, ...] = (
     ),
     Index("leasehold_ix_unique_keys_job", keys.c.job_id),
     Index("leasehold_ix_attempts_job", attempts.c.job_id, attempts.c.id),
+    Index("leasehold_ix_job_logs_job", job_logs.c.job_id, job_logs.c.attempt, job_logs.c.id),
     # Records: a kind paged and pruned by score; expired records pruned by expiry.
     Index("leasehold_ix_records_score", records.c.kind, records.c.score),
     Index(

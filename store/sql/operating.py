@@ -15,6 +15,7 @@ from store.errors import ValidationError
 from store.lifecycle import EventKind
 from store.models import QueueState, ts
 from store.sql import operating_statements as ops
+from store.sql.job_logs import delete_logs_of
 from store.sql.plumbing import SqlPlumbing, event_row
 from store.sql.schema import counters, history, queues
 
@@ -44,6 +45,7 @@ class SqlOperatingMixin(SqlPlumbing):
         conn.execute(ops.delete_events_of(), {"ids": ids})
         conn.execute(ops.delete_unique_keys_of(), {"ids": ids})
         conn.execute(ops.delete_attempts_of(), {"ids": ids})
+        conn.execute(delete_logs_of(), {"ids": ids})
         deleted = conn.execute(ops.delete_jobs(), {"ids": ids}).all()
         self.book(
             conn,

@@ -193,6 +193,19 @@ attempts = Table(
     Column("finished_at", Double, nullable=False),
 )
 
+# The lines a handler logged with ``ctx.log``, by job and attempt (store/job_logs.py):
+# at most LEASEHOLD_JOB_LOG_LINES an attempt, the newest kept; removed with the job.
+job_logs = Table(
+    "leasehold_job_logs",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("at", Double, nullable=False),
+    Column("level", String(10), nullable=False),
+    Column("message", Text, nullable=False),
+)
+
 # Time-bucketed counters per queue and event kind, for the history graphs:
 # ``width`` 60 (per minute, kept 48 h) or 3600 (per hour, kept 30 days),
 # ``bucket`` its start (epoch seconds), sharded like the counters.

@@ -25,9 +25,9 @@ from store import recovery
 from store.catalogue import catalogue
 from store.errors import StoreUnavailable
 from store.handler_figures import figures
-from store.lifecycle import JobStatus
+from store.lifecycle import TERMINAL, JobStatus
 from webapp import metrics
-from webapp.api import batch_list, control, flow
+from webapp.api import alerts, batch_list, control, flow, job_logs, job_wait
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS, current_token
 from webapp.api.bodies import validated_body
@@ -147,8 +147,16 @@ def list_jobs() -> dict[str, Any]:
 
 
 def get_job(job_id: uuid.UUID) -> Any:
-    """A job (the app may shape this answer: see webapp.api.status_responses)."""
-    return job_status_response(job_store().get(str(job_id)))
+    """A job (the app may shape this answer: see webapp.api.status_responses).
+    `wait` (0 to 30 s): answer once the job is finished or that long has
+    passed; still running then: `Retry-After: 1` (see webapp.api.job_wait)."""
+    q: job_wait.JobQuery = context_of("query", job_wait.JobQuery)
+    job = job_wait.wait_for(job_store(), str(job_id), q.wait) if q.wait else job_store().get(str(job_id))
+    if not q.wait or job.status in TERMINAL:
+        return job_status_response(job)
+    response = current_app.make_response(job_status_response(job))
+    response.headers["Retry-After"] = str(job_wait.RETRY_AFTER_S)
+    return response
 
 
 def cancel_job(job_id: uuid.UUID) -> Response:
@@ -288,7 +296,12 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "/api/jobs", list_jobs, query=ListJobsQuery, responses={"HTTP_200": JobPage, "HTTP_429": E, **_READ}
     ),
-    Route(JOB, get_job, responses={"HTTP_200": None, "HTTP_404": E, **_READ}),
+    Route(
+        JOB,
+        get_job,
+        query=job_wait.JobQuery,
+        responses={"HTTP_200": None, "HTTP_404": E, "HTTP_422": E, **_READ},
+    ),
     Route(f"{JOB}/cancel", cancel_job, ("POST",), responses={"HTTP_200": JobOut, **_ACT}),
     Route(
         f"{JOB}/requeue",
@@ -433,6 +446,8 @@ ROUTES: tuple[Route, ...] = (
     Route("/metrics", prometheus_metrics, responses={"HTTP_200": None, **_READ}, tags=_OPS),
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),
 )
+
+ROUTES += alerts.route_table(Route, _READ, _ACT, _BODY) + job_logs.route_table(Route, JOB, _READ, E)
 
 #: Endpoints that take no token.
 ANONYMOUS: frozenset[str] = frozenset(f"api.{r.view.__name__}" for r in ROUTES if r.anonymous)

@@ -18,6 +18,7 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
     extension). Raises ConfigError for a malformed LEASEHOLD_USERS."""
     from webapp.console import (  # noqa: F401 - registers the routes
         actions,
+        alerts,
         auth,
         batches,
         bulk,
@@ -26,6 +27,7 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
         graphs,
         handlers,
         new_job,
+        job_logs,
         operating,
         views,
     )
