@@ -26,8 +26,8 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
         flow,
         graphs,
         handlers,
-        new_job,
         job_logs,
+        new_job,
         operating,
         views,
     )
