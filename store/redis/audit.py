@@ -1,6 +1,6 @@
 """The audit log of the Redis store (a mixin of RedisStore): a zset of the
 operators' events as JSON, scored by their time, written by the job scripts
-(lua/lib/job.lua ``record``) in the same call as the change they record.
+(lua/lib/events.lua ``record``) in the same call as the change they record.
 
 It is trimmed by age only (``prune_audit``, run by maintenance with
 LEASEHOLD_RETENTION_AUDIT), never by count, so a bulk action over any number

@@ -41,7 +41,7 @@ TRIM_BATCH = 1000
 #: Statuses counted from their listing zsets by queue (InProgress: from the leases zset).
 LISTED = codes(sorted(s for s in JobStatus if s is not JobStatus.InProgress))
 
-# NARROW is the width the functions write (lib/job.lua flush_counts); the
+# NARROW is the width the functions write (lib/counts.lua flush_counts); the
 # others are its roll-ups, by the rule of store/counters.py ("roll-up").
 assert next(iter(HISTORY_WIDTHS)) == NARROW, "lua/trim_history.lua takes the narrowest width first"
 

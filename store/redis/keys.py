@@ -12,7 +12,7 @@ Key schema (``P`` = prefix):
                           in the ready/scheduled zsets) and the fields its
                           happy path's events are read from (``enqueued_as``,
                           ``run``, ``claimed_from``, ``completed_by``:
-                          lua/lib/job.lua ``happen``, codec.derived_events);
+                          lua/lib/events.lua ``happen``, codec.derived_events);
                           without what the key or another field says
                           (layout 6, store/redis/layout.py): no ``id``, no
                           ``last_updated_at`` until the job changes, no
@@ -39,7 +39,7 @@ Key schema (``P`` = prefix):
 ``{P}:updated:<status>:queue:<queue>``, ``{P}:updated:<status>:name:<name>``
                           zsets: the jobs of one status but InProgress of one
                           queue, of one name, score last_updated_at in whole
-                          microseconds, member the id (lua/lib/job.lua
+                          microseconds, member the id (lua/lib/listing.lua
                           ``list_job``, store/redis/listing.py); no zset of a
                           status alone (layouts 1 to 4 kept ``updated:<status>``)
 ``{P}:queue_names``       set: every queue a listing zset was ever written for
@@ -97,7 +97,7 @@ Key schema (``P`` = prefix):
                           loaded, score their last load (store/redis/scripts.py
                           ``Library.unload_stale``)
 ``{P}:scan_from``         hash: queue -> the ready member a claim of a queue with
-                          per-key limits stopped its walk at (lua/lib/flow.lua)
+                          per-key limits stopped its walk at (lua/lib/flow_claim.lua)
 ``{P}:parents:<id>``      set: the ids of a job's parents
 ``{P}:children:<id>``     set: the ids of a job's children (listing, purge)
 ``{P}:waiting:<id>``      set: the children still waiting for the job to end
@@ -142,7 +142,7 @@ assert [int(s) for s in JobStatus] == list(range(100, 700, 100))
 
 def parse_history_field(field: str) -> tuple[float, str, str]:
     """``(bucket start, queue, kind)`` of a history hash field
-    ``<bucket>|<queue>|<kind>`` (written by lua/lib/job.lua ``flush_counts``;
+    ``<bucket>|<queue>|<kind>`` (written by lua/lib/counts.lua ``flush_counts``;
     a queue may itself contain ``|``, a bucket or kind never does)."""
     bucket, _, rest = field.partition("|")
     queue, _, kind = rest.rpartition("|")

@@ -3,7 +3,7 @@ the limit and order and turns ``before`` into a reversed read): exact keyset
 pages at any depth, whatever the filter.
 
 Every listing index is a zset scored by last_updated_at in whole
-microseconds with the job id as member (lua/lib/job.lua ``list_job``):
+microseconds with the job id as member (lua/lib/listing.lua ``list_job``):
 ``updated:<status>:queue:<queue>`` with a queue, ``updated:<status>:name:<name>``
 with a name, and without a filter the status's zsets of every queue of
 ``{P}:queue_names``, read alike and merged (there is no zset of a status
@@ -26,7 +26,7 @@ is full or the walk ends. It stays exact; its cost is bounded by the
 smaller zset's entries newer than the page, not by the store's size. Its
 count is ``ZINTERCARD``.
 
-InProgress jobs have none of these indexes (lua/lib/job.lua ``LEASED``):
+InProgress jobs have none of these indexes (lua/lib/listing.lua ``LEASED``):
 their index is the leases zset, whose members are exactly the jobs in
 flight. A listing of InProgress reads it whole, then the queue, name and
 last_updated_at of each (one pipelined HMGET), and filters, orders and pages

@@ -49,8 +49,24 @@ from store.redis.wakeups import WAKEUP_KEPT
 
 LUA_DIR = Path(__file__).with_name("lua")
 #: The library's sections, in the order they are pasted (job uses keys and
-#: clock; flow uses job; claim and ack use job and flow).
-SECTIONS = ("keys", "clock", "job", "flow", "claim", "ack")
+#: clock, and counts, listing and events continue it: job's per-call state,
+#: start_job, is defined last of them, in events; flow uses job, and
+#: flow_claim and dependencies continue it; claim and ack use job and
+#: flow). Only keys, clock and job have a per-call state a function may
+#: ``@include``.
+SECTIONS = (
+    "keys",
+    "clock",
+    "job",
+    "counts",
+    "listing",
+    "events",
+    "flow",
+    "flow_claim",
+    "dependencies",
+    "claim",
+    "ack",
+)
 _INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 

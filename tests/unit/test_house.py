@@ -29,3 +29,20 @@ def test_the_bench_library_is_built_apart_and_named_apart() -> None:
     name, code = _built()
     assert name.startswith("leasehold_bench_") and not scripts.OUR_LIBRARY.fullmatch(name)
     assert re.findall(rf"register_function\('{name}_(\w+)'", code) == ["fixtures"]
+
+
+#: The most lines a Lua file may hold (one function, or helpers of one concept).
+MAX_LUA_LINES = 200
+#: Lua files over MAX_LUA_LINES, each with why it is still one file; none should be added.
+LUA_OVER = {"enqueue.lua", "lib/claim.lua"}
+
+
+def test_lua_files_are_small_and_by_concept() -> None:
+    lua = REPO / "store" / "redis" / "lua"
+    over = {
+        str(p.relative_to(lua)) for p in lua.rglob("*.lua") if len(p.read_text().splitlines()) > MAX_LUA_LINES
+    }
+    assert over <= LUA_OVER, sorted(over - LUA_OVER)
+    for section in scripts.SECTIONS:  # each helper file says what it takes and defines
+        head = (lua / "lib" / f"{section}.lua").read_text()[:3000]
+        assert "KEYS" in head and "Defines" in head, section
