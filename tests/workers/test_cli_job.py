@@ -169,3 +169,13 @@ def test_show_escapes_terminal_control_sequences(handle: StoreHandle, cli: CliRu
         "  error E\\x1b[0m: boom\\x1b[2J\\x1b[31mred\\x0d\\x0afake line\\u202egnp"
         in shown.stdout.splitlines()
     )
+
+
+def test_periodic_commands_take_a_name_with_a_slash(handle: StoreHandle, cli: CliRunner) -> None:
+    store = handle.store
+    store.save_schedules([Schedule("reports/daily", "noop", "0 3 * * *", "UTC", "reports", {})])
+    done = invoke(cli, "periodic", "disable", "reports/daily")
+    assert done.exit_code == 0 and done.stdout.strip() == "periodic job reports/daily disabled", done.output
+    assert invoke(cli, "periodic", "enable", "reports/daily").exit_code == 0
+    run = invoke(cli, "periodic", "run", "reports/daily")
+    assert run.exit_code == 0 and store.get(run.stdout.strip()).queue == "reports"
