@@ -9,6 +9,7 @@ store with the token's actor.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from flask import Response, url_for
@@ -64,7 +65,7 @@ class BatchOut(BaseModel):
     finished: bool
     canceled_by: str | None
     job_ids: list[str] = Field(description="the batch's job ids in order, the first 1,000")
-    created_at: str | None = Field(description="ISO 8601 UTC")
+    created_at: datetime | None = Field(description="ISO 8601 UTC")
 
 
 #: Most job ids a batch's JSON lists (`GET /api/jobs?batch_id=` pages through all).
