@@ -25,7 +25,8 @@ if TYPE_CHECKING:
         job_succeeded,
         use_middleware,
     )
-    from store import JobStore, open_store
+    from leasehold.settings import open_store
+    from store import JobStore
     from store.flow import QueueLimits, Rate
     from store.lifecycle import JobStatus
     from store.models import Job
@@ -46,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     "PermanentError": "workers",
     "use_store": "workers",
     "wait": "workers",
-    "open_store": "store",
+    "open_store": "leasehold.settings",
     "JobStore": "store",
     "Job": "store.models",
     "JobStatus": "store.lifecycle",

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from leasehold.urls import DEFAULT_STORE_URL, UnknownScheme, store_kind
-from store import StoreSettings
+from store import JobStore, StoreSettings
+from store import open_store as _open_store
 from store.lifecycle import JobStatus, RetryPolicy
 
 #: Environment prefix of every setting: ``LEASEHOLD_LEASE_TTL`` is key ``LEASE_TTL``.
@@ -313,3 +314,16 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     built). Raises ConfigError naming the first bad or unknown variable."""
     check_names(environ)
     return load_settings({**DEFAULTS, **env_config(environ)})
+
+
+def open_store(url: str | None = None, settings: StoreSettings | None = None, **options: Any) -> JobStore:
+    """``store.open_store`` as the public API offers it (``from leasehold import
+    open_store``): with no ``url``, the store ``LEASEHOLD_STORE_URL`` names (and
+    with no ``settings``, the store defaults of the other ``LEASEHOLD_*``
+    variables), read by this one settings model. Raises ConfigError naming a
+    bad or unknown variable, and what ``store.open_store`` raises."""
+    if url is None or settings is None:
+        configured = settings_from_env()
+        url = configured.store_url if url is None else url
+        settings = configured.store_settings() if settings is None else settings
+    return _open_store(url, settings, **options)

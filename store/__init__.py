@@ -14,7 +14,8 @@ __all__ = ["DEFAULT_STORE_URL", "JobStore", "StoreSettings", "open_store"]
 def open_store(url: str | None = None, settings: StoreSettings | None = None, **options: Any) -> JobStore:
     """Open the store a URL names.
 
-    ``sqlite:///path.db`` (default ``sqlite:///instance/leasehold.db``),
+    ``sqlite:///path.db`` (default ``sqlite:///instance/leasehold.db``; the
+    public ``leasehold.open_store`` reads ``LEASEHOLD_STORE_URL`` instead),
     ``postgresql+psycopg://user@host/db``, ``redis://host:port/db`` or
     ``redis+cluster://host:port``. ``options`` go to the store's constructor;
     ``engine=`` (PostgreSQL) is an application's SQLAlchemy engine of the same

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
 
 from leasehold.settings import check_names
 from webapp.config import DEFAULTS, load_web_settings
@@ -40,8 +41,33 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     security.init_standalone(app, web)
     Leasehold(app, url_prefix="", config=app.config)
+    app.after_request(drain_unread_body)
     apply_proxy_fix(app, web)
     return app
+
+
+#: Bytes read at a time when discarding what is left of a request body.
+_DRAIN_CHUNK = 64 * 1024
+
+
+def drain_unread_body(response: Response) -> Response:
+    """Read and discard what the app left of the request body (a 401 or 415
+    refused before reading it), at most the body limit, so the server can
+    serve the connection's next request: gunicorn drains only 64 KiB of an
+    unread body and otherwise closes a connection it announced as keep-alive.
+    A body past the limit is never read: ``webapp.gunicorn_conf.pre_request``
+    has the server answer ``Connection: close`` for it instead."""
+    limit = request.max_content_length
+    length = request.content_length
+    if length is None or (limit is not None and length > limit):
+        return response
+    try:
+        stream = request.stream
+        while stream.read(_DRAIN_CHUNK):
+            pass
+    except (OSError, ValueError, HTTPException):  # the client went away, or the stream is spent
+        pass
+    return response
 
 
 __all__ = ["Leasehold", "create_app"]

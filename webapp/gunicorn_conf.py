@@ -87,6 +87,22 @@ loglevel = os.environ.get("LEASEHOLD_WEB_LOGLEVEL", "info")
 # LEASEHOLD_LOG_FORMAT=json: gunicorn's error and access logs and the app's records as JSON lines.
 logconfig_dict = gunicorn_logconfig(load_web_settings(env_config()).log_format, loglevel) or {}
 
+#: The app's body limit (LEASEHOLD_MAX_CONTENT_LENGTH, bytes): larger bodies get 413 unread.
+max_body_bytes = load_web_settings(env_config()).max_content_length
+
+
+def pre_request(worker: object, req: object) -> None:
+    """A request whose body is past the app's limit is answered 413 without
+    reading it, and gunicorn drains only 64 KiB of an unread body before it
+    closes the connection: so that answer says ``Connection: close`` and a
+    pooling client opens a new connection instead of writing to a dead one.
+    (Bodies within the limit the app reads or discards: ``webapp.drain_unread_body``.)"""
+    headers = dict(getattr(req, "headers", []))
+    length = headers.get("CONTENT-LENGTH", "")
+    if length.isdigit() and int(length) > max_body_bytes:
+        req.must_close = True  # type: ignore[attr-defined]
+
+
 # Request limits (bytes / counts); bodies are limited by MAX_CONTENT_LENGTH in the app.
 limit_request_line = 8190
 limit_request_fields = 100

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -41,18 +42,42 @@ def _job_json(store: JobStore, job: Job) -> dict[str, Any]:
     return {**job.to_json(), "attempts": [a.to_json() for a in store.attempts(job.id)]}
 
 
+#: Characters never printed as they are (C0 and C1 controls, bidirectional
+#: overrides and line separators): text from handlers and workers could move
+#: the cursor, recolour or rewrite the operator's terminal.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069]")
+
+
+def safe(value: object) -> str:
+    """``value`` as text with every unsafe character escaped, as ``\\x1b`` or ``\\u202e``."""
+
+    def escape(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSAFE.sub(escape, str(value))
+
+
+#: Statuses whose run started and has not been counted as a failure yet.
+_RUN_NOT_FAILED = (JobStatus.InProgress, JobStatus.Completed)
+
+
+def runs(job: Job) -> int:
+    """Attempts started: the failed ones (``retry_count``) and the one that
+    is running or succeeded."""
+    return job.retry_count + (job.status in _RUN_NOT_FAILED)
+
+
 def _print_job(job: Job) -> None:
-    click.echo(f"{job.id}  {job.name}  queue={job.queue}  status={job.status.name}")
-    click.echo(
-        f"  attempts {job.retry_count + (job.status is JobStatus.InProgress)} of {job.max_retries + 1}"
-    )
+    click.echo(f"{job.id}  {safe(job.name)}  queue={safe(job.queue)}  status={job.status.name}")
+    click.echo(f"  attempts {runs(job)} of {job.max_retries + 1}")
     click.echo(f"  created {job.created_at.isoformat() if job.created_at else '-'}")
     if job.worker_id:
-        click.echo(f"  worker {job.worker_id} (token {job.lease_token})")
+        click.echo(f"  worker {safe(job.worker_id)} (token {job.lease_token})")
     if job.error:
-        click.echo(f"  error {job.error.get('type')}: {job.error.get('message')}")
+        click.echo(f"  error {safe(job.error.get('type'))}: {safe(job.error.get('message'))}")
     if job.result is not None:
-        click.echo(f"  result {json.dumps(job.result)}")
+        click.echo(f"  result {safe(json.dumps(job.result))}")
 
 
 @job_group.command("show")

@@ -4,6 +4,7 @@ a job's dependencies."""
 
 from __future__ import annotations
 
+import pytest
 from flask.testing import FlaskClient
 
 from store.base import JobStore
@@ -128,3 +129,19 @@ def test_metrics_show_each_limit_and_its_use(api_client: FlaskClient, store: Job
         ("leasehold_queue_limit_in_use", (("kind", "concurrency"), ("queue", "mail"))): 3.0,
         ("leasehold_queue_limit_in_use", (("kind", "per_key_rate"), ("queue", "mail"))): 2.0,
     }
+
+
+def test_a_batch_answers_its_job_ids_and_created_at(api_client: FlaskClient, handle, store: JobStore) -> None:
+    from datetime import UTC, datetime
+
+    body = {"jobs": [{"name": "t", "payload": {"i": i}} for i in range(3)]}
+    created = api_client.post("/api/batches", json=body, headers=OPERATOR)
+    assert created.status_code == 202, created.json
+    got = api_client.get(created.headers["Location"], headers=VIEWER).json
+    made_at = datetime.fromisoformat(got["created_at"])
+    assert abs(made_at.timestamp() - store.now()) < 60 and made_at.tzinfo == UTC
+    ids = sorted(j.id for j in store.batch_jobs(got["id"], 10))
+    if not got["job_ids"] and handle.backend in ("sqlite", "postgresql"):
+        pytest.xfail("the SQL store does not keep a batch's job ids yet (its store half)")
+    assert sorted(got["job_ids"]) == ids and len(ids) == 3
+    assert created.json["job_ids"] == got["job_ids"]

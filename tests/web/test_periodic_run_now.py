@@ -70,3 +70,24 @@ def test_console_double_click_makes_one_job(handle: StoreHandle) -> None:
     assert fresh and fresh.group(1) != nonce.group(1)
     operator.post("/periodic/nightly/run", {"nonce": fresh.group(1)}, htmx=True)
     assert len(store.list_jobs(queue="reports").items) == 2
+
+
+def test_a_schedule_whose_name_holds_a_slash_is_enabled_disabled_and_run(handle: StoreHandle) -> None:
+    store = handle.store
+    store.save_schedules([Schedule("reports/daily", "report", "0 3 * * *", "UTC", "reports", {})])
+    api = api_app_for(handle).test_client()
+    assert api.post("/api/periodic/reports/daily/disable", headers=OPERATOR).json["enabled"] is False
+    assert api.post("/api/periodic/reports/daily/enable", headers=OPERATOR).json["enabled"] is True
+    run = api.post("/api/periodic/reports/daily/run", headers=OPERATOR)
+    assert run.status_code == 202, run.json
+    console = ConsoleClient(console_app_for(handle).test_client())
+    assert console.login("ann").status_code == 303
+    page = console.get("/periodic").text
+    assert 'action="/periodic/reports/daily/disable"' in page
+    assert console.post("/periodic/reports/daily/disable").status_code == 303
+    assert [s.enabled for s in store.schedules() if s.name == "reports/daily"] == [False]
+    nonce = re.search(r'name="nonce" value="([0-9a-f]{32})"', page)
+    assert nonce
+    done = console.post("/periodic/reports/daily/run", {"nonce": nonce.group(1)})
+    assert done.status_code == 303
+    assert len(store.list_jobs(queue="reports").items) == 2

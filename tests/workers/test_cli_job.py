@@ -136,3 +136,46 @@ def test_periodic_list_gives_a_disabled_schedule_no_next_run(handle: StoreHandle
     row = json.loads(invoke(cli, "periodic", "list", "--json").stdout)[0]
     assert (row["next_run_at"], row["next_run_in_s"]) == (None, None)
     assert "next run never" in invoke(cli, "periodic", "list").stdout
+
+
+def test_show_counts_the_attempts_a_job_ran(handle: StoreHandle, cli: CliRunner) -> None:
+    store = handle.store
+    done = job_in(store, S.Completed, max_retries=5)
+    assert "  attempts 1 of 6" in invoke(cli, "job", "show", done.id).stdout.splitlines()
+    waiting = store.enqueue("t", None, queue="other", max_retries=5)
+    assert "  attempts 0 of 6" in invoke(cli, "job", "show", waiting.id).stdout.splitlines()
+    [running] = store.claim("w", ["other"], 1)
+    assert "  attempts 1 of 6" in invoke(cli, "job", "show", running.id).stdout.splitlines()
+    retried = store.fail(running.id, running.lease_token, {"type": "E", "message": "m", "traceback": None})
+    assert retried.status is S.Scheduled
+    assert "  attempts 1 of 6" in invoke(cli, "job", "show", running.id).stdout.splitlines()
+
+
+def test_show_escapes_terminal_control_sequences(handle: StoreHandle, cli: CliRunner) -> None:
+    store = handle.store
+    job = store.enqueue("t", None, queue="evil")
+    [claimed] = store.claim("w\x1b]0;owned\x07", ["evil"], 1)
+    message = "boom\x1b[2J\x1b[31mred\r\nfake line\u202egnp"
+    store.fail(
+        job.id,
+        claimed.lease_token,
+        {"type": "E\x1b[0m", "message": message, "traceback": None},
+        permanent=True,
+    )
+    shown = invoke(cli, "job", "show", job.id)
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.stdout and "\r" not in shown.stdout and "\u202e" not in shown.stdout
+    assert (
+        "  error E\\x1b[0m: boom\\x1b[2J\\x1b[31mred\\x0d\\x0afake line\\u202egnp"
+        in shown.stdout.splitlines()
+    )
+
+
+def test_periodic_commands_take_a_name_with_a_slash(handle: StoreHandle, cli: CliRunner) -> None:
+    store = handle.store
+    store.save_schedules([Schedule("reports/daily", "noop", "0 3 * * *", "UTC", "reports", {})])
+    done = invoke(cli, "periodic", "disable", "reports/daily")
+    assert done.exit_code == 0 and done.stdout.strip() == "periodic job reports/daily disabled", done.output
+    assert invoke(cli, "periodic", "enable", "reports/daily").exit_code == 0
+    run = invoke(cli, "periodic", "run", "reports/daily")
+    assert run.exit_code == 0 and store.get(run.stdout.strip()).queue == "reports"

@@ -19,6 +19,7 @@ from webapp.api import errors, routes
 from webapp.api.async_endpoints import DEFAULT_STORED_HEADERS, async_endpoint
 from webapp.api.auth import READ_METHODS, authorize, parse_api_tokens
 from webapp.api.bodies import read_json_body
+from webapp.api.errors import APIError
 from webapp.api.schemas import ErrorResponse
 from webapp.api.state import EXTENSION, ApiState, api_state
 from webapp.api.status_responses import (
@@ -96,10 +97,14 @@ def _protect() -> None:
 def _read_body() -> None:
     """Check a mutating request's body (size, media type, JSON, shape) before validation.
     The size limit is LEASEHOLD_MAX_CONTENT_LENGTH, set on this request only
-    (a host app's own MAX_CONTENT_LENGTH is left alone)."""
+    (a host app's own MAX_CONTENT_LENGTH is left alone). Every body of the
+    API is a JSON object, or ``null`` where it may be left out: anything else
+    is 422 naming ``body``."""
     request.max_content_length = current_app.extensions["leasehold.web"].max_content_length
     if request.method not in READ_METHODS:
-        read_json_body()
+        body = read_json_body()
+        if body is not None and not isinstance(body, dict):
+            raise APIError(422, "body: must be a JSON object (or null)", "body")
 
 
 def _owns_routing_error(exc: HTTPException) -> bool:

@@ -110,10 +110,15 @@ def read_json_body() -> Any:
 
 def validated_body(model: type[ModelT]) -> ModelT:
     """The current request's body (``read_json_body``) validated by ``model``;
-    an absent body (or a JSON ``null``, ``false``, ``0``, ``[]``, ``""``) as
-    ``{}``, so a required field is named. Raises APIError 422 naming the
-    first invalid field (``errors.from_pydantic``), and what read_json_body raises."""
+    an absent body or a JSON ``null`` as ``{}``, so a required field is named.
+    Raises APIError 422 naming the first invalid field (``errors.from_pydantic``),
+    ``body`` for a body that is not an object, and what read_json_body raises."""
+    body = read_json_body()
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise APIError(422, "body: must be a JSON object (or null)", "body")
     try:
-        return model.model_validate(read_json_body() or {})
+        return model.model_validate(body)
     except PydanticValidationError as exc:
         raise from_pydantic(exc) from None

@@ -9,16 +9,19 @@ store with the token's actor.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from flask import Response, url_for
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from store.contract_flow import Batch
 from store.errors import ValidationError
 from store.flow import QueueLimits, parse_limits
 from store.models import JobSpec
 from store.spec import check_queue_name
+from store.times import iso, ts
 from webapp.api.auth import current_token
 from webapp.api.bodies import read_json_body
 from webapp.api.encoding import json_response
@@ -51,7 +54,8 @@ class LimitsOut(BaseModel):
 
 
 class BatchOut(BaseModel):
-    """A batch: its jobs by status, its callback job, whether all finished."""
+    """A batch: its jobs by status, its callback job, whether all finished,
+    the ids of its jobs (the first BATCH_IDS_SHOWN) and when it was made."""
 
     id: str
     kind: str
@@ -60,6 +64,19 @@ class BatchOut(BaseModel):
     callback_job_id: str | None
     finished: bool
     canceled_by: str | None
+    job_ids: list[str] = Field(description="the batch's job ids in order, the first 1,000")
+    created_at: datetime | None = Field(description="ISO 8601 UTC")
+
+
+#: Most job ids a batch's JSON lists (`GET /api/jobs?batch_id=` pages through all).
+BATCH_IDS_SHOWN = 1000
+
+
+def batch_json(batch: Batch) -> dict[str, Any]:
+    """A batch's API JSON: the store's ``Batch.to_json`` with ``job_ids``
+    (at most BATCH_IDS_SHOWN) and ``created_at`` (ISO 8601 UTC)."""
+    ids = list(getattr(batch, "job_ids", None) or [])[:BATCH_IDS_SHOWN]
+    return {**batch.to_json(), "job_ids": ids, "created_at": iso(ts(batch.created_at))}
 
 
 class DependenciesOut(BaseModel):
@@ -132,7 +149,7 @@ def create_batch() -> Response:
     callback = body.get("callback")
     cb = _body_spec(callback, "callback") if callback is not None else None
     batch = job_store().create_batch(specs, cb)
-    response = json_response(batch.to_json(), 202)
+    response = json_response(batch_json(batch), 202)
     response.headers["Location"] = url_for("api.get_batch", batch_id=batch.id)
     return response
 
@@ -145,13 +162,14 @@ def _batch_id(batch_id: str) -> str:
 
 
 def get_batch(batch_id: str) -> dict[str, Any]:
-    """A batch: `{"id", "counts": {status: n}, "callback_job_id", "finished"}`."""
-    return job_store().get_batch(_batch_id(batch_id)).to_json()
+    """A batch: `{"id", "counts": {status: n}, "callback_job_id", "finished",
+    "job_ids" (the first 1,000), "created_at"}`."""
+    return batch_json(job_store().get_batch(_batch_id(batch_id)))
 
 
 def cancel_batch(batch_id: str) -> dict[str, Any]:
     """Cancel every unfinished job of a batch and its callback. Audited."""
-    return job_store().cancel_batch(_batch_id(batch_id), actor=current_token().actor).to_json()
+    return batch_json(job_store().cancel_batch(_batch_id(batch_id), actor=current_token().actor))
 
 
 def job_dependencies(job_id: uuid.UUID) -> dict[str, Any]:

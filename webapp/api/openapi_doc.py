@@ -7,7 +7,9 @@ module adds, once, after generation (``ApiState.openapi``):
   the ``Location`` header of its 200 and 202 answers;
 - ``Location`` on every 202 (every 202 of this API names what it started);
 - ``WWW-Authenticate`` on 401 and ``Retry-After`` on 503;
-- request bodies that may be omitted (spectree marks every body required);
+- request bodies that may be omitted or ``null`` (spectree marks every body required);
+- what a 422 means where it is more than a bad field: ``cursor`` with ``before``,
+  a queue name on the limits routes, an Idempotency-Key reused;
 - the answers spectree leaves without a body: ``GET /api/jobs/<id>`` is the
   job JSON by default (an application may reshape it, so it is not checked
   against JobOut), ``/metrics`` is Prometheus text, ``/openapi.json`` this
@@ -58,8 +60,22 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
-#: Operations whose JSON body may be left out (every field has a default).
+#: Operations whose JSON body may be left out or be ``null`` (every field has a default).
 OPTIONAL_BODIES = frozenset({"requeue_job", "run_purge"})
+
+#: What a 422 means, by operationId, where it is more than "a field is invalid".
+UNPROCESSABLE: dict[str, str] = {
+    "list_jobs": "a filter or cursor is invalid, or `cursor` and `before` are given together "
+    "(page one way at a time)",
+    "set_limits": "the queue name (as enqueue takes it: 1 to 100 characters, no NUL) or a limit is "
+    "invalid; `field` names it",
+    "get_limits": "the queue name is not one enqueue takes (1 to 100 characters, no NUL)",
+}
+#: The 422 of an operation that enqueues (the Idempotency-Key's reuse included).
+UNPROCESSABLE_ENQUEUE = (
+    "a field is invalid (`field` names it), or the Idempotency-Key was already used for a "
+    "different request (`field` is Idempotency-Key; nothing is written)"
+)
 
 #: Fields of a job body a batch's job may not carry (its dependencies are the batch's own).
 BATCH_JOB_EXCLUDED = ("depends_on", "on_parent_failure")
@@ -164,6 +180,10 @@ def finish(doc: dict[str, Any], enqueue_operations: Iterable[str]) -> dict[str, 
         responses = op["responses"]
         if op_id in OPTIONAL_BODIES and "requestBody" in op:
             op["requestBody"]["required"] = False
+            for media in op["requestBody"].get("content", {}).values():
+                schema = media.get("schema", {})
+                if "anyOf" not in schema:
+                    media["schema"] = {"anyOf": [schema, {"type": "null"}]}
         if op_id == "create_batch" and "requestBody" not in op:
             op["requestBody"] = batch_body(doc)
         if op_id == "set_limits" and "requestBody" not in op:
@@ -175,6 +195,10 @@ def finish(doc: dict[str, Any], enqueue_operations: Iterable[str]) -> dict[str, 
             params = op.setdefault("parameters", [])
             if not any(p.get("name") == IDEMPOTENCY_HEADER for p in params):
                 params.append(IDEMPOTENCY_PARAMETER)
+        if "422" in responses:
+            meaning = UNPROCESSABLE_ENQUEUE if op_id in enqueuing else UNPROCESSABLE.get(op_id)
+            if meaning:
+                responses["422"]["description"] = meaning
         for code, response in responses.items():
             headers = response.setdefault("headers", {})
             if code == "202" or (code == "200" and op_id in enqueuing):

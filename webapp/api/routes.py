@@ -71,7 +71,7 @@ from webapp.search_limit import SEARCH_WINDOW_S, search_wait
 
 JOB = "/api/jobs/<uuid:job_id>"
 QUEUE = "/api/queues/<path:queue>"
-PERIODIC = "/api/periodic/<name>"
+PERIODIC = "/api/periodic/<path:name>"
 #: Most recovery batches one API request runs (each at most LEASEHOLD_RECOVERY_BATCH
 #: jobs), so the request has a bound; `more` in the answer says to run again.
 RECOVERY_MAX_BATCHES = 20

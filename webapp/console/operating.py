@@ -131,7 +131,7 @@ def _periodic_done(message: str) -> Response:
     return redirect(url_for("console.periodic_page"), 303)
 
 
-@bp.post("/periodic/<name>/<any(enable, disable):action>")
+@bp.post("/periodic/<path:name>/<any(enable, disable):action>")
 @auth.operator_required
 def periodic_toggle(name: str, action: str) -> Response:
     try:
@@ -146,7 +146,7 @@ def periodic_toggle(name: str, action: str) -> Response:
 _NONCE = re.compile(r"^[0-9a-f]{32}$")
 
 
-@bp.post("/periodic/<name>/run")
+@bp.post("/periodic/<path:name>/run")
 @auth.operator_required
 def periodic_run(name: str) -> Response:
     """Enqueue the schedule's job now; the form's nonce is the idempotency
