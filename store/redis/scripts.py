@@ -41,7 +41,7 @@ from redis import exceptions as rx
 from store import lifecycle
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW
 from store.errors import StoreUnavailable
-from store.flow import WAITING_DUE_AT
+from store.flow import MAX_LIMIT, MAX_PERIOD_S, MIN_PERIOD_S, WAITING_DUE_AT
 from store.lifecycle import Operation
 from store.redis.codec import ENQUEUE_FIXED, ENQUEUE_LETTERED
 from store.redis.keys import LEASES_PAD
@@ -135,14 +135,16 @@ def history_table() -> str:
 
 def flow_table() -> str:
     """``local FLOW``: what lib/flow.lua takes from Python: status codes by
-    name (``status``) and names by code (``name``), ``store.flow.WAITING_DUE_AT``
-    and ``store.redis.wakeups.WAKEUP_KEPT``."""
+    name (``status``) and names by code (``name``), ``store.flow.WAITING_DUE_AT``,
+    ``store.redis.wakeups.WAKEUP_KEPT`` and the bounds of the limits rule
+    (``store.flow`` MAX_LIMIT, MIN_PERIOD_S, MAX_PERIOD_S)."""
     statuses = list(lifecycle.JobStatus)
     by_name = ", ".join(f"{s.name} = {int(s)}" for s in statuses)
     by_code = ", ".join(f"[{int(s)}] = '{s.name}'" for s in statuses)
     return (
         f"local FLOW = {{status = {{{by_name}}}, name = {{{by_code}}}, "
-        f"waiting_due_at = {WAITING_DUE_AT!r}, wakeup_kept = {int(WAKEUP_KEPT)}}}"
+        f"waiting_due_at = {WAITING_DUE_AT!r}, wakeup_kept = {int(WAKEUP_KEPT)}, "
+        f"max_limit = {int(MAX_LIMIT)}, min_period_s = {MIN_PERIOD_S!r}, max_period_s = {MAX_PERIOD_S!r}}}"
     )
 
 
@@ -228,11 +230,12 @@ def _body(name: str, text: str | None = None) -> str:
 #: reads them as upvalues, not through the protected globals table.
 GLOBALS = """local register_function = redis.register_function
 local function runtime_globals()
-  return redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error
+  return redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error, type, pcall
 end
-local redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error
+local redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error, type, pcall
 local function start_globals()
-  redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error = runtime_globals()
+  redis, cjson, string, math, table, tonumber, tostring, unpack, ipairs, pairs, error, type, pcall =
+    runtime_globals()
 end"""
 
 

@@ -99,3 +99,12 @@ def test_stored_limits_that_are_not_json_are_reported_on_redis(handle: StoreHand
     limits = store.queue_limits()
     assert limits["good"] == QueueLimits(concurrency=1)
     assert not limits["bad"].any and "not JSON" in (limits["bad"].invalid or "")
+    # The claim reads the limits in Lua as store.flow reads them: what does not
+    # pass is not applied, and no claim fails for it (nor a claim of other queues).
+    store._client.hset(store.keys.limits, "odd", '{"concurrency": "two", "rate": {"limit": 0}}')  # type: ignore[attr-defined]
+    for queue in ("good", "good", "bad", "bad", "odd", "odd"):
+        store.enqueue("t", None, queue=queue)
+    assert len(store.claim("w", ["bad"], 5)) == 2
+    assert len(store.claim("w", ["odd"], 5)) == 2
+    assert len(store.claim("w", ["good", "bad", "odd"], 5)) == 1  # good's limit of 1 still holds
+    assert store.limit_usage("odd").running == 0

@@ -21,14 +21,50 @@
 
 local flow = {}
 
+-- A stored count that passes the limits rule (store.flow: an integer in
+-- [1, MAX_LIMIT]), else nil.
+local function stored_count(value)
+  if type(value) == 'number' and value == math.floor(value) and value >= 1 and value <= FLOW.max_limit then
+    return value
+  end
+  return nil
+end
+
+-- A stored rate ({limit, period_s}) that passes the rule, else nil.
+local function stored_rate(value)
+  if type(value) ~= 'table' or not stored_count(value.limit) or type(value.period_s) ~= 'number' then
+    return nil
+  end
+  if value.period_s < FLOW.min_period_s or value.period_s > FLOW.max_period_s then
+    return nil
+  end
+  return value
+end
+
 -- The limits of `queue` (the JSON of QueueLimits.to_json without nulls, in
--- the limits hash), or nil when it has none: one HGET.
+-- the limits hash), or nil when it has none: one HGET. As store.flow
+-- stored_limits reads them: a kind whose stored value does not pass the rule
+-- (or text that is not JSON) is not applied, so a bad value written by hand
+-- or by an older version holds back nothing and breaks no claim.
 function flow.limits(queue)
   local text = redis.call('HGET', P .. 'limits', queue)
   if not text then
     return nil
   end
-  return cjson.decode(text)
+  local ok, stored = pcall(cjson.decode, text)
+  if not ok or type(stored) ~= 'table' then
+    return nil
+  end
+  local L = {
+    concurrency = stored_count(stored.concurrency),
+    per_key_concurrency = stored_count(stored.per_key_concurrency),
+    rate = stored_rate(stored.rate),
+    per_key_rate = stored_rate(stored.per_key_rate),
+  }
+  if not (L.concurrency or L.per_key_concurrency or L.rate or L.per_key_rate) then
+    return nil
+  end
+  return L
 end
 
 -- store.flow.hold: the kind of limit holding a job of limit key `key`
