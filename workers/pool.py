@@ -95,29 +95,25 @@ class Runner(Protocol):
 RUN_TIME_EWMA_ALPHA = 0.1
 
 
-class ThreadRunner:
-    """``size`` slots served by daemon threads (they never block exit).
+class Slots:
+    """The slots of a runner, the one place a worker's runs are counted: a run
+    takes one at ``submit`` and gives it back once its outcome was handed on
+    (``_end``: ``done(run, outcome)``, then ``freed()``)."""
 
-    ``mean_run_s``: exponential moving average of handler run time, seconds
-    (None before the first run); the worker claims ahead only for short jobs."""
-
-    kills_on_timeout = False
-    claims_ahead = True
+    claims_ahead: bool
 
     def __init__(self, size: int, done: Done, freed: Callable[[], None]) -> None:
         self.size = size
         self._done = done
         self._freed = freed
-        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
         self._busy: set[Running] = set()
         self._lock = threading.Lock()
-        self.mean_run_s: float | None = None
 
     def free(self, ahead: int = 0) -> int:
-        """Runs it takes now: free slots, plus ``ahead`` runs to queue."""
+        """Runs it takes now: free slots, plus ``ahead`` runs to queue when it
+        claims ahead."""
         with self._lock:
-            return self.size + ahead - len(self._busy)
+            return self.size + (ahead if self.claims_ahead else 0) - len(self._busy)
 
     def busy(self) -> int:
         """Runs taken and not finished (running or waiting for a slot)."""
@@ -127,6 +123,31 @@ class ThreadRunner:
     def holds(self, run: Running) -> bool:
         with self._lock:
             return run in self._busy
+
+    def _end(self, run: Running, outcome: Outcome) -> None:
+        """Hand the outcome on, then free the slot (``done`` never raises)."""
+        try:
+            self._done(run, outcome)
+        finally:
+            with self._lock:
+                self._busy.discard(run)
+            self._freed()
+
+
+class ThreadRunner(Slots):
+    """``size`` slots served by daemon threads (they never block exit).
+
+    ``mean_run_s``: exponential moving average of handler run time, seconds
+    (None before the first run); the worker claims ahead only for short jobs."""
+
+    kills_on_timeout = False
+    claims_ahead = True
+
+    def __init__(self, size: int, done: Done, freed: Callable[[], None]) -> None:
+        super().__init__(size, done, freed)
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self.mean_run_s: float | None = None
 
     def abandoned(self, older_than_s: float = 0.0) -> int:
         """Runs the worker gave up on (timed out, dropped or released) at least
@@ -160,15 +181,6 @@ class ThreadRunner:
         self.mean_run_s = elapsed if mean is None else mean + RUN_TIME_EWMA_ALPHA * (elapsed - mean)
         self._end(run, outcome)
 
-    def _end(self, run: Running, outcome: Outcome) -> None:
-        """Hand the outcome on, then free the slot (``done`` never raises)."""
-        try:
-            self._done(run, outcome)
-        finally:
-            with self._lock:
-                self._busy.discard(run)
-            self._freed()
-
     def _serve(self) -> None:
         while True:
             task = self._tasks.get()
@@ -189,7 +201,7 @@ class ThreadRunner:
             self._tasks.put(None)
 
 
-class ProcessRunner:
+class ProcessRunner(Slots):
     """``size`` spawned processes; each loads the handler modules at start.
     Never claims ahead: pebble does not tell when a queued run starts."""
 
@@ -207,29 +219,13 @@ class ProcessRunner:
     ) -> None:
         from pebble import ProcessPool
 
-        self.size = size
-        self._done = done
-        self._freed = freed
-        self._busy: set[Running] = set()
-        self._lock = threading.Lock()
+        super().__init__(size, done, freed)
         self._pool = ProcessPool(
             max_workers=size,
             initializer=init_child,
             initargs=(list(handlers), store_url),
             context=multiprocessing.get_context("spawn"),
         )
-
-    def free(self, ahead: int = 0) -> int:
-        with self._lock:
-            return self.size - len(self._busy)
-
-    def busy(self) -> int:
-        with self._lock:
-            return len(self._busy)
-
-    def holds(self, run: Running) -> bool:
-        with self._lock:
-            return run in self._busy
 
     def abandoned(self, older_than_s: float = 0.0) -> int:
         return 0  # a process pool kills what it gives up on
@@ -241,7 +237,7 @@ class ProcessRunner:
         with self._lock:
             self._busy.add(run)
         if not run.start():  # dropped or released before it reached the pool: never run it
-            self._finish(run, Outcome(dropped=True))
+            self._end(run, Outcome(dropped=True))
             return
         hooks.send(hooks.job_started, run.job.name, job=run.job, ctx=run.ctx)
         try:  # pebble times the run from here
@@ -249,7 +245,7 @@ class ProcessRunner:
                 run_in_child, args=(spec.name, run.ctx.fields()), timeout=run.job.timeout_seconds
             )
         except RuntimeError as exc:  # the pool broke: report it like any failed run
-            self._finish(run, failure("WorkerPoolBroken", f"process pool unavailable: {exc}"))
+            self._end(run, failure("WorkerPoolBroken", f"process pool unavailable: {exc}"))
             return
         with self._lock:  # pairs with cancel(): one of the two sees the other's write
             run.future = future
@@ -267,16 +263,8 @@ class ProcessRunner:
             outcome = timed_out(run.job.timeout_seconds)
         except Exception as exc:
             outcome = _crash_outcome(exc)
-        self._finish(run, outcome)
+        self._end(run, outcome)
 
-    def _finish(self, run: Running, outcome: Outcome) -> None:
-        """Hand the outcome on, then free the slot (``done`` never raises)."""
-        try:
-            self._done(run, outcome)
-        finally:
-            with self._lock:
-                self._busy.discard(run)
-            self._freed()
 
     def cancel(self, run: Running) -> None:
         """Stop the run: cancelling a running pebble future kills its process.
