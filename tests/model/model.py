@@ -23,7 +23,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from store.errors import InvalidTransition, JobNotFound, ParentUnfinished
-from store.flow import ParentFailure, QueueLimits, Usage, admit, child_status_at_enqueue, on_parent_finished
+from store.flow import (
+    ParentFailure,
+    QueueLimits,
+    Usage,
+    admit,
+    child_status_at_enqueue,
+    hold,
+    on_parent_finished,
+)
 from store.lifecycle import (
     AWAIT_PARENTS,
     OPERATIONS,
@@ -171,13 +179,23 @@ class Model:
                 usage.starts_by_key[key] = (n + 1, min(first, at))
         return usage
 
-    def admissible(self, queue: str, among: Iterable[str] | None = None) -> list[str]:
-        """The due jobs of ``queue`` (of ``among`` when given) a claim may
-        lease together: all of them that the queue's limits admit, in any order."""
+    def candidates(self, queue: str, among: Iterable[str] | None = None) -> list[tuple[str, str | None]]:
+        """``(id, limit key)`` of the due jobs of ``queue`` (of ``among`` when given)."""
         pool = [self.jobs[i] for i in among] if among is not None else list(self.jobs.values())
-        candidates = [(j.id, j.limit_key) for j in pool if j.queue == queue and self.due(j)]
+        return [(j.id, j.limit_key) for j in pool if j.queue == queue and self.due(j)]
+
+    def room(self, queue: str, among: Iterable[str] | None = None) -> int:
+        """How many of those a claim can lease together under the queue's
+        limits: ``store.flow.admit`` over them (the count does not depend on
+        their order: each limit caps a count of the queue or of one key)."""
+        candidates = self.candidates(queue, among)
         limits = self.limits.get(queue, QueueLimits())
-        return admit(candidates, limits, self.usage(queue), self.t, len(candidates) + 1).leased
+        return len(admit(candidates, limits, self.usage(queue), self.t, len(candidates) + 1).leased)
+
+    def admissible(self, queue: str) -> set[str]:
+        """The due jobs of ``queue`` no limit holds now (``store.flow.hold``)."""
+        limits, usage = self.limits.get(queue, QueueLimits()), self.usage(queue)
+        return {i for i, key in self.candidates(queue) if hold(key, limits, usage, self.t) is None}
 
     def check_claim(self, queues: Sequence[str], wanted: int, got: Sequence[tuple[str, int]]) -> None:
         """Check a claim's answer (``(id, token)`` of each job leased) and
@@ -188,13 +206,12 @@ class Model:
         capacity = 0
         for queue in queues:
             mine = [i for i in ids if i in self.jobs and self.jobs[i].queue == queue]
-            room = self.admissible(queue)
-            capacity += len(room)
-            wrong = [self.jobs[i] for i in set(mine) - set(room)]
+            capacity += self.room(queue)
+            wrong = [self.jobs[i] for i in set(mine) - self.admissible(queue)]
             assert not wrong, (
                 f"{queue} at t={self.t}: leased {wrong} not admissible; usage {self.usage(queue)}"
             )
-            assert len(self.admissible(queue, mine)) == len(mine), f"{queue}: the claim broke a limit"
+            assert self.room(queue, mine) == len(mine), f"{queue}: the claim's jobs together break a limit"
         assert all(i in self.jobs and self.jobs[i].queue in queues for i in ids), ids
         assert len(ids) == min(wanted, capacity), (
             f"claim of {wanted} returned {len(ids)} with {capacity} admissible (starvation)"
@@ -228,6 +245,20 @@ class Model:
         else:
             self.ended(job_id)
         return decision.status
+
+    def release(self, job_id: str) -> None:
+        """A lease given back: due now, retries unchanged (RELEASE's row)."""
+        job = self.jobs[job_id]
+        [job.status] = OPERATIONS[Operation.RELEASE].targets
+        job.due_at, job.lease_expires_at = self.t, None
+
+    def heartbeat(self, job_id: str) -> bool:
+        """Renew the lease unless it has expired (a tie has); True when renewed."""
+        job = self.jobs[job_id]
+        if job.lease_expires_at is None or job.lease_expires_at <= self.t:
+            return False
+        job.lease_expires_at = self.t + self.lease_ttl_s
+        return True
 
     def expired(self) -> list[str]:
         """InProgress jobs whose lease has expired (a tie is past)."""

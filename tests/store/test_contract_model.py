@@ -37,7 +37,7 @@ from store.base import JobStore
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.flow import ParentFailure, QueueLimits, Rate
 from store.lifecycle import JobStatus, Operation, RetryPolicy
-from store.models import JobSpec
+from store.models import JobSpec, Lease
 from tests.backends import StoreHandle
 from tests.model.model import HANDLER_ERROR, LEASE_EXPIRED, MJob, Model
 
@@ -196,6 +196,21 @@ class StoreAgainstModel(RuleBasedStateMachine):
         job_id = self._pick(data, self._running())
         self.store.fail(job_id, self.model.jobs[job_id].token, ERROR, permanent=permanent)
         self.model.fail(job_id, permanent)
+
+    @precondition(lambda self: self._running())
+    @rule(data=st.data())
+    def release(self, data) -> None:
+        job_id = self._pick(data, self._running())
+        self.store.release(job_id, self.model.jobs[job_id].token, "w-model")
+        self.model.release(job_id)
+
+    @precondition(lambda self: self._running())
+    @rule(data=st.data())
+    def heartbeat(self, data) -> None:
+        job_id = self._pick(data, self._running())
+        result = self.store.heartbeat("w-model", [Lease(job_id, self.model.jobs[job_id].token)], TTL)
+        renewed = self.model.heartbeat(job_id)
+        assert [x.job_id for x in (result.renewed if renewed else result.refused)] == [job_id]
 
     @precondition(lambda self: self.model.jobs)
     @rule(

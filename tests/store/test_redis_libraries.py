@@ -78,3 +78,27 @@ def test_the_store_registers_its_own_library(libraries: RedisStore) -> None:
     assert lib.registry == libraries.keys.libraries
     lib.unload_stale()
     assert lib.name in _as_text(libraries._client.zrange(libraries.keys.libraries, 0, -1))
+
+
+def test_the_registry_works_on_a_cluster(redis_cluster) -> None:
+    """TIME, the registry zset (in the prefix's slot) and FUNCTION DELETE on
+    every primary: a library of another version that only some primaries
+    have is unloaded where it is and forgotten."""
+    from store import open_store
+
+    url, prefix = redis_cluster.url_with_prefix()
+    store = open_store(url)
+    try:
+        lib = store._lua.now.library  # type: ignore[attr-defined]
+        client, registry = lib.client, lib.registry
+        with contextlib.suppress(redis.ResponseError):
+            client.function_delete(OLD)
+        client.function_load(_fake(OLD))
+        seconds, _ = client.time()
+        client.zadd(registry, {OLD: seconds - LIBRARY_GRACE_S - 60})
+        assert lib.unload_stale() == [OLD]
+        assert _as_text(client.zrange(registry, 0, -1)) == {lib.name}
+        assert lib.unload_stale() == []
+    finally:
+        store.close()
+        redis_cluster.delete_prefix(prefix)
