@@ -265,7 +265,6 @@ class ProcessRunner(Slots):
             outcome = _crash_outcome(exc)
         self._end(run, outcome)
 
-
     def cancel(self, run: Running) -> None:
         """Stop the run: cancelling a running pebble future kills its process.
         A run whose future is not known yet is cancelled by ``submit`` as soon
