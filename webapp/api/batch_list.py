@@ -1,7 +1,7 @@
 """``GET /api/batches``: batches newest first, a keyset page at a time
 (``store.list_batches``), each as ``GET /api/batches/<id>`` gives it plus
-``created_at``. Its route is in ``ROUTES``, which ``webapp.api.routes.register``
-adds after its own: a viewer token reads it.
+``created_at``. Registered by ``webapp.api.routes`` (its ROUTES table): a
+viewer token reads it.
 """
 
 from __future__ import annotations
@@ -62,18 +62,3 @@ def list_batches() -> dict[str, Any]:
     q: ListBatchesQuery = context_of("query", ListBatchesQuery)
     page, cursor = job_store().list_batches(limit=q.limit, cursor=q.cursor)
     return {"items": [batch_item(b) for b in page], "next_cursor": cursor}
-
-
-def routes() -> tuple[Any, ...]:
-    """This module's routes (``webapp.api.routes.Route``)."""
-    from webapp.api.routes import E, Route  # routes imports this module's routes()
-
-    return (
-        Route(
-            "/api/batches",
-            list_batches,
-            query=ListBatchesQuery,
-            responses={"HTTP_200": BatchPage, "HTTP_401": E, "HTTP_503": E},
-            tags=("batches",),
-        ),
-    )
