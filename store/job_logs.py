@@ -28,42 +28,18 @@ module an engine:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from store.base import JobStore
-from store.spec import scrub_nul
-
-#: Longest line kept, characters (longer ones are cut, ``…`` marking the cut).
-MAX_LINE_CHARS = 4000
-#: Lines an attempt keeps by default (LEASEHOLD_JOB_LOG_LINES).
-DEFAULT_LINES = 1000
-#: Most lines one read returns.
-MAX_READ = 1000
-#: Redis cursors: ``attempt * CURSOR_SPAN + line number`` (a line number never reaches it).
-CURSOR_SPAN = 10**12
-#: Level names kept (others are stored as the nearest standard name by the worker).
-LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-
-@dataclass(frozen=True, slots=True)
-class LogLine:
-    """One line to store (see the module's docstring)."""
-
-    job_id: str
-    attempt: int
-    at: float
-    level: str
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"attempt": self.attempt, "at": self.at, "level": self.level, "message": self.message}
-
-
-def clean_message(message: str) -> str:
-    """``message`` as stored: NULs replaced, cut to MAX_LINE_CHARS."""
-    text = scrub_nul(message)
-    return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"
+from store.log_lines import (  # noqa: F401 - the door re-exports the value object and bounds
+    CURSOR_SPAN,
+    DEFAULT_LINES,
+    LEVELS,
+    MAX_LINE_CHARS,
+    MAX_READ,
+    LogLine,
+    clean_message,
+)
 
 
 def _engine(store: JobStore) -> Any:

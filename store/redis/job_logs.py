@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from store.job_logs import CURSOR_SPAN, LogLine
+from store.log_lines import CURSOR_SPAN, LogLine
 from store.redis.connect import unavailable
 
 #: Seconds before the sweep looks again at a job that still exists.

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Delete, Select, and_, bindparam, delete, insert, select
 from sqlalchemy.engine import Connection
 
-from store.job_logs import LogLine
+from store.log_lines import LogLine
 from store.sql.schema import job_logs
 
 c = job_logs.c
