@@ -1,0 +1,249 @@
+"""Many hosts: workers on three hosts (network namespaces with addresses and
+host names of their own, ``tests.faults.netns``) share one Redis store; one
+host's link is cut for longer than the lease TTL while the other two work.
+
+Each host runs one worker with two slots and no prefetch, so six long jobs
+put two in the hands of every host. Host A's link then goes down and stays
+down until its two runs have ended (their ledger rows written, their acks
+stuck) and the other hosts' recovery has expired both leases and claimed the
+jobs again under new tokens. When the link comes back, A's late acks reach
+the store and are refused by the fencing token. Every job ends Completed,
+the ledger shows no token run twice (``oracle.invariants``), and the
+console's API and workers page list the three hosts.
+
+Root only (it makes namespaces and links); skipped with the reason elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from store import StoreSettings, open_store
+from store.base import JobStore
+from store.lifecycle import JobStatus, RetryPolicy
+from store.models import Job, JobSpec
+from tests.faults.conftest import HANDLERS, report
+from tests.faults.netns import Network, missing
+from tests.faults.oracle import all_jobs, invariants, read_ledger, summary, unfinished
+from tests.web.console_fixtures import USERS, ConsoleClient
+from tests.workers.procs import Spawner, wait_until
+from webapp import create_app
+
+pytestmark = [
+    pytest.mark.faults,
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server on PATH"),
+]
+
+HOSTS = ("host-a", "host-b", "host-c")
+#: Worker id of each host's worker (not its host name: the host is read from the registry).
+WORKERS = {host: f"w-{host[-1]}" for host in HOSTS}
+CUT_HOST = "host-a"
+#: Seconds a long job runs: it outlasts the wait for all six to be claimed,
+#: and host A's runs end while its link is down.
+LONG_S = 3.0
+#: Short jobs the other hosts work through meanwhile.
+SHORT_JOBS = 40
+#: The workers' lease TTL (procs.WORKER_ENV), seconds.
+LEASE_TTL_S = 1.0
+API_TOKEN = "many-hosts-token"
+
+
+@pytest.fixture
+def network() -> Iterator[Network]:
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    net = Network(list(HOSTS))
+    try:
+        net.open()
+        yield net
+    finally:
+        net.close()
+
+
+@pytest.fixture
+def redis_port(network: Network, tmp_path: Path) -> Iterator[int]:
+    """A throwaway redis-server on the bridge's address (no persistence)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [
+        "redis-server", "--port", str(port), "--bind", network.bridge_address, "--dir", str(tmp_path),
+        "--save", "", "--appendonly", "no", "--protected-mode", "no",
+    ]  # fmt: skip
+    with open(tmp_path / "redis.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    client = redis.Redis(host=network.bridge_address, port=port, socket_timeout=1)
+    try:
+        wait_until(lambda: _pings(client), timeout=30, what="redis-server up")
+        yield port
+    finally:
+        client.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+def test_a_host_cut_off_past_its_leases_is_fenced_off(
+    network: Network, redis_port: int, tmp_path: Path
+) -> None:
+    # Short socket timeouts (redis-py reads them from the URL) so a cut-off
+    # worker notices soon; its acks are retried for longer than the cut.
+    url = (
+        f"redis://{network.bridge_address}:{redis_port}/0"
+        "?prefix=lh-hosts&socket_timeout=2&socket_connect_timeout=1"
+    )
+    ledger = tmp_path / "ledger.jsonl"
+    store = open_store(
+        url, StoreSettings(lease_ttl_s=LEASE_TTL_S, retry=RetryPolicy(base_s=0.05, max_delay_s=1.0))
+    )
+    spawner = Spawner(url, tmp_path)
+    env = {"LEASEHOLD_HANDLERS": HANDLERS, "LEASEHOLD_TEST_LEDGER": str(ledger)}
+    cut = next(h for h in network.hosts if h.hostname == CUT_HOST)
+    victim = WORKERS[CUT_HOST]
+    others = {WORKERS[h] for h in HOSTS if h != CUT_HOST}
+    started = time.monotonic()
+    try:
+        for host in network.hosts:
+            spawner.worker(
+                "--concurrency", "2", "--prefetch", "0",
+                name=WORKERS[host.hostname], env=env, prefix=host.prefix(),
+            )  # fmt: skip
+        wait_until(lambda: _hosts(store) == dict(WORKERS), timeout=60, what="a worker on each of three hosts")
+
+        long_jobs = store.enqueue_many(
+            [JobSpec("ledger-long", {"i": i, "seconds": LONG_S}) for i in range(6)]
+        )
+        held = wait_until(
+            lambda: _two_each(store, long_jobs), timeout=30, what="two long jobs held by each host"
+        )
+        store.enqueue_many([JobSpec("ledger-noop", {"i": i}) for i in range(SHORT_JOBS)])
+        mine = {job.id: job.lease_token for job in held if job.worker_id == victim}
+
+        network.cut(cut)
+        cut_at = time.time()
+        try:
+            wait_until(
+                lambda: _ran_and_taken_over(store, ledger, mine, victim),
+                timeout=40,
+                what=f"{victim}'s runs ended and its jobs claimed again by the other hosts",
+            )
+        finally:
+            network.restore(cut)
+        restored_at = time.time()
+        cut_s = restored_at - cut_at
+        assert cut_s > LEASE_TTL_S
+
+        refused = wait_until(
+            lambda: _late_acks_refused(store, mine, victim), timeout=40, what=f"{victim}'s late acks refused"
+        )
+        wait_until(lambda: unfinished(store) == 0, timeout=60, what="every job final")
+
+        rows = read_ledger(ledger)
+        bad = invariants(store, rows)
+        assert not bad, summary(bad)
+        jobs = {job.id: store.get(job.id) for job in held}
+        assert all(job.status is JobStatus.Completed for job in jobs.values())
+        for job_id, token in mine.items():
+            job = jobs[job_id]
+            assert job.worker_id in others and job.lease_token > token and job.lease_expirations >= 1
+            assert [e for e in store.events(job_id) if e.kind == "lease_expired" and e.token == token]
+            runs = sorted((r.token, r.worker, r.outcome) for r in rows if r.job_id == job_id)
+            assert (token, victim, "ok") in runs and (job.lease_token, job.worker_id, "ok") in runs, runs
+        during = Counter(r.worker for r in rows if cut_at < r.time < restored_at)
+        assert all(during[w] for w in others), f"the other hosts ran nothing during the cut: {during}"
+        assert Counter(j.status for j in all_jobs(store)) == {JobStatus.Completed: 6 + SHORT_JOBS}
+
+        api_hosts, page = _console(url)
+        assert api_hosts == dict(WORKERS)
+        assert all(host in page for host in HOSTS), "the workers page does not show the three hosts"
+
+        report(
+            f"many hosts: {CUT_HOST} cut {cut_s:.1f}s (lease TTL {LEASE_TTL_S:g}s), "
+            f"{len(mine)} jobs taken over, {refused} late acks refused, "
+            f"{6 + SHORT_JOBS} jobs completed once per token in {time.monotonic() - started:.1f}s"
+        )
+    finally:
+        spawner.cleanup()
+        store.close()
+
+
+def _hosts(store: JobStore) -> dict[str, str]:
+    """Host name -> worker id of the registered workers."""
+    return {w.host: w.id for w in store.workers()}
+
+
+def _two_each(store: JobStore, jobs: list[Job]) -> list[Job] | None:
+    """The jobs, once all are InProgress and each worker holds two."""
+    now = [store.get(job.id) for job in jobs]
+    each = Counter(dict.fromkeys(WORKERS.values(), 2))
+    if all(j.status is JobStatus.InProgress for j in now) and Counter(j.worker_id for j in now) == each:
+        return now
+    return None
+
+
+def _ran_and_taken_over(store: JobStore, ledger: Path, mine: dict[str, int], victim: str) -> bool:
+    """The victim's runs wrote their ledger rows, and the jobs were claimed
+    again under a newer token (their leases expired meanwhile)."""
+    ran = {(r.job_id, r.token) for r in read_ledger(ledger) if r.worker == victim}
+    if not all((job_id, token) in ran for job_id, token in mine.items()):
+        return False
+    return all(store.get(job_id).lease_token > token for job_id, token in mine.items())
+
+
+def _late_acks_refused(store: JobStore, mine: dict[str, int], victim: str) -> int:
+    """How many refused completions the victim sent, once every one of its jobs has one."""
+    refused = {
+        job_id: [
+            e
+            for e in store.events(job_id)
+            if e.kind == "completion_refused" and (e.actor, e.token) == (victim, token)
+        ]
+        for job_id, token in mine.items()
+    }
+    return sum(map(len, refused.values())) if all(refused.values()) else 0
+
+
+def _console(url: str) -> tuple[dict[str, str], str]:
+    """(host -> worker id from GET /api/workers, the /workers page) of a web app on the store."""
+    app = create_app(
+        {
+            "STORE_URL": url,
+            "TESTING": True,
+            "SECRET_KEY": "many-hosts-secret-0123456789abcdef0123456789",
+            "USERS": USERS,
+            "API_TOKENS": f"{API_TOKEN}:viewer",
+        }
+    )
+    try:
+        client = app.test_client()
+        response = client.get("/api/workers", headers={"Authorization": f"Bearer {API_TOKEN}"})
+        assert response.status_code == 200, response.text[:500]
+        hosts = {w["host"]: w["id"] for w in response.get_json()["items"]}
+        console = ConsoleClient(app.test_client())
+        console.login("vic")
+        page = console.get("/workers")
+        assert page.status_code == 200, page.text[:500]
+        return hosts, page.text
+    finally:
+        app.extensions["leasehold"].close()
