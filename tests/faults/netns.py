@@ -48,6 +48,17 @@ def _ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.
     return done
 
 
+def _free_subnet(pid: int) -> int:
+    """A ``10.201.<n>.0/24`` no address of the root namespace is in (from one
+    chosen by ``pid``, so two runs at once start apart)."""
+    used = _ip("-o", "-4", "addr", "show").stdout
+    for step in range(200):
+        n = 16 + (pid + step) % 200
+        if f" 10.201.{n}." not in used:
+            return n
+    raise RuntimeError("no free 10.201.<n>.0/24 subnet")
+
+
 @dataclass(frozen=True, slots=True)
 class Host:
     """One namespace: its host name, namespace, address and root-side link."""
@@ -70,7 +81,7 @@ class Network:
 
     def __init__(self, names: list[str]) -> None:
         pid = os.getpid()
-        self.subnet = 16 + pid % 200  # 10.201.<subnet>.0/24, private to this run
+        self.subnet = _free_subnet(pid)  # 10.201.<subnet>.0/24, private to this run
         self.bridge = f"lh{pid}br"
         self.bridge_address = f"10.201.{self.subnet}.1"
         self.hosts = [
