@@ -116,8 +116,8 @@ def _redis(network: Network, tmp_path: Path) -> Iterator[str]:
 def _postgres(network: Network) -> Iterator[str]:
     """A private PostgreSQL cluster listening on the bridge's address, its
     hosts trusted. ``idle_in_transaction_session_timeout`` as docs/guarantees.md
-    advises: a host cut off between a statement and its commit would otherwise
-    keep its rows locked, out of recovery's reach, until its link returns."""
+    advises: a host cut off inside a transaction would otherwise keep the rows
+    it locked until its link returns, and recovery skips locked rows."""
     if PG_BIN is None:
         pytest.skip("needs the PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)")
     pg = ThrowawayPostgres(
