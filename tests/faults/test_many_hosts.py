@@ -2,11 +2,13 @@
 host names of their own, ``tests.faults.netns``) share one Redis store; one
 host's link is cut for longer than the lease TTL while the other two work.
 
-Each host runs one worker with two slots and no prefetch, so six long jobs
-put two in the hands of every host. Host A's link then goes down and stays
-down until its two runs have ended (their ledger rows written, their acks
-stuck) and the other hosts' recovery has expired both leases and claimed the
-jobs again under new tokens. When the link comes back, A's late acks reach
+Each host runs one worker with two slots and no prefetch, so six gated jobs
+(each runs until the test opens its gate, a file) put two in the hands of
+every host. Host A's link then goes down and the gate opens: every run ends,
+A's acks are stuck. The link stays down for at least three lease TTLs and
+until the other hosts' recovery has expired A's two leases and they ran the
+jobs again under new tokens and completed them, while they work through
+short jobs. When the link comes back, A's late acks reach
 the store and are refused by the fencing token. Every job ends Completed,
 the ledger shows no token run twice (``oracle.invariants``), and the
 console's API and workers page list the three hosts.
@@ -52,13 +54,14 @@ HOSTS = ("host-a", "host-b", "host-c")
 #: Worker id of each host's worker (not its host name: the host is read from the registry).
 WORKERS = {host: f"w-{host[-1]}" for host in HOSTS}
 CUT_HOST = "host-a"
-#: Seconds a long job runs: it outlasts the wait for all six to be claimed,
-#: and host A's runs end while its link is down.
-LONG_S = 3.0
+#: Jobs held at the cut: two a host.
+GATED = 6
 #: Short jobs the other hosts work through meanwhile.
 SHORT_JOBS = 40
 #: The workers' lease TTL (procs.WORKER_ENV), seconds.
 LEASE_TTL_S = 1.0
+#: Shortest cut, seconds: three lease TTLs (A's writes meanwhile fail and are retried).
+MIN_CUT_S = 3 * LEASE_TTL_S
 API_TOKEN = "many-hosts-token"
 PG_BIN = pg_bin_dir()
 
@@ -164,22 +167,26 @@ def test_a_host_cut_off_past_its_leases_is_fenced_off(
             )  # fmt: skip
         wait_until(lambda: _hosts(store) == dict(WORKERS), timeout=60, what="a worker on each of three hosts")
 
-        long_jobs = store.enqueue_many(
-            [JobSpec("ledger-long", {"i": i, "seconds": LONG_S}) for i in range(6)]
+        gate = tmp_path / "gate"
+        gated = store.enqueue_many(
+            [JobSpec("ledger-gate", {"i": i, "gate": str(gate)}) for i in range(GATED)]
         )
         held = wait_until(
-            lambda: _two_each(store, long_jobs), timeout=30, what="two long jobs held by each host"
+            lambda: _two_each(store, gated), timeout=30, what="two gated jobs held by each host"
         )
         store.enqueue_many([JobSpec("ledger-noop", {"i": i}) for i in range(SHORT_JOBS)])
         mine = {job.id: job.lease_token for job in held if job.worker_id == victim}
 
         network.cut(cut)
         cut_at = time.time()
+        gate.touch()
         try:
             wait_until(
-                lambda: _ran_and_taken_over(store, ledger, mine, victim),
+                lambda: (
+                    _ran_and_taken_over(store, ledger, mine, victim) and time.time() - cut_at >= MIN_CUT_S
+                ),
                 timeout=40,
-                what=f"{victim}'s runs ended and its jobs claimed again by the other hosts",
+                what=f"{victim}'s runs ended and its jobs completed by the other hosts",
             )
         finally:
             network.restore(cut)
@@ -190,6 +197,7 @@ def test_a_host_cut_off_past_its_leases_is_fenced_off(
         refused = wait_until(
             lambda: _late_acks_refused(store, mine, victim), timeout=40, what=f"{victim}'s late acks refused"
         )
+        refused_after_s = time.time() - restored_at
         wait_until(lambda: unfinished(store) == 0, timeout=60, what="every job final")
 
         rows = read_ledger(ledger)
@@ -203,9 +211,11 @@ def test_a_host_cut_off_past_its_leases_is_fenced_off(
             assert [e for e in store.events(job_id) if e.kind == "lease_expired" and e.token == token]
             runs = sorted((r.token, r.worker, r.outcome) for r in rows if r.job_id == job_id)
             assert (token, victim, "ok") in runs and (job.lease_token, job.worker_id, "ok") in runs, runs
+            [late] = [r for r in rows if (r.job_id, r.token) == (job_id, token)]
+            assert cut_at < late.time < restored_at, "the cut host's run did not end during the cut"
         during = Counter(r.worker for r in rows if cut_at < r.time < restored_at)
         assert all(during[w] for w in others), f"the other hosts ran nothing during the cut: {during}"
-        assert Counter(j.status for j in all_jobs(store)) == {JobStatus.Completed: 6 + SHORT_JOBS}
+        assert Counter(j.status for j in all_jobs(store)) == {JobStatus.Completed: GATED + SHORT_JOBS}
 
         api_hosts, page = _console(url)
         assert api_hosts == dict(WORKERS)
@@ -213,8 +223,8 @@ def test_a_host_cut_off_past_its_leases_is_fenced_off(
 
         report(
             f"many hosts ({url.split(':', 1)[0]}): {CUT_HOST} cut {cut_s:.1f}s (lease TTL {LEASE_TTL_S:g}s), "
-            f"{len(mine)} jobs taken over, {refused} late acks refused, "
-            f"{6 + SHORT_JOBS} jobs completed once per token in {time.monotonic() - started:.1f}s"
+            f"{len(mine)} jobs taken over, {refused} late acks refused {refused_after_s:.1f}s after, "
+            f"{GATED + SHORT_JOBS} jobs completed once per token in {time.monotonic() - started:.1f}s"
         )
     finally:
         spawner.cleanup()
@@ -236,12 +246,13 @@ def _two_each(store: JobStore, jobs: list[Job]) -> list[Job] | None:
 
 
 def _ran_and_taken_over(store: JobStore, ledger: Path, mine: dict[str, int], victim: str) -> bool:
-    """The victim's runs wrote their ledger rows, and the jobs were claimed
-    again under a newer token (their leases expired meanwhile)."""
+    """The victim's runs wrote their ledger rows, and the jobs were completed
+    under a newer token (their leases expired meanwhile)."""
     ran = {(r.job_id, r.token) for r in read_ledger(ledger) if r.worker == victim}
     if not all((job_id, token) in ran for job_id, token in mine.items()):
         return False
-    return all(store.get(job_id).lease_token > token for job_id, token in mine.items())
+    jobs = [(store.get(job_id), token) for job_id, token in mine.items()]
+    return all(job.status is JobStatus.Completed and job.lease_token > token for job, token in jobs)
 
 
 def _late_acks_refused(store: JobStore, mine: dict[str, int], victim: str) -> int:
