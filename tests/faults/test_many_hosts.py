@@ -146,7 +146,7 @@ def _pings(client: redis.Redis) -> bool:
 
 
 def test_a_host_cut_off_past_its_leases_is_fenced_off(
-    network: Network, store_url: str, tmp_path: Path
+    network: Network, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     url = store_url
     ledger = tmp_path / "ledger.jsonl"
@@ -154,6 +154,7 @@ def test_a_host_cut_off_past_its_leases_is_fenced_off(
         url, StoreSettings(lease_ttl_s=LEASE_TTL_S, retry=RetryPolicy(base_s=0.05, max_delay_s=1.0))
     )
     spawner = Spawner(url, tmp_path)
+    request.node.leasehold_spawner = spawner  # its logs go with a failure (tests/faults/conftest.py)
     env = {"LEASEHOLD_HANDLERS": HANDLERS, "LEASEHOLD_TEST_LEDGER": str(ledger)}
     cut = next(h for h in network.hosts if h.hostname == CUT_HOST)
     victim = WORKERS[CUT_HOST]
