@@ -23,6 +23,8 @@ from workers import JobContext, handler
 LEDGER_ENV = "LEASEHOLD_TEST_LEDGER"
 #: Share of ``ledger-flaky`` payloads that raise (percent), chosen by a CRC of the payload.
 FLAKY_PERCENT = 5
+#: Seconds between two looks of ``ledger-gate`` at its gate file.
+GATE_POLL_S = 0.05
 #: ``ledger-leak``: bytes leaked per step, and the most one process leaks
 #: before the handler gives up and raises (nothing killed it: the test fails).
 LEAK_STEP_BYTES = 16 * 1024 * 1024
@@ -90,6 +92,21 @@ def ledger_long(ctx: JobContext) -> dict[str, Any]:
     when ``ctx.cancelled`` is set; the worker renews the lease meanwhile."""
     seconds = float((ctx.payload or {}).get("seconds", 3 * _lease_ttl_s()))
     ctx.cancelled.wait(seconds)
+    return _finish(ctx)
+
+
+@handler("ledger-gate")
+def ledger_gate(ctx: JobContext) -> dict[str, Any]:
+    """Runs until the file ``payload["gate"]`` exists (the test opens the gate
+    by creating it), or returns early when ``ctx.cancelled`` is set; raises
+    after ``payload["max_s"]`` (default 60) seconds with the gate still shut."""
+    gate = str(ctx.payload["gate"])
+    deadline = time.monotonic() + float(ctx.payload.get("max_s", 60))
+    while not os.path.exists(gate) and not ctx.cancelled.is_set():
+        if time.monotonic() >= deadline:
+            record(ctx, "raised")
+            raise RuntimeError(f"gate {gate} still shut")
+        ctx.cancelled.wait(GATE_POLL_S)
     return _finish(ctx)
 
 

@@ -135,8 +135,14 @@ class ThrowawayPostgres:
     server runs as user ``postgres`` (PostgreSQL refuses root), which is why
     the folder is made under /tmp and not in pytest's private tmp_path."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(
+        self, bin_dir: Path, listen: tuple[str, ...] = ("127.0.0.1",), trust: str | None = None
+    ) -> None:
+        """``listen``: the addresses the server listens on; ``trust``: a CIDR
+        whose clients connect without a password (besides the loopback's)."""
         self.bin = bin_dir
+        self.listen = listen
+        self.trust = trust
         self.folder = Path(tempfile.mkdtemp(prefix="lh-faults-pg-"))
         self.data = self.folder / "data"
         self.log = self.folder / "postgres.log"
@@ -162,13 +168,16 @@ class ThrowawayPostgres:
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(
                 "\n# leasehold fault tests (tests/faults/pg.py)\n"
-                "listen_addresses = '127.0.0.1'\nunix_socket_directories = ''\n"
+                f"listen_addresses = '{','.join(self.listen)}'\nunix_socket_directories = ''\n"
                 "max_connections = 100\nfsync = off\nfull_page_writes = off\n"
                 # on: a commit is in the OS (not the disk) before the client hears of it, so a
                 # server crash loses nothing acknowledged; off would lose the last ~0.6 s of
                 # commits, claims included, and hand the same fencing token out twice
                 "synchronous_commit = on\n"
             )
+        if self.trust is not None:
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {self.trust} trust\n")
 
     def start(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", f"-p {self.port}",
@@ -181,8 +190,8 @@ class ThrowawayPostgres:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", str(PG_CTL_WAIT_S), "stop")
         self.running = False
 
-    def url(self, db: str = "postgres") -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{db}"
+    def url(self, db: str = "postgres", host: str = "127.0.0.1") -> str:
+        return f"postgresql+psycopg://postgres@{host}:{self.port}/{db}"
 
     def log_tail(self, chars: int = 5000) -> str:
         try:
