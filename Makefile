@@ -41,7 +41,7 @@ dist: $(STAMP) $(HTMX)
 chromium:
 	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
-# Lint, then the test suite against PostgreSQL and Redis (started if needed by
+# Lint (ruff, and vulture for dead code: .ci/vulture.sh), then the test suite against PostgreSQL and Redis (started if needed by
 # scripts/services.sh, whose export lines are evaluated in the same shell): most of it
 # in PYTEST_WORKERS processes (pytest-xdist; every test makes its own store, so they
 # share nothing; worksteal: a process that runs out takes tests queued for another, so
@@ -54,6 +54,7 @@ test: $(STAMP) $(HTMX) chromium
 	$(SERVICES) \
 	$(BIN)/ruff format --check . && \
 	$(BIN)/ruff check . && \
+	VULTURE=$(BIN)/vulture .ci/vulture.sh && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
 	$(BIN)/pytest $(SERIAL) $(PYTEST_ARGS)
 
@@ -111,6 +112,7 @@ bench-api: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	VULTURE=$(BIN)/vulture .ci/vulture.sh
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -19,7 +19,6 @@ StoreUnavailable (the store did not answer; every write is safe to retry).
 from __future__ import annotations
 
 import abc
-import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -106,10 +105,6 @@ class StoreSettings:
     recovery_batch: int = 500
     events_per_job: int = 200
     recovery_runs_kept: int = 1000
-
-
-def default_worker_host() -> str:
-    return socket.gethostname()
 
 
 class JobStore(FlowContract, OperatingContract):

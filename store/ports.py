@@ -26,8 +26,6 @@ from typing import Any
 #: A kind: lowercase letters, digits, ``_`` and ``.``; no ``:`` (Redis keys
 #: are ``rec:<kind>:<key>``, so a kind ends where the first ``:`` is).
 KIND = re.compile(r"[a-z][a-z0-9_.]{0,79}")
-#: Longest record key (SQL ``leasehold_records.key``).
-MAX_KEY_LEN = 200
 #: Most records one ``record_page`` or ``record_prune`` call handles.
 MAX_PAGE = 10_000
 

@@ -35,7 +35,6 @@ from werkzeug.security import generate_password_hash
 from leasehold.urls import is_sql
 from store import DEFAULT_STORE_URL, StoreSettings, open_store
 from store.base import JobStore
-from store.lifecycle import TERMINAL
 from store.models import JobSpec
 from store.schema_version import upgrade_schema
 
@@ -162,12 +161,6 @@ def absolute_sqlite(url: str) -> str:
     if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
         return f"sqlite:///{Path(url.removeprefix('sqlite:///')).resolve()}"
     return url
-
-
-def all_final(store: JobStore) -> bool:
-    """True when no job is waiting or running."""
-    by_status = store.counts().by_status
-    return sum(n for name, n in by_status.items() if name not in {s.name for s in TERMINAL}) == 0
 
 
 def run(

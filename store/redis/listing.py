@@ -91,12 +91,6 @@ def start_ranks(pipe: Pipe, indexes: list[str], after: Entry, ascending: bool) -
     return ranks
 
 
-def read_after(pipe: Pipe, index: str, after: Entry, count: int) -> list[Entry]:
-    """Up to ``count`` entries of ``index`` after ``after``, newest first, in
-    one round trip (``read_after_many``)."""
-    return read_after_many(pipe, [(index, after, count)])[0]
-
-
 def read_after_many(pipe: Pipe, reads: list[tuple[str, Entry, int]]) -> list[list[Entry]]:
     """For each ``(index, after, count)``: up to ``count`` entries of
     ``index`` after ``after``, newest first (those tied at ``after``'s score

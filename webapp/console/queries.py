@@ -8,11 +8,10 @@ the read scans a bounded number of newest pages and says so in its result.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from store.base import MAX_PAGE_SIZE, JobStore
+from store.base import JobStore
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
 from store.models import Counts, Job, QueueState, WorkerInfo
@@ -20,9 +19,6 @@ from store.search import SearchQuery, matches, parse_payload_filter
 from webapp.console.diagnosis import epoch, is_alive, is_overdue
 
 S = JobStatus
-
-#: Most jobs an id search (part of an id) scans.
-SCAN_LIMIT = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,21 +145,6 @@ def _payload(text: str | None, problems: list[str]) -> str | None:
         problems.append(str(exc))
         return None
     return text
-
-
-def _pages(store: JobStore, filters: Filters, status: JobStatus | None, budget: int) -> Iterator[Job]:
-    """Jobs matching ``filters`` (with ``status`` instead of the filter's),
-    newest update first, at most ``budget`` read."""
-    kwargs = {**filters.store_kwargs(), "status": status}
-    cursor = None
-    read = 0
-    while read < budget:
-        page = store.list_jobs(**kwargs, limit=min(MAX_PAGE_SIZE, budget - read), cursor=cursor)
-        read += len(page.items)
-        yield from page.items
-        if page.next_cursor is None or not page.items:
-            return
-        cursor = page.next_cursor
 
 
 @dataclass
