@@ -112,17 +112,28 @@ def test_the_shop_and_leasehold_migrate_side_by_side(url: str, monkeypatch: pyte
         names | leasehold,
         {"alembic_version": ["shop0001"], "leasehold_alembic_version": [ours]},
     )
+    close_app(app)
+
+
+def close_app(app: Flask) -> None:
+    """Close the shop's store and dispose of its Flask-SQLAlchemy engines (their
+    pooled connections are closed, not left to the garbage collector)."""
     app.extensions["leasehold"].close()
+    with app.app_context():
+        for engine in app.extensions["sqlalchemy"].engines.values():
+            engine.dispose()
 
 
 @pytest.fixture
-def shop(url: str, monkeypatch: pytest.MonkeyPatch) -> Flask:
+def shop(url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Flask]:
     run(url, "flask", "db", "upgrade")
     run(url, "leasehold", "db", "upgrade")
     monkeypatch.setenv("SHOP_DATABASE_URL", url)
     from examples.flask_orders.app import create_app
 
-    return create_app({"TESTING": True, "STOCK": {"book": 3}})
+    app = create_app({"TESTING": True, "STOCK": {"book": 3}})
+    yield app
+    close_app(app)
 
 
 def test_an_order_and_its_invoice_commit_together_and_a_worker_sends_it(shop: Flask, url: str) -> None:

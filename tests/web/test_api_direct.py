@@ -67,8 +67,8 @@ def test_non_ascii_is_utf8_and_the_same_json_value(api_app: Flask, api_client: F
     [
         (b"", "name", "name: Field required"),
         (b"null", "name", "name: Field required"),
-        (b"[]", "name", "name: Field required"),
-        (b"[1]", "body", "body: Input should be a valid dictionary or instance of EnqueueRequest"),
+        (b"[]", "body", "body: must be a JSON object (or null)"),
+        (b"[1]", "body", "body: must be a JSON object (or null)"),
         (b'{"name": "x", "colour": 1}', "colour", "colour: unknown field"),
         (b'{"name": "x", "priority": "5"}', "priority", "priority: Input should be a valid integer"),
         (b'{"name": "x", "priority": 5.5}', "priority", None),

@@ -15,6 +15,7 @@ forced with real store calls held at the point where the threads raced:
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -146,7 +147,7 @@ def test_a_completion_posted_after_the_inbox_closed_is_recorded_by_its_slot(hand
 
 
 def test_a_burst_worker_whose_ack_is_never_written_exits_non_zero_naming_the_job(
-    handle: StoreHandle, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    handle: StoreHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The store answers the claim, then refuses every ack write (an outage
     that outlasts the recorder's retries): the job stays InProgress under the
@@ -162,6 +163,14 @@ def test_a_burst_worker_whose_ack_is_never_written_exits_non_zero_naming_the_job
     monkeypatch.setattr(store, "complete_and_claim", out)
     monkeypatch.setattr(store, "complete", out)
 
-    assert worker.run() == EXIT_UNRECORDED
+    records: list[logging.LogRecord] = []
+    catcher = logging.Handler(logging.ERROR)
+    catcher.emit = records.append  # type: ignore[method-assign]
+    said = logging.getLogger("workers.worker")  # its own handler: another test may stop propagation
+    said.addHandler(catcher)
+    try:
+        assert worker.run() == EXIT_UNRECORDED
+    finally:
+        said.removeHandler(catcher)
     assert store.get(job.id).status is JobStatus.InProgress
-    assert any(job.id in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
+    assert any(job.id in r.getMessage() for r in records)

@@ -155,7 +155,18 @@ def test_batches_and_no_call_for_a_handler_that_logs_nothing(
     run_burst(handle)
     assert sum(writes) == 60 and len(writes) <= 6  # one call carries every line of an ack batch
     assert all(len(read_logs(store, j.id)[0]) == 10 for j in loud)
-    assert sorted(set(store_calls)) == baseline  # the logs went through no store method of their own
+    # The logs went through no store method of their own: what the loud burst
+    # called beyond the quiet one's is what a longer run may call (its lease
+    # renewed, its claims and acks split otherwise), never a method for logs.
+    extra = set(store_calls) - set(baseline)
+    assert extra <= {
+        "worker_heartbeat",
+        "heartbeat",
+        "claim",
+        "claim_retry_after",
+        "complete_and_claim",
+        "complete_many",
+    }, extra
 
 
 def test_lines_go_with_their_job(handle: StoreHandle) -> None:

@@ -42,7 +42,8 @@ WEBHOOK_PATTERN = (
     r"|192\.168(\.(0|[1-9][0-9]?)){2}|172\.(1[6-9]|2[0-9]|3[01])(\.(0|[1-9][0-9]?)){2}))"
     r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[!-~]*)?$"
 )
-_TEXT = r"\S"
+#: Text with a visible character and no control character (NUL included), as the store's rule.
+_TEXT = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
 
 
 class _Rule(BaseModel):
