@@ -207,12 +207,12 @@ class ClaimLoop:
                 continue
             if notice.job is None or self.runner.busy() != 0 or not self._wants_notices():
                 continue
-            named = True
             try:
                 jobs = self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
-            except Exception as exc:  # the claim loop tries again as usual
+            except Exception as exc:  # the claim loop claims as usual this turn
                 log.warning("worker %s: claim of a notified job failed: %s", self.id, exc)
-                return False
+                continue
+            named = True
             if jobs:
                 self._idle.reset()
             for job in jobs:
