@@ -102,6 +102,9 @@ class Worker(ClaimLoop):
         self.install_signals = install_signals
         self.inflight = InFlight()
         self.exit_code = EXIT_OK
+        #: Jobs this worker left InProgress under its token at exit (named in its
+        #: last ERROR line; EXIT_UNRECORDED): set by the shutdown.
+        self.unrecorded: list[str] = []
         self._stopping = threading.Event()
         self._signals = 0
         self._queues = WeightedQueues(config.queues)
@@ -352,6 +355,7 @@ class Worker(ClaimLoop):
                 continue
             if job.status is JobStatus.InProgress and job.lease_token == token:
                 held.append(job_id)
+        self.unrecorded = held
         if held:
             log.error(
                 "worker %s: stopping with %d claimed job(s) still InProgress under its lease "
