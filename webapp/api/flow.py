@@ -9,7 +9,6 @@ store with the token's actor.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any
 
 from flask import Response, url_for
@@ -23,6 +22,7 @@ from store.models import JobSpec
 from store.spec import check_queue_name
 from store.times import iso, ts
 from webapp.api.auth import current_token
+from webapp.api.batch_list import BatchItem
 from webapp.api.bodies import read_json_body
 from webapp.api.encoding import json_response
 from webapp.api.enqueue import request_spec
@@ -53,19 +53,11 @@ class LimitsOut(BaseModel):
     )
 
 
-class BatchOut(BaseModel):
-    """A batch: its jobs by status, its callback job, whether all finished,
-    the ids of its jobs (the first BATCH_IDS_SHOWN) and when it was made."""
+class BatchOut(BatchItem):
+    """A batch: a list's item (webapp.api.batch_list) and the ids of its jobs
+    (the first BATCH_IDS_SHOWN)."""
 
-    id: str
-    kind: str
-    size: int
-    counts: dict[str, int]
-    callback_job_id: str | None
-    finished: bool
-    canceled_by: str | None
     job_ids: list[str] = Field(description="the batch's job ids in order, the first 1,000")
-    created_at: datetime | None = Field(description="ISO 8601 UTC")
 
 
 #: Most job ids a batch's JSON lists (`GET /api/jobs?batch_id=` pages through all).
