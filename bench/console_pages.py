@@ -47,7 +47,7 @@ from bench import console_load
 from bench.console_load import MIX, NAMES, QUEUES, SPAN_S, name_of, queue_of, status_of
 from bench.report import commit
 from bench.stores import FreshStores, server_versions
-from store import open_store
+from store import bulk, open_store
 from store.cursor import encode_cursor
 from store.lifecycle import JobStatus
 from webapp import create_app
@@ -131,6 +131,7 @@ def pages(store: object, loaded: console_load.Loaded, jobs: int) -> dict[str, tu
     failed = loaded.templates[JobStatus.Failed].id
     both = f"queue={QUEUE}&name={NAME}"
     deep_filter, cancel = f"status=Completed&queue={QUEUE}", {"action": "cancel"}
+    selected = [j.id for j in store.list_jobs(limit=50, cursor=deep).items]  # type: ignore[attr-defined]
     queued = {**cancel, "status": "Queued", "queue": QUEUE}
     return {
         "overview /": ("/", None),
@@ -147,15 +148,49 @@ def pages(store: object, loaded: console_load.Loaded, jobs: int) -> dict[str, tu
         "search ?payload=user=user-123": ("/jobs?payload=user%3Duser-123", None),
         f"bulk preview cancel, Queued in {QUEUE}": ("/jobs/bulk", queued),
         f"bulk preview cancel, {both}": ("/jobs/bulk", {**cancel, "queue": QUEUE, "name": NAME}),
+        "bulk preview retry, error=refused": ("/jobs/bulk", {"action": "retry", "error": "refused"}),
+        "bulk preview requeue, payload=user=user-123": (
+            "/jobs/bulk", {"action": "requeue", "payload": "user=user-123"}),
+        "bulk preview cancel, 50 selected rows": ("/jobs/bulk", {**cancel, "ids": selected}),
         "batches /batches": ("/batches", None),
         "new job /jobs/new": ("/jobs/new", None),
+        "handlers /handlers": ("/handlers", None),
+        "alerts /alerts": ("/alerts", None),
     }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class BulkRun:
+    """A bulk operation on an error-text filter, run to its end."""
+
+    store: str
+    expected: int
+    changed: int
+    skipped: int
+    seconds: float
+
+
+def bulk_on_error(store: object, kind: str) -> BulkRun:
+    """Retry every job whose error text has ``refused`` (the search the
+    console's bulk form sends) as one bulk operation, advanced by
+    ``store.bulk.run_pending`` in its batches, as a worker's maintenance runs
+    it, until it finishes. The time is from the start to the last batch."""
+    expected = bulk.preview(store, "retry", error="refused").eligible  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    operation = bulk.start(store, "retry", {"error": "refused"}, "bench", expected)  # type: ignore[arg-type]
+    while not operation.finished:
+        bulk.run_pending(store, "bench", budget_s=5.0)  # type: ignore[arg-type]
+        operation = store.get_operation(operation.id)  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - t0
+    return BulkRun(kind, expected, operation.changed, operation.skipped, seconds)
 
 
 def bench_store(
     stores: FreshStores, kind: str, jobs: int, requests: int, budget_s: float
-) -> tuple[float, list[Row]]:
-    """Load a fresh store of ``kind`` and time every page. Returns the load's seconds and the rows."""
+) -> tuple[float, list[Row], BulkRun]:
+    """Load a fresh store of ``kind``, time every page, then run a bulk
+    operation on an error-text filter. Returns the load's seconds, the rows
+    and the bulk run."""
     rows = []
     with stores.fresh(kind) as url, open_store(url) as store:
         print(f"# {kind}: loading {jobs:,} jobs…", file=sys.stderr, flush=True)
@@ -183,7 +218,10 @@ def bench_store(
             verdict = rows[-1].verdict
             line = f"{kind:<10} {label:<44} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  ({n}) {verdict}"
             print(f"# {line}", file=sys.stderr, flush=True)
-    return loaded.seconds, rows
+        ran = bulk_on_error(store, kind)
+        print(f"# {kind}: bulk retry on error=refused: {ran.changed:,} changed of {ran.expected:,} "
+              f"in {ran.seconds:,.1f} s", file=sys.stderr, flush=True)  # fmt: skip
+    return loaded.seconds, rows, ran
 
 
 def loadavg() -> str:
@@ -219,12 +257,14 @@ def main() -> None:
     print("\n".join(lines), file=sys.stderr, flush=True)
     rows: list[Row] = []
     loads: dict[str, float] = {}
+    runs: list[BulkRun] = []
     with tempfile.TemporaryDirectory(prefix="lh-console-") as tmp:
         stores = FreshStores(Path(tmp))
         try:
             for kind in kinds:
-                loads[kind], got = bench_store(stores, kind, args.jobs, args.requests, args.budget)
+                loads[kind], got, ran = bench_store(stores, kind, args.jobs, args.requests, args.budget)
                 rows += got
+                runs.append(ran)
         finally:
             stores.close()
     print("\n".join(lines))
@@ -234,10 +274,22 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---|")
     for r in rows:
         print(f"| {r.store} | {r.page} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.requests} | {r.verdict} |")
+    print()
+    print("| store | bulk retry on error=refused: jobs expected | changed | skipped | seconds |")
+    print("|---|---:|---:|---:|---:|")
+    for b in runs:
+        print(f"| {b.store} | {b.expected:,} | {b.changed:,} | {b.skipped:,} | {b.seconds:,.1f} |")
     print(f"\n# load average at end {loadavg()}")
     if args.json:
         Path(args.json).write_bytes(
-            orjson.dumps({"header": lines, "loads": loads, "rows": [asdict(r) for r in rows]})
+            orjson.dumps(
+                {
+                    "header": lines,
+                    "loads": loads,
+                    "rows": [asdict(r) for r in rows],
+                    "bulk": [asdict(b) for b in runs],
+                }
+            )
         )
 
 

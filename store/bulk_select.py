@@ -6,10 +6,12 @@ A filter is a dict of strings (as the operation stores it):
   the store's counters and indexes (``store.count_jobs``), whatever its size.
 * ``error``, ``payload``: the job list's search (``store/search.py``): text of
   the error (Failed and Scheduled jobs), one payload field ``key=value``. The
-  operation walks the listing filters' jobs and acts on those that match; the
-  preview counts them the same way, reading every job of the listing filters
-  (for ``error``, only the Failed and Scheduled ones), so its cost grows with
-  the jobs it reads, not with the matches.
+  operation walks the listing filters' jobs and acts on those that match,
+  however many. The preview counts them the same way but reads at most
+  PREVIEW_SCAN_LIMIT jobs of the listing filters, newest update first (for
+  ``error``, the Failed then the Scheduled ones), as the job list's search
+  does: its cost is bounded at any store size, and past the limit its counts
+  are lower bounds (``complete`` False, said on the console's panel).
 * ``ids``: job ids an operator selected, comma-separated, at most
   MAX_SELECTED_IDS; the other keys still apply to each of them.
 """
@@ -25,12 +27,15 @@ from store.base import MAX_PAGE_SIZE, JobStore
 from store.errors import JobNotFound, ValidationError
 from store.lifecycle import OPERATIONS, JobStatus, Operation
 from store.models import Job
-from store.search import ERROR_STATUSES, SearchQuery, matches, parse_payload_filter
+from store.search import ERROR_STATUSES, SEARCH_SCAN_LIMIT, SearchQuery, matches, parse_payload_filter
 
 #: The keys a filter may have.
 FILTER_KEYS = ("status", "queue", "name", "error", "payload", "ids")
 #: Most job ids one operation may name.
 MAX_SELECTED_IDS = 1_000
+#: Jobs a preview with an error or payload search reads at most (the job
+#: list's search window, store/search.py).
+PREVIEW_SCAN_LIMIT = SEARCH_SCAN_LIMIT
 #: Longest error text searched (characters).
 MAX_ERROR_TEXT = 500
 #: The lifecycle operation of each action.
@@ -45,10 +50,14 @@ ACTIONS: dict[str, Operation] = {
 @dataclass(frozen=True, slots=True)
 class Preview:
     """What an action on a filter would touch: ``eligible`` jobs whose status
-    allows it, ``matching`` every job passing the filter (both exact)."""
+    allows it, ``matching`` every job passing the filter. Both are exact when
+    ``complete``; else they are counted in the ``scanned`` newest jobs of a
+    search filter (PREVIEW_SCAN_LIMIT) and older ones may match too."""
 
     eligible: int
     matching: int
+    complete: bool = True
+    scanned: int = 0
 
 
 def statuses_of(action: str) -> frozenset[JobStatus]:
@@ -157,9 +166,20 @@ def preview(
     them): by testing each job (see the module docstring)."""
     allowed = statuses_of(action)
     if any(search.values()):
-        where = {"status": status.name if status else None, "queue": queue, "name": name, **search}
-        found = [j.status for j in matching_jobs(store, check_filter(where))]
-        return Preview(sum(1 for s in found if s in allowed), len(found))
+        where = check_filter(
+            {"status": status.name if status else None, "queue": queue, "name": name, **search}
+        )
+        if "ids" in where:  # at most MAX_SELECTED_IDS reads
+            found = [j.status for j in matching_jobs(store, where)]
+            return Preview(sum(1 for s in found if s in allowed), len(found))
+        query, found, scanned = search_of(where), [], 0
+        for job in _walk(store, query):
+            if scanned == PREVIEW_SCAN_LIMIT:
+                return Preview(sum(1 for s in found if s in allowed), len(found), False, scanned)
+            scanned += 1
+            if matches(job, query):
+                found.append(job.status)
+        return Preview(sum(1 for s in found if s in allowed), len(found), True, scanned)
     chosen = {status} if status else set(JobStatus)
     if name:
         counted = {s: store.count_jobs(s, queue=queue, name=name) for s in chosen}

@@ -1,6 +1,7 @@
 """Contract: bulk operations on any set of jobs (store/bulk_select.py) on
 every store — the job list's error and payload searches and an operator's
-selected ids, previewed and counted exactly, acted on and nothing else."""
+selected ids, previewed and counted (exactly, or in a bounded window of the
+newest jobs for a search), acted on and nothing else."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import uuid
 
 import pytest
 
-from store import bulk
+from store import bulk, bulk_select
 from store.base import JobStore
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
@@ -39,7 +40,7 @@ def test_retry_every_failure_with_an_error_text(store: JobStore) -> None:
     ids = _fail(store, "mail", errors)
     store.enqueue("t", {"note": "timeout in its payload, no error"}, queue="mail")
     preview = bulk.preview(store, "retry", queue="mail", error="timeout")
-    assert preview == bulk.Preview(6, 6)
+    assert preview == bulk.Preview(6, 6, complete=True, scanned=12)  # the 12 Failed, not the Queued one
     op = bulk.start(store, "retry", {"queue": "mail", "error": "timeout"}, "operator:ann", preview.eligible)
     op = _run(store, op)
     assert (op.changed, op.skipped) == (6, 0)
@@ -50,11 +51,25 @@ def test_retry_every_failure_with_an_error_text(store: JobStore) -> None:
 
 def test_cancel_by_payload_field(store: JobStore) -> None:
     _fail(store, "default", ["x"] * 6, permanent=False)  # Scheduled, retries left
-    assert bulk.preview(store, "cancel", payload="kind=odd") == bulk.Preview(3, 3)
+    assert bulk.preview(store, "cancel", payload="kind=odd") == bulk.Preview(3, 3, complete=True, scanned=6)
     op = _run(store, bulk.start(store, "cancel", {"payload": "kind=odd"}, "operator:ann", 3))
     assert op.changed == 3
     kinds = {j.payload["kind"]: j.status for j in store.list_jobs(limit=50).items}
     assert kinds == {"odd": S.Canceled, "even": S.Scheduled}
+
+
+def test_a_search_preview_reads_a_bounded_window_and_the_operation_acts_on_every_match(
+    store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past PREVIEW_SCAN_LIMIT jobs read, the preview's counts are lower bounds
+    (``complete`` False); the operation still walks and changes every match."""
+    monkeypatch.setattr(bulk_select, "PREVIEW_SCAN_LIMIT", 4)
+    _fail(store, "default", ["x"] * 10, permanent=False)  # 5 odd, 5 even, Scheduled
+    preview = bulk.preview(store, "cancel", payload="kind=odd")
+    assert (preview.complete, preview.scanned) == (False, 4)
+    assert preview.eligible == preview.matching <= 4  # of the 4 read
+    op = _run(store, bulk.start(store, "cancel", {"payload": "kind=odd"}, "operator:ann", preview.eligible))
+    assert op.changed == 5
 
 
 def test_act_on_selected_ids_only(store: JobStore) -> None:

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from flask import Flask
 
-from store import bulk
+from store import bulk, bulk_select
 from store.base import JobStore
 from store.errors import JobNotFound
 from store.lifecycle import EventKind, JobStatus
@@ -137,6 +137,23 @@ def test_bulk_delete_with_count_preview(operator: ConsoleClient, store: JobStore
     assert store.get(running).status is S.InProgress and store.get(keep).status is S.Queued
     # One audit entry at the start and one at the end, none a job.
     assert [e.kind for e in store.audit()] == [EventKind.BULK_FINISHED, EventKind.BULK_STARTED]
+
+
+def test_bulk_preview_of_a_search_past_its_window_says_it_is_a_lower_bound(
+    operator: ConsoleClient, store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk_select, "PREVIEW_SCAN_LIMIT", 3)
+    for i in range(5):
+        store.enqueue("t", {"kind": "odd", "i": i}, queue="win")
+    form = {"action": "cancel", "queue": "win", "payload": "kind=odd"}
+    preview = operator.post("/jobs/bulk", form, htmx=True)
+    assert "Counted in the 3 newest jobs this search reads" in preview.text
+    assert re.search(r"At least <strong>3</strong> job\(s\) match and can be canceled", preview.text)
+    operator.post("/jobs/bulk", confirm_form(preview.text, form), htmx=True)
+    bulk.run_pending(store, "test")
+    assert store.operations()[0].changed == 5  # every match, not only the counted window
+    whole = operator.post("/jobs/bulk", {"action": "delete", "queue": "win"}, htmx=True)
+    assert "newest jobs this search reads" not in whole.text  # a listing filter is counted exactly
 
 
 # ------------------------------------------------------------------- audit
