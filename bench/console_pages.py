@@ -186,7 +186,7 @@ def bulk_on_error(store: object, kind: str) -> BulkRun:
 
 
 def bench_store(
-    stores: FreshStores, kind: str, jobs: int, requests: int, budget_s: float
+    stores: FreshStores, kind: str, jobs: int, requests: int, budget_s: float, only: str = ""
 ) -> tuple[float, list[Row], BulkRun]:
     """Load a fresh store of ``kind``, time every page, then run a bulk
     operation on an error-text filter. Returns the load's seconds, the rows
@@ -201,7 +201,7 @@ def bench_store(
         wanted = sum(1 for i in range(FIRST, jobs, QUEUES * NAMES) if status_of(i) is JobStatus.Completed)
         assert len(listed) == min(50, wanted) > 0, (len(listed), wanted)
         assert all(j.queue == QUEUE and j.name == NAME and j.status is JobStatus.Completed for j in listed)
-        timed = pages(store, loaded, jobs)
+        timed = {k: v for k, v in pages(store, loaded, jobs).items() if only in k}
         searches = sum(label.startswith("search") for label in timed) * (requests + WARM_UP)
         client, csrf = logged_in(url, store, searches)
         for label, (path, form) in timed.items():
@@ -251,6 +251,7 @@ def main() -> None:
     parser.add_argument("--stores", default="sqlite,postgresql,redis")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per page before stopping early")
     parser.add_argument("--json", help="also write the rows and load times to this file")
+    parser.add_argument("--only", default="", help="time only the pages whose label contains this text")
     args = parser.parse_args()
     kinds = [s.strip() for s in args.stores.split(",") if s.strip()]
     lines = header(args, kinds)
@@ -262,7 +263,9 @@ def main() -> None:
         stores = FreshStores(Path(tmp))
         try:
             for kind in kinds:
-                loads[kind], got, ran = bench_store(stores, kind, args.jobs, args.requests, args.budget)
+                loads[kind], got, ran = bench_store(
+                    stores, kind, args.jobs, args.requests, args.budget, args.only
+                )
                 rows += got
                 runs.append(ran)
         finally:

@@ -9,9 +9,9 @@ A filter is a dict of strings (as the operation stores it):
   operation walks the listing filters' jobs and acts on those that match,
   however many. The preview counts them the same way but reads at most
   PREVIEW_SCAN_LIMIT jobs of the listing filters, newest update first (for
-  ``error``, the Failed then the Scheduled ones), as the job list's search
-  does: its cost is bounded at any store size, and past the limit its counts
-  are lower bounds (``complete`` False, said on the console's panel).
+  ``error``, the Failed then the Scheduled ones), like the job list's search:
+  its cost is bounded at any store size, and past the limit its counts are
+  lower bounds (``complete`` False, said on the console's panel).
 * ``ids``: job ids an operator selected, comma-separated, at most
   MAX_SELECTED_IDS; the other keys still apply to each of them.
 """
@@ -27,15 +27,17 @@ from store.base import MAX_PAGE_SIZE, JobStore
 from store.errors import JobNotFound, ValidationError
 from store.lifecycle import OPERATIONS, JobStatus, Operation
 from store.models import Job
-from store.search import ERROR_STATUSES, SEARCH_SCAN_LIMIT, SearchQuery, matches, parse_payload_filter
+from store.search import ERROR_STATUSES, SearchQuery, matches, parse_payload_filter
 
 #: The keys a filter may have.
 FILTER_KEYS = ("status", "queue", "name", "error", "payload", "ids")
 #: Most job ids one operation may name.
 MAX_SELECTED_IDS = 1_000
-#: Jobs a preview with an error or payload search reads at most (the job
-#: list's search window, store/search.py).
-PREVIEW_SCAN_LIMIT = SEARCH_SCAN_LIMIT
+#: Jobs a preview with an error or payload search reads at most, whole rows,
+#: newest first: at 1,000,000 jobs 2,000 keep the preview within the console's
+#: 200 ms on every store (bench/RESULTS.md, "Console at 1,000,000 jobs"); the
+#: job list's own search reads up to SEARCH_SCAN_LIMIT through each engine's index.
+PREVIEW_SCAN_LIMIT = 2_000
 #: Longest error text searched (characters).
 MAX_ERROR_TEXT = 500
 #: The lifecycle operation of each action.
