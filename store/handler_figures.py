@@ -9,6 +9,7 @@ spent or permanent).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,11 +51,10 @@ def figures(store: JobStore, name: str, now_s: float) -> HandlerFigures:
     """The figures of handler ``name`` at the store time ``now_s`` (a listing
     read and a read of its minute buckets)."""
     minutes = store.handler_minutes(name, now_s - WINDOW_S)
-    counts: dict[str, int] = {}
+    merged: Counter[str] = Counter()
     for fields in minutes.values():
-        for field, n in fields.items():
-            counts[field] = counts.get(field, 0) + n
-    bins = {int(f[len(hm.BIN_PREFIX) :]): n for f, n in counts.items() if f.startswith(hm.BIN_PREFIX)}
+        merged.update(fields)
+    counts, bins = hm.tally(merged)
     p50, p95 = hm.percentile(bins, 0.5), hm.percentile(bins, 0.95)
     waiting = store.list_jobs(status=JobStatus.Queued, name=name, limit=SAMPLE).items
     return HandlerFigures(

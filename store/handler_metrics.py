@@ -5,14 +5,17 @@ writes in the same atomic unit as the outcome it counts.
 
 A *minute bucket* of a handler is a small map of fields to counts, keyed by
 the handler's name and the start of the minute (epoch seconds, the store's
-clock) of the outcome:
+clock) of the outcome. A field is an outcome's code and its run time's bin,
+``<code><k>`` (``s-3``, ``f140``; the code alone when the run has no
+start), so one outcome adds 1 to one field (one write a run):
 
-* ``succeeded``: acks (Operation.COMPLETE); ``failed``: handler failures that
-  end the job Failed; ``retried``: handler failures that schedule a retry.
-  A lease that expired (recovery) is no handler outcome and is not counted
-  here (the queue history counts it as ``lease_expired``);
-* ``t<k>``: runs whose run time (the outcome's stamp minus ``started_at``)
-  falls in bin ``k`` of a log-bucketed histogram: DDSketch's logarithmic
+* codes (CODES): ``s`` succeeded: acks (Operation.COMPLETE); ``f`` failed:
+  handler failures that end the job Failed; ``r`` retried: handler failures
+  that schedule a retry. A lease that expired (recovery) is no handler
+  outcome and is not counted here (the queue history counts it as
+  ``lease_expired``);
+* ``k``: the bin of the run time (the outcome's stamp minus ``started_at``)
+  in a log-bucketed histogram: DDSketch's logarithmic
   mapping (Masson, Rim, Lee, "DDSketch: a fast and fully-mergeable quantile
   sketch with relative-error guarantees", VLDB 2019): ``k = ceil(log(ms) /
   log(GAMMA))``, ``GAMMA = (1 + a) / (1 - a)``; a bin's value
@@ -20,7 +23,8 @@ clock) of the outcome:
   run time in it. Bins are integers, so minutes (and stores) merge exactly by
   adding counts; k is clamped to [KEY_MIN, KEY_MAX] (run times below
   MIN_MS or above MAX_MS land in the end bins), so a bucket holds at most
-  ``KEY_MAX - KEY_MIN + 4`` fields.
+  ``3 (KEY_MAX - KEY_MIN + 2)`` fields. The percentiles merge every
+  outcome's runs.
 
 The mapping is written once per language: ``run_key`` here (the SQL stores
 bind its result; PostgreSQL's batch ack has its SQL twin,
@@ -57,8 +61,9 @@ MINUTE_S = 60
 RETENTION_S = 7 * 86400 + 3600
 
 SUCCEEDED, FAILED, RETRIED = "succeeded", "failed", "retried"
-#: The prefix of a run-time bin's field.
-BIN_PREFIX = "t"
+#: An outcome's code, the first letter of its fields.
+CODES: dict[str, str] = {SUCCEEDED: "s", FAILED: "f", RETRIED: "r"}
+_OUTCOME_OF = {code: outcome for outcome, code in CODES.items()}
 
 #: Chart windows: name -> (length s, chart bucket width s); each chart bucket
 #: sums whole minute buckets.
@@ -87,12 +92,27 @@ def minute_of(at_s: float) -> int:
     return int(at_s // MINUTE_S) * MINUTE_S
 
 
-def outcome_fields(outcome: str, run_s: float | None) -> tuple[str, ...]:
-    """The fields one outcome adds 1 to: its outcome, and its run-time bin
-    when ``run_s`` (seconds) is known."""
+def field_of(outcome: str, run_s: float | None) -> str:
+    """The field one outcome adds 1 to: its code, and its run-time bin when
+    ``run_s`` (seconds) is known."""
     if run_s is None:
-        return (outcome,)
-    return (outcome, f"{BIN_PREFIX}{run_key(max(0.0, run_s) * 1000.0)}")
+        return CODES[outcome]
+    return f"{CODES[outcome]}{run_key(max(0.0, run_s) * 1000.0)}"
+
+
+def tally(fields: Mapping[str, int]) -> tuple[Counter[str], dict[int, int]]:
+    """Counts by outcome and the run-time histogram ``{bin: n}`` of a
+    bucket's (or several merged buckets') fields."""
+    outcomes: Counter[str] = Counter()
+    bins: Counter[int] = Counter()
+    for field, n in fields.items():
+        outcome = _OUTCOME_OF.get(field[:1])
+        if outcome is None:
+            continue
+        outcomes[outcome] += int(n)
+        if len(field) > 1:
+            bins[int(field[1:])] += int(n)
+    return outcomes, dict(bins)
 
 
 def percentile(bins: Mapping[int, int], q: float) -> float | None:
@@ -146,8 +166,8 @@ def chart(minutes: Mapping[int, Mapping[str, int]], win: Window) -> list[dict[st
         if start in counts:
             counts[start].update({f: int(n) for f, n in fields.items()})
     out = []
-    for start, c in counts.items():
-        bins = {int(f[len(BIN_PREFIX) :]): n for f, n in c.items() if f.startswith(BIN_PREFIX)}
+    for start, merged in counts.items():
+        c, bins = tally(merged)
         out.append(
             {
                 "start": start,

@@ -138,13 +138,13 @@ def history_table() -> str:
 
 def handler_minutes_table() -> str:
     """``HANDLER_MINUTES``: the run-time mapping's constants, the outcome
-    field names and the minute buckets' lifetime (store/handler_metrics.py),
+    codes and the minute buckets' lifetime (store/handler_metrics.py),
     as a Lua local read by lib/handler_minutes.lua."""
     return (
         f"local HANDLER_MINUTES = {{log_gamma = {math.log(hm.GAMMA)!r}, min_ms = {hm.MIN_MS!r}, "
         f"key_min = {hm.KEY_MIN}, key_max = {hm.KEY_MAX}, keep_s = {hm.RETENTION_S}, "
-        f"succeeded = {_lua_text(hm.SUCCEEDED)}, failed = {_lua_text(hm.FAILED)}, "
-        f"retried = {_lua_text(hm.RETRIED)}}}"
+        f"succeeded = {_lua_text(hm.CODES[hm.SUCCEEDED])}, failed = {_lua_text(hm.CODES[hm.FAILED])}, "
+        f"retried = {_lua_text(hm.CODES[hm.RETRIED])}}}"
     )
 
 

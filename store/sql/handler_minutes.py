@@ -30,7 +30,6 @@ from sqlalchemy import (
     literal,
     select,
     true,
-    union_all,
 )
 
 from store import handler_metrics as hm
@@ -65,8 +64,7 @@ def rows_of(outcomes: Iterable[Outcome], shard: int) -> list[dict[str, Any]]:
     counts: Counter[tuple[str, int, str]] = Counter()
     for name, at, started, outcome in outcomes:
         run_s = None if started is None else at - started
-        for field in hm.outcome_fields(outcome, run_s):
-            counts[(name, hm.minute_of(at), field)] += 1
+        counts[(name, hm.minute_of(at), hm.field_of(outcome, run_s))] += 1
     return [
         {"name": name, "bucket": bucket, "field": field, "shard": shard, "n": n}
         for (name, bucket, field), n in sorted(counts.items())
@@ -89,20 +87,18 @@ def run_key_sql(run_ms: ColumnElement[float]) -> ColumnElement[int]:
 
 
 def from_completed_pg(upsert: Insert, upd: Any, shard: ColumnElement[int]) -> Insert:
-    """PostgreSQL: the succeeded count and run-time bin of every job of the
-    changed rows ``upd`` (a CTE returning the jobs columns), as one upsert to
-    run as a CTE of the ack's statement."""
+    """PostgreSQL: every job of the changed rows ``upd`` (a CTE returning the
+    jobs columns) counted succeeded with its run-time bin
+    (``handler_metrics.field_of``), as one upsert to run as a CTE of the
+    ack's statement."""
     bucket = (func.floor(upd.c.last_updated_at / hm.MINUTE_S) * hm.MINUTE_S).cast(BigInteger)
     run_ms = (upd.c.last_updated_at - upd.c.started_at) * 1000.0
     key = run_key_sql(func.greatest(run_ms, 0.0)).cast(BigInteger).cast(String)
-    fields = union_all(
-        select(
-            upd.c.name.label("name"), bucket.label("bucket"), literal(hm.SUCCEEDED, String()).label("field")
-        ),
-        select(upd.c.name, bucket, literal(hm.BIN_PREFIX, String()).op("||")(key)).where(
-            upd.c.started_at.is_not(None)
-        ),
-    ).subquery("hm_fields")
+    code = literal(hm.CODES[hm.SUCCEEDED], String())
+    field = code.op("||")(func.coalesce(key, literal("", String())))
+    fields = select(upd.c.name.label("name"), bucket.label("bucket"), field.label("field")).subquery(
+        "hm_fields"
+    )
     totals = (
         select(fields.c.name, fields.c.bucket, fields.c.field, shard.cast(SmallInteger), func.count())
         .where(true())

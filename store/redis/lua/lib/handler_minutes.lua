@@ -5,9 +5,10 @@
 --
 -- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV: none of its own.
--- Keys written: hmin:<minute start>:<handler name> (hash: field -> n; fields
--- succeeded, failed, retried and t<bin>), expiring HANDLER_MINUTES.keep_s
--- after its minute starts (set when a call adds a field to it).
+-- Keys written: hmin:<minute start>:<handler name> (hash: field -> n; a
+-- field is an outcome's code and its run time's bin, `s-3`, `f140`, the code
+-- alone for a run without a start), expiring HANDLER_MINUTES.keep_s after
+-- its minute starts (set when a call adds a field to it).
 -- Returns: nothing. Defines run_key, count_handler, flush_handler_minutes;
 -- a function that counts calls flush_handler_minutes() once, before it returns.
 
@@ -34,9 +35,10 @@ end
 local handler_deltas = {}
 local hm_minute, hm_minute_text
 
--- Count one outcome (HM.succeeded, HM.failed or HM.retried) of handler
--- `name` at now, and its run time `run_s` (seconds; nil: not known).
-local function count_handler(name, outcome, run_s)
+-- Count one outcome (its code: HM.succeeded, HM.failed or HM.retried) of
+-- handler `name` at now, with its run time `run_s` (seconds; nil: not known)
+-- in one field (store/handler_metrics.py `field_of`).
+local function count_handler(name, code, run_s)
   local minute = now - now % 60
   if minute ~= hm_minute then
     hm_minute, hm_minute_text = minute, string.format('%d', minute)
@@ -47,11 +49,11 @@ local function count_handler(name, outcome, run_s)
     d = {}
     handler_deltas[key] = d
   end
-  d[outcome] = (d[outcome] or 0) + 1
+  local field = code
   if run_s then
-    local bin = 't' .. string.format('%d', run_key(math.max(0, run_s) * 1000))
-    d[bin] = (d[bin] or 0) + 1
+    field = code .. string.format('%d', run_key(math.max(0, run_s) * 1000))
   end
+  d[field] = (d[field] or 0) + 1
 end
 
 -- Write this call's deltas (one HINCRBY a field), emptying the table; a key
