@@ -107,3 +107,16 @@ def test_a_bad_window_names_the_field(store: JobStore) -> None:
     with pytest.raises(ValidationError) as raised:
         hm.metrics(store, "hm.a", "2h")
     assert raised.value.field == "window"
+
+
+def test_a_workers_fused_ack_and_a_parents_ack_are_counted(store: JobStore) -> None:
+    minute = _to_minute(store, 1)
+    first = store.enqueue("hm.fused", queue="hm")
+    [claimed] = store.claim("w", ["hm"], 1)
+    lost, _ = store.complete_and_claim([(first.id, claimed.lease_token, None)], "w", [["hm"]], 0)
+    assert lost == [None]
+    store.create_batch([JobSpec("hm.p", queue="hm"), JobSpec("hm.c", queue="hm")], kind="chain")
+    [parent] = store.claim("w", ["hm"], 1)  # the chain's first: the second waits for it
+    store.complete(parent.id, parent.lease_token)
+    assert hm.tally(store.handler_minutes("hm.fused", minute)[int(minute)])[0] == {hm.SUCCEEDED: 1}
+    assert hm.tally(store.handler_minutes("hm.p", minute)[int(minute)])[0] == {hm.SUCCEEDED: 1}
