@@ -204,6 +204,14 @@ class JobStore(FlowContract, OperatingContract):
         Raises ValidationError for another width."""
 
     @abc.abstractmethod
+    def handler_minutes(self, name: str, since: float) -> dict[int, dict[str, int]]:
+        """Handler ``name``'s minute buckets from ``since`` (epoch s) on:
+        ``{minute start (epoch s): {field: n}}``, fields as
+        ``store/handler_metrics.py`` names them (outcomes and run-time bins).
+        Written in the same atomic unit as the ack or failure they count;
+        trimmed with the history (RETENTION_S)."""
+
+    @abc.abstractmethod
     def trim_history(self) -> int:
         """Drop history buckets older than their width's retention (48 h of
         minutes, 30 days of hours); how many rows or fields went."""

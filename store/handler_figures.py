@@ -1,21 +1,21 @@
 """Per-handler figures for the Handlers page and ``GET /api/handlers``: jobs
-waiting, and over the last hour jobs completed and failed and run time
-p50/p95, read with the store's own listing (newest first, by name).
-
-Each figure reads at most SAMPLE jobs (one listing page per status): a
-handler with more in a window shows the count as a lower bound
-(``capped``). Run time is ``completed_at - started_at`` of the last
-attempt; failures are jobs that ended Failed (retries spent or permanent).
+waiting, read with the store's own listing (at most SAMPLE: a handler with
+more shows a lower bound, ``capped``), and over the last hour runs completed
+and failed and run time p50/p95, from the handler's minute buckets
+(store/handler_metrics.py: exact counts, percentiles within its relative
+accuracy). Failures are handler failures that ended the job Failed (retries
+spent or permanent).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from store import handler_metrics as hm
 from store.base import MAX_PAGE_SIZE, JobStore
 from store.lifecycle import JobStatus
-from store.models import Job
 
 #: Jobs read per status and handler at most.
 SAMPLE = MAX_PAGE_SIZE
@@ -26,8 +26,8 @@ WINDOW_S = 3600.0
 @dataclass(frozen=True, slots=True)
 class HandlerFigures:
     """``waiting``: Queued jobs; ``completed``/``failed``: jobs that ended so
-    in the last WINDOW_S; ``run_p50_s``/``run_p95_s``: run time of those
-    completed (None without any); ``capped``: some count hit SAMPLE."""
+    in the last WINDOW_S; ``run_p50_s``/``run_p95_s``: run time of the runs
+    that ended then, seconds (None without any); ``capped``: waiting hit SAMPLE."""
 
     waiting: int
     completed: int
@@ -47,31 +47,21 @@ class HandlerFigures:
         }
 
 
-def _percentile(ordered: list[float], p: int) -> float:
-    """Nearest rank of sorted values (100: the largest)."""
-    return ordered[max(1, -(-p * len(ordered) // 100)) - 1]
-
-
-def _recent(store: JobStore, name: str, status: JobStatus, since: float) -> tuple[list[Job], bool]:
-    page = store.list_jobs(status=status, name=name, limit=SAMPLE)
-    jobs = [j for j in page.items if j.completed_at is not None and j.completed_at.timestamp() >= since]
-    return jobs, len(page.items) == SAMPLE and len(jobs) == SAMPLE
-
-
 def figures(store: JobStore, name: str, now_s: float) -> HandlerFigures:
-    """The figures of handler ``name`` at the store time ``now_s`` (three listing reads)."""
-    since = now_s - WINDOW_S
-    done, capped_done = _recent(store, name, JobStatus.Completed, since)
-    failed, capped_failed = _recent(store, name, JobStatus.Failed, since)
+    """The figures of handler ``name`` at the store time ``now_s`` (a listing
+    read and a read of its minute buckets)."""
+    minutes = store.handler_minutes(name, now_s - WINDOW_S)
+    merged: Counter[str] = Counter()
+    for fields in minutes.values():
+        merged.update(fields)
+    counts, bins = hm.tally(merged)
+    p50, p95 = hm.percentile(bins, 0.5), hm.percentile(bins, 0.95)
     waiting = store.list_jobs(status=JobStatus.Queued, name=name, limit=SAMPLE).items
-    runs = sorted(
-        (j.completed_at - j.started_at).total_seconds() for j in done if j.completed_at and j.started_at
-    )
     return HandlerFigures(
         waiting=len(waiting),
-        completed=len(done),
-        failed=len(failed),
-        run_p50_s=_percentile(runs, 50) if runs else None,
-        run_p95_s=_percentile(runs, 95) if runs else None,
-        capped=capped_done or capped_failed or len(waiting) == SAMPLE,
+        completed=counts.get(hm.SUCCEEDED, 0),
+        failed=counts.get(hm.FAILED, 0),
+        run_p50_s=None if p50 is None else p50 / 1000.0,
+        run_p95_s=None if p95 is None else p95 / 1000.0,
+        capped=len(waiting) == SAMPLE,
     )

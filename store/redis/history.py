@@ -32,6 +32,7 @@ from store.counters import (
     status_key,
 )
 from store.errors import ValidationError
+from store.handler_metrics import MINUTE_S, RETENTION_S, minute_of
 from store.lifecycle import JobStatus
 from store.redis.keys import parse_history_field
 from store.redis.plumbing import RedisPlumbing, codes
@@ -82,6 +83,15 @@ class HistoryMixin(RedisPlumbing):
             start = bucket_of(bucket, width_s)
             buckets[start] = buckets.get(start, 0) + int(n)
         return out
+
+    def handler_minutes(self, name: str, since: float) -> dict[int, dict[str, int]]:
+        """One pipeline: HGETALL of the handler's minute hashes from ``since``
+        to the store's now (at most a week of them, RETENTION_S); they expire
+        by themselves (lib/handler_minutes.lua), so trim_history leaves them."""
+        first, last = minute_of(max(since, self.now() - RETENTION_S)), minute_of(self.now())
+        minutes = range(first, last + MINUTE_S, MINUTE_S)
+        found = self._pipe(lambda p: [p.hgetall(self.keys.handler_minute(m, name)) for m in minutes])
+        return {m: {f: int(n) for f, n in h.items()} for m, h in zip(minutes, found, strict=True) if h}
 
     def trim_history(self) -> int:
         """lua/trim_history.lua until no width had more: roll ended wide

@@ -62,6 +62,10 @@ Key schema (``P`` = prefix):
 ``{P}:history_rolled:<width>`` string: a wider width's first bucket not rolled
                           up yet (lua/trim_history.lua moves it, lua/history.lua
                           sums the narrow buckets from it)
+``{P}:hmin:<minute>:<name>`` hash: a handler's minute bucket (store/handler_metrics.py):
+                          outcome and run-time bin -> count, written by the
+                          ack and fail functions (lua/lib/handler_minutes.lua);
+                          expires RETENTION_S after its minute starts
 ``{P}:audit_log``         zset: operators' events as JSON (with the job id), score
                           their time; pruned by age (store/redis/audit.py)
 ``{P}:audit``             list of earlier releases (newest first, capped): moved into
@@ -262,6 +266,10 @@ class Keys:
     @property
     def unique_until(self) -> str:
         return self._key("unique_until")
+
+    def handler_minute(self, minute: int, name: str) -> str:
+        """The minute bucket of handler ``name`` that starts at ``minute`` (epoch s)."""
+        return self._key("hmin", str(minute), name)
 
     def history(self, width_s: int) -> tuple[str, str]:
         """The history hash and zset of buckets ``width_s`` seconds wide."""

@@ -30,6 +30,7 @@ older than 7.0) raises StoreUnavailable with one line saying so.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, fields
 from functools import cache
@@ -38,6 +39,7 @@ from typing import Any
 
 from redis import exceptions as rx
 
+from store import handler_metrics as hm
 from store import lifecycle
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW
 from store.errors import StoreUnavailable
@@ -59,6 +61,7 @@ SECTIONS = (
     "clock",
     "job",
     "counts",
+    "handler_minutes",
     "listing",
     "events",
     "flow",
@@ -133,6 +136,18 @@ def history_table() -> str:
     )
 
 
+def handler_minutes_table() -> str:
+    """``HANDLER_MINUTES``: the run-time mapping's constants, the outcome
+    codes and the minute buckets' lifetime (store/handler_metrics.py),
+    as a Lua local read by lib/handler_minutes.lua."""
+    return (
+        f"local HANDLER_MINUTES = {{log_gamma = {math.log(hm.GAMMA)!r}, min_ms = {hm.MIN_MS!r}, "
+        f"key_min = {hm.KEY_MIN}, key_max = {hm.KEY_MAX}, keep_s = {hm.RETENTION_S}, "
+        f"succeeded = {_lua_text(hm.CODES[hm.SUCCEEDED])}, failed = {_lua_text(hm.CODES[hm.FAILED])}, "
+        f"retried = {_lua_text(hm.CODES[hm.RETRIED])}}}"
+    )
+
+
 def flow_table() -> str:
     """``local FLOW``: what lib/flow.lua takes from Python: status codes by
     name (``status``) and names by code (``name``), ``store.flow.WAITING_DUE_AT``,
@@ -202,7 +217,14 @@ def prelude() -> str:
     the sections (also run by tests with EVAL, where KEYS and ARGV are the
     script's own)."""
     sections = [(LUA_DIR / "lib" / f"{s}.lua").read_text() for s in SECTIONS]
-    tables = [operations_table(), history_table(), flow_table(), status_text_table(), enqueue_table()]
+    tables = [
+        operations_table(),
+        history_table(),
+        handler_minutes_table(),
+        flow_table(),
+        status_text_table(),
+        enqueue_table(),
+    ]
     return "\n".join([*tables, *sections])
 
 

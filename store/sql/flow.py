@@ -24,15 +24,17 @@ from sqlalchemy import Connection
 from store import flow
 from store.errors import ValidationError
 from store.flow import ParentFailure, QueueLimits, Usage
+from store.handler_metrics import SUCCEEDED
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
 from store.spec import check_queue_name
 from store.sql import flow_statements as fs
 from store.sql.batches import SqlBatchesMixin
 from store.sql.changes import enqueue_values
+from store.sql.handler_minutes import count_outcomes
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
-from store.sql.schema import jobs, queues
+from store.sql.schema import handler_minutes, jobs, queues
 from store.sql.wakeups import WAKEUP_CHANNEL
 
 S = JobStatus
@@ -395,6 +397,7 @@ class SqlFlowMixin(SqlBatchesMixin):
         done: dict[tuple[str, int], Job] = {}
         events = []
         finished: list[tuple[str, JobStatus]] = []
+        outcomes = []
         kind = rule(Operation.COMPLETE).event
         assert kind is not None
         for job_id, token, text in sorted(acks):
@@ -412,7 +415,10 @@ class SqlFlowMixin(SqlBatchesMixin):
                 event_row(job_id, kind, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue)
             )
             finished.append((job_id, S.Completed))
+            outcomes.append((found["name"], found["last_updated_at"], found["started_at"], SUCCEEDED))
         self.book(conn, events)  # type: ignore[attr-defined]
+        dialect = self.dialect  # type: ignore[attr-defined]
+        count_outcomes(conn, dialect.upsert(handler_minutes), outcomes, dialect.shard)
         self._settle(conn, finished, worker_id)
         return done
 

@@ -12,8 +12,10 @@ from sqlalchemy import Connection
 
 from store.counters import HISTORY_WIDTHS, NARROW, read_from, roll_span, rolled_key
 from store.errors import ValidationError
+from store.handler_metrics import RETENTION_S
 from store.lifecycle import EventKind
 from store.models import QueueState, ts
+from store.sql import handler_minutes as hmin
 from store.sql import operating_statements as ops
 from store.sql.job_logs import delete_logs_of
 from store.sql.plumbing import SqlPlumbing, event_row
@@ -107,6 +109,14 @@ class SqlOperatingMixin(SqlPlumbing):
             out.setdefault(kind, {})[float(bucket)] = int(n)
         return out
 
+    def handler_minutes(self, name: str, since: float) -> dict[int, dict[str, int]]:
+        """One statement: the handler's minute buckets, shards summed."""
+        rows = self.read(hmin.minutes_since(), {"name": name, "since": int(since)})
+        out: dict[int, dict[str, int]] = {}
+        for r in rows:
+            out.setdefault(int(r["bucket"]), {})[r["field"]] = int(r["n"])
+        return out
+
     def trim_history(self) -> int:
         """Roll the wider widths up (ROLL_BATCH buckets a transaction), then
         drop each width's buckets past its retention (a narrow bucket only
@@ -126,7 +136,8 @@ class SqlOperatingMixin(SqlPlumbing):
             for width, keep in HISTORY_WIDTHS.items():
                 before = now - keep if width != NARROW else min([now - keep, *marks])
                 dropped += conn.execute(ops.trim_history(), {"h_width": width, "h_before": before}).rowcount
-            return dropped
+            minutes_before = int(now - RETENTION_S)
+            return dropped + conn.execute(hmin.trim(), {"before": minutes_before}).rowcount
 
         return self.tx(body)
 

@@ -31,10 +31,12 @@ from sqlalchemy.dialects import postgresql
 from store.counters import HISTORY_KINDS
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.sql import bookkeeping as bk
+from store.sql import handler_minutes as hmin
 from store.sql.changes import const, enqueue_values, guarded_update
 from store.sql.rows import JSON_COLUMNS, NEW_JOB_TIMES
 from store.sql.schema import attempts as attempts_table
 from store.sql.schema import counters, jobs
+from store.sql.schema import handler_minutes as handler_minutes_table
 from store.sql.schema import history as history_table
 from store.sql.statements import IN_PROGRESS, due, failure_values, json_with_at, lease
 
@@ -146,6 +148,7 @@ def with_bookkeeping(
     by_actor: bool = False,
     ids_only: bool = False,
     attempts: bool = False,
+    handler_minutes: bool = False,
 ) -> Select:
     """PostgreSQL: one statement that applies ``change`` (an UPDATE returning
     the jobs columns and ``old_status``) and writes its bookkeeping by the
@@ -159,7 +162,9 @@ def with_bookkeeping(
     with ``ids_only`` just their (id, lease_token): nothing to decode when the
     caller needs no job back (a worker's acks, recovery). With ``attempts``
     each changed job's failed attempt is recorded too (``change`` returns
-    ``attempt_no``: recovery)."""
+    ``attempt_no``: recovery). With ``handler_minutes`` each changed job is
+    counted succeeded in its handler's minute bucket with its run-time bin
+    (``store/sql/handler_minutes.py``: the ack)."""
     upd = change.cte("upd")
     actor = bindparam("actor", type_=String()) if by_actor else upd.c.worker_id
     message = upd.c.message if by_actor else None
@@ -189,6 +194,9 @@ def with_bookkeeping(
             ),
         )
         ctes.append(failed.cte("att"))
+    if handler_minutes:
+        shard = bindparam("shard", type_=SmallInteger())
+        ctes.append(hmin.from_completed_pg(postgresql.insert(handler_minutes_table), upd, shard).cte("hmin"))
     return out.add_cte(*ctes)
 
 

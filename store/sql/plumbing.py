@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from store.base import StoreSettings, Wakeups
 from store.errors import JobNotFound, LeaseLost
+from store.handler_metrics import FAILED, RETRIED
 from store.lifecycle import EventKind, FailureDecision, JobStatus, refusal_recorded
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
 from store.sql import bookkeeping as bk
@@ -32,6 +33,7 @@ from store.sql import schema
 from store.sql import statements as sql
 from store.sql.classify import sqlstate, translate
 from store.sql.engine import make_engines, pg_statement_timeout_s
+from store.sql.handler_minutes import count_outcomes
 from store.sql.joined import joined_connection, run_joined
 from store.sql.rows import job_from_row
 from store.sql.writer_lock import WriterLock
@@ -389,6 +391,10 @@ class SqlPlumbing:
             "started_at": row["started_at"],
         }
         conn.execute(self._q_attempt, attempt)
+        if not expired:  # a handler's failure (recovery's are no handler outcome)
+            outcome = FAILED if job.status is JobStatus.Failed else RETRIED
+            run = (job.name, found["last_updated_at"], row["started_at"], outcome)
+            count_outcomes(conn, self.dialect.upsert(schema.handler_minutes), [run], self.dialect.shard)
         kind, message = failure_event(decision, error, expired)
         event = event_row(
             job.id,

@@ -46,8 +46,10 @@ class PostgresDialect(Dialect):
         self._q_claim: dict[tuple[int, bool], Any] = {}
         done = rule(Operation.COMPLETE).event
         assert done is not None
-        self._q_complete = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done)
-        self._q_ack = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done, ids_only=True)
+        self._q_complete = pg.with_bookkeeping(pg.complete_jobs_pg(now), now, done, handler_minutes=True)
+        self._q_ack = pg.with_bookkeeping(
+            pg.complete_jobs_pg(now), now, done, ids_only=True, handler_minutes=True
+        )
         self._q_recover = pg.with_bookkeeping(
             pg.recover_jobs_pg(now), now, EventKind.LEASE_EXPIRED, by_actor=True, ids_only=True, attempts=True
         )

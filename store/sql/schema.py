@@ -221,6 +221,19 @@ history = Table(
     PrimaryKeyConstraint("width", "bucket", "queue", "kind", "shard", name="leasehold_pk_history"),
 )
 
+# Per-handler minute buckets (store/handler_metrics.py): ``field`` is an
+# outcome or a run-time bin, ``n`` its count, added to this process's shard.
+handler_minutes = Table(
+    "leasehold_handler_minutes",
+    metadata,
+    Column("name", String(200), nullable=False),
+    Column("bucket", BigInteger, nullable=False),
+    Column("field", String(16), nullable=False),
+    Column("shard", SmallInteger, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    PrimaryKeyConstraint("name", "bucket", "field", "shard", name="leasehold_pk_handler_minutes"),
+)
+
 # Starts of jobs of rate-limited queues (the sliding window of store/flow.py),
 # written by the claims of those queues only and pruned by them.
 rate_starts = Table(

@@ -15,15 +15,18 @@ from sqlalchemy import CTE, Connection, Insert, Table, Text, bindparam, func, se
 from sqlalchemy.dialects import sqlite
 
 from store.group_commit import GroupCommit
+from store.handler_metrics import SUCCEEDED
 from store.lifecycle import JobStatus, Operation, rule
 from store.models import Job
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.bookkeeping import CHANGE_COLUMNS
 from store.sql.changes import const
+from store.sql.handler_minutes import count_outcomes
 from store.sql.joined import joined_connection
 from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event_row
 from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
+from store.sql.schema import handler_minutes
 
 S = JobStatus
 
@@ -153,7 +156,7 @@ class SqliteDialect(Dialect):
 
         def body(conn: Connection) -> dict[tuple[str, int], Job | None]:  # one statement per ack
             done: dict[tuple[str, int], Job | None] = {}
-            events = []
+            events, outcomes = [], []
             for job_id, token, text in acks:
                 params = {"j_id": job_id, "token": token, "new_result": _loads(text)}
                 for r in conn.execute(self._q_complete, params).mappings():
@@ -161,7 +164,9 @@ class SqliteDialect(Dialect):
                     events.append(
                         event_row(job_id, op.event, source, target, worker_id, token, queue=r["queue"])
                     )
+                    outcomes.append((r["name"], r["last_updated_at"], r["started_at"], SUCCEEDED))
             self.p.book(conn, events)
+            count_outcomes(conn, self.upsert(handler_minutes), outcomes, self.shard)
             return done
 
         return self.p.tx(body)

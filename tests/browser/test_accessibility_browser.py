@@ -89,6 +89,7 @@ def _seed(live_server: LiveServer) -> dict[str, str]:
         "job-running": f"/jobs/{claimed[3].id}",
         "workers": "/workers",
         "handlers": "/handlers",
+        "handler": f"/handlers/{HANDLER['name']}?window=24h",
         "periodic": "/periodic",
         "queue": "/queues/mail",
         "recovery": "/recovery",

@@ -55,3 +55,39 @@ def test_handlers_page_and_a_paused_queues_latency_growing(
     assert float(page.locator("#queue-latency").get_attribute("data-latency-s") or "0") >= first + 75
     screenshot(page, "queue-latency-paused")
     assert watched.csp_violations() == []
+
+
+def test_a_handlers_metrics_page_charts_its_runs(context: BrowserContext, live_server: LiveServer) -> None:
+    store = live_server.handle.store
+    store.worker_heartbeat(
+        WorkerInfo(
+            "w-billing", "host", 1, ["billing"], 2, started_at=ts(store.now()), handlers=[SEND_INVOICE]
+        )
+    )
+    for _ in range(3):
+        store.enqueue("send-invoice", {"order_id": 7}, queue="billing")
+    jobs = store.claim("w-billing", ["billing"], 3)
+    store.clock_offset_s += 0.25
+    for job in jobs[:2]:
+        store.complete(job.id, job.lease_token)
+    store.fail(jobs[2].id, jobs[2].lease_token, {"type": "E", "message": "x", "traceback": None})
+    page: Page = context.new_page()
+    watched = Watched(page)
+    log_in(page, live_server, "ann", "/handlers")
+    page.locator('tr[data-handler="send-invoice"] a', has_text="metrics").click()
+    expect(page.locator("main h1")).to_have_text("Handler send-invoice")
+    runs = page.locator("#graph-runs")
+    expect(runs.locator("figcaption")).to_contain_text("Succeeded 2")
+    expect(runs.locator("figcaption")).to_contain_text("Retried 1")
+    newest = runs.locator("rect.hover title").last  # the value shown on hover
+    expect(newest).to_have_text(re.compile(r"Succeeded 2, Failed 0, Retried 1"))
+    p50 = page.locator("#handler-metrics tbody tr").first.locator("td").nth(3)
+    expect(p50).to_have_text(re.compile(r"^2[45]\d(\.\d+)?$"))  # 250 ms within 2 %
+    screenshot(page, "handler-metrics")
+    page.locator('.ranges a[data-range="7d"]').click()
+    expect(page.locator('.ranges a[data-range="7d"]')).to_have_attribute("aria-current", "true")
+    expect(page.locator("#handler-metrics tbody tr")).to_have_count(168)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than the screen
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, "handler-metrics-phone")
+    assert watched.csp_violations() == []

@@ -69,7 +69,7 @@ KEY_POSITIONS: dict[str, int | str] = {
     **dict.fromkeys(["ZADD", "ZREM", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZSCORE", "ZREMRANGEBYRANK"], 1),
     **dict.fromkeys(["ZREMRANGEBYSCORE", "ZCARD", "ZRANGEBYLEX", "ZLEXCOUNT", "GET", "SET"], 1),
     **dict.fromkeys(["SADD", "SREM", "SISMEMBER", "SMEMBERS"], 1),
-    **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "LRANGE", "LLEN", "LREM", "PEXPIRE"], 1),
+    **dict.fromkeys(["RPUSH", "LPUSH", "LTRIM", "LRANGE", "LLEN", "LREM", "PEXPIRE", "EXPIREAT"], 1),
 }
 KEY_REF = re.compile(r"KEYS\[[^\[\]]+\]")
 

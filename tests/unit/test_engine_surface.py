@@ -23,9 +23,10 @@ from store.redis.scripts import LUA_DIR
 from store.redis.store import RedisStore
 from store.sql.store import SqlStore
 
-#: Most port methods one engine implements (SQL 34; Redis 35, which
-#: overrides count_jobs as one index read).
-MAX_ENGINE_METHODS = 35
+#: Most port methods one engine implements (SQL 35; Redis 36, which
+#: overrides count_jobs as one index read; both read the handler minute
+#: buckets, handler_minutes, from where each engine writes them).
+MAX_ENGINE_METHODS = 36
 #: Most Lua functions that keep records (touch a ``rec:``/``recs:`` key).
 MAX_RECORD_FUNCTIONS = 3
 ENGINES = {SqlStore: ("store.sql",), RedisStore: ("store.redis",)}

@@ -175,8 +175,9 @@ def stats() -> dict[str, Any]:
 def list_handlers() -> dict[str, Any]:
     """The handler catalogue: each handler the live workers serve, with its
     queue and defaults, its schedule, the workers serving it and its figures
-    (jobs waiting; completed and failed in the last hour, run time p50/p95;
-    each read from at most 500 jobs, `capped` when a count reached that), by name."""
+    (jobs waiting, read from at most 500 jobs, `capped` when it reached that;
+    completed and failed in the last hour and run time p50/p95, from the
+    handler's minute buckets: `GET /api/handlers/<name>/metrics`), by name."""
     store = job_store()
     now_s = store.now()
     entries = catalogue(store).values()

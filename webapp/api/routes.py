@@ -23,6 +23,7 @@ from webapp.api import alerts, batch_list, control, flow, job_logs, job_wait
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS
 from webapp.api.direct import direct
+from webapp.api.handler_metrics import handler_metrics_view
 from webapp.api.job_views import (
     cancel_job,
     enqueue_job,
@@ -56,6 +57,8 @@ from webapp.api.schemas import (
 )
 from webapp.api.schemas_operating import (
     HandlerList,
+    HandlerMetricsOut,
+    HandlerMetricsQuery,
     ListOperationsQuery,
     OperationOut,
     OperationPage,
@@ -172,6 +175,13 @@ ROUTES: tuple[Route, ...] = (
         f"{QUEUE}/resume", ops.resume_queue, ("POST",), responses={"HTTP_200": QueueOut, **_ACT}, tags=_QUEUES
     ),
     Route("/api/handlers", list_handlers, responses={"HTTP_200": HandlerList, **_READ}, tags=_OPS),
+    Route(
+        "/api/handlers/<path:name>/metrics",
+        handler_metrics_view,
+        query=HandlerMetricsQuery,
+        responses={"HTTP_200": HandlerMetricsOut, **_READ},
+        tags=_OPS,
+    ),
     Route("/api/periodic", ops.list_periodic, responses={"HTTP_200": ScheduleList, **_READ}, tags=_PERIODIC),
     Route(
         f"{PERIODIC}/enable",

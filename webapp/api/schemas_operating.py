@@ -4,7 +4,7 @@ commands. The base types and the job schemas are in ``schemas.py``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -137,7 +137,7 @@ class HandlerFiguresOut(BaseModel):
     failed_last_hour: int = Field(description="jobs that ended Failed in the last hour")
     run_p50_s: float | None = Field(description="run time of the jobs completed in the last hour")
     run_p95_s: float | None
-    capped: bool = Field(description="a count reached the 500 jobs read: a lower bound")
+    capped: bool = Field(description="waiting reached the 500 jobs read: a lower bound")
 
 
 class HandlerOut(BaseModel):
@@ -154,6 +154,30 @@ class HandlerOut(BaseModel):
 
 class HandlerList(BaseModel):
     items: list[HandlerOut]
+
+
+class HandlerMetricsQuery(_Query):
+    window: Literal["1h", "24h", "7d"] = Field("1h", description="1h, 24h or 7d")
+
+
+class RunTimeMs(BaseModel):
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+class HandlerBucket(BaseModel):
+    start: int = Field(description="the bucket's start, epoch seconds")
+    succeeded: int
+    failed: int = Field(description="runs that ended the job Failed")
+    retried: int = Field(description="failed runs that scheduled a retry")
+    run_time_ms: RunTimeMs = Field(description="run-time percentiles, ms (within 2 %); null without runs")
+
+
+class HandlerMetricsOut(BaseModel):
+    handler: str
+    window: str
+    buckets: list[HandlerBucket]
 
 
 # ------------------------------------- bulk operations, attempts, workers

@@ -25,7 +25,8 @@
 -- attempts list as JSON: attempt (retry_count before + 1), token, worker_id
 -- and started_at (from the job hash), error (the JSON text of ARGV),
 -- finished_at = now; times as text, like events (lib/job.lua). The event is
--- counted in the history buckets of the job's queue.
+-- counted in the history buckets of the job's queue, a handler failure
+-- (expired 0) in its handler's minute bucket (lib/handler_minutes.lua).
 -- A job of a limited queue leaves its running count (lib/flow.lua
 -- `flow.left`); one with children that ends Failed cancels or releases those
 -- waiting for it (`flow.finished`); a retried one keeps them waiting.
@@ -44,7 +45,7 @@ for i = 1, (#ARGV - 5) / 11 do
   local expired = tonumber(ARGV[a + 7])
   local job = P .. 'job:' .. id
   local f = redis.call('HMGET', job, 'status', 'lease_token', 'retry_count', 'lease_expires_at',
-    'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at', 'counted', 'has_children')
+    'queue', 'priority', 'lease_expirations', 'worker_id', 'started_at', 'counted', 'has_children', 'name')
   local old = tonumber(f[1])
   local ok = old and op.sources[old] and (tonumber(f[2]) or 0) == token and (tonumber(f[3]) or 0) == expected
   if ok and expired == 1 then
@@ -78,6 +79,9 @@ for i = 1, (#ARGV - 5) / 11 do
       flow.finished(id, target, none(ARGV[a + 10]))
     end
     count_history(f[5], ARGV[a + 8])
+    if expired == 0 then  -- a handler's failure (a lease that expired is no handler outcome)
+      count_handler(f[12], delay and HM.retried or HM.failed, f[9] and now - tonumber(f[9]))
+    end
     if want_jobs then
       out[i] = redis.call('HGETALL', job)
     else
@@ -86,4 +90,5 @@ for i = 1, (#ARGV - 5) / 11 do
   end
 end
 flush_counts()
+flush_handler_minutes()
 return out

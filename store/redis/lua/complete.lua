@@ -28,4 +28,5 @@ for i = 1, (#ARGV - 6) / 4 do
   out[i] = complete_job(op, actor, ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], none(ARGV[a + 3]), want_jobs)
 end
 flush_counts()
+flush_handler_minutes()
 return out

@@ -47,4 +47,5 @@ if want > 0 then
   end
 end
 flush_counts()
+flush_handler_minutes()
 return {acks, jobs}

@@ -5,7 +5,8 @@
 --
 -- KEYS, ARGV: none of its own.
 -- Keys written: job:<id>, events:<id> (a job claimed by an earlier version),
--- leases, the history, and what lib/job.lua `move` writes.
+-- leases, the history, the handler's minute bucket (lib/handler_minutes.lua)
+-- and what lib/job.lua `move` writes.
 -- Returns: nothing. Defines complete_job.
 
 -- Complete job `id` if it is in a source status of `op` (the complete row
@@ -24,7 +25,7 @@
 local function complete_job(op, actor, id, token, result, progress, want_job)
   local job = P .. 'job:' .. id
   local f = redis.call('HMGET', job, 'status', 'lease_token', 'queue', 'run', 'name', 'has_children', 'counted',
-    'worker_id', 'error')
+    'worker_id', 'error', 'started_at')
   local old = tonumber(f[1])
   if not old then
     return {-1}
@@ -57,6 +58,7 @@ local function complete_job(op, actor, id, token, result, progress, want_job)
     flow.finished(id, op.target, actor)
   end
   count_history(f[3], op.event)
+  count_handler(f[5], HM.succeeded, f[10] and now - tonumber(f[10]))
   if want_job then
     return {1, redis.call('HGETALL', job)}
   end

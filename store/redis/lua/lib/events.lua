@@ -134,7 +134,7 @@ end
 -- no queue added to queue_names yet (its table made at the first).
 local function start_job()
   if not flushed then
-    deltas, history_deltas = {}, {}
+    deltas, history_deltas, handler_deltas = {}, {}, {}
   end
   flushed, named_queues = false, nil
 end
