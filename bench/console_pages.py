@@ -156,6 +156,8 @@ def pages(store: object, loaded: console_load.Loaded, jobs: int) -> dict[str, tu
         "new job /jobs/new": ("/jobs/new", None),
         "handlers /handlers": ("/handlers", None),
         "alerts /alerts": ("/alerts", None),
+        f"handler metrics /handlers/{NAME}": (f"/handlers/{NAME}", None),
+        f"handler metrics /handlers/{NAME}?window=7d": (f"/handlers/{NAME}?window=7d", None),
     }  # fmt: skip
 
 
