@@ -205,7 +205,7 @@ def bench_store(
         assert all(j.queue == QUEUE and j.name == NAME and j.status is JobStatus.Completed for j in listed)
         timed = {k: v for k, v in pages(store, loaded, jobs).items() if only in k}
         searches = sum(label.startswith("search") for label in timed) * (requests + WARM_UP)
-        client, csrf = logged_in(url, store, searches)
+        client, csrf = logged_in(url, store, max(1, searches))
         for label, (path, form) in timed.items():
 
             def get(path: str = path, form: dict | None = form) -> None:
