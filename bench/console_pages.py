@@ -203,7 +203,8 @@ def bench_store(
         wanted = sum(1 for i in range(FIRST, jobs, QUEUES * NAMES) if status_of(i) is JobStatus.Completed)
         assert len(listed) == min(50, wanted) > 0, (len(listed), wanted)
         assert all(j.queue == QUEUE and j.name == NAME and j.status is JobStatus.Completed for j in listed)
-        timed = {k: v for k, v in pages(store, loaded, jobs).items() if only in k}
+        wanted = [w for w in only.split(",") if w] or [""]
+        timed = {k: v for k, v in pages(store, loaded, jobs).items() if any(w in k for w in wanted)}
         searches = sum(label.startswith("search") for label in timed) * (requests + WARM_UP)
         client, csrf = logged_in(url, store, max(1, searches))
         for label, (path, form) in timed.items():
@@ -253,7 +254,11 @@ def main() -> None:
     parser.add_argument("--stores", default="sqlite,postgresql,redis")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per page before stopping early")
     parser.add_argument("--json", help="also write the rows and load times to this file")
-    parser.add_argument("--only", default="", help="time only the pages whose label contains this text")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="time only the pages whose label contains one of these texts (comma-separated)",
+    )
     args = parser.parse_args()
     kinds = [s.strip() for s in args.stores.split(",") if s.strip()]
     lines = header(args, kinds)
