@@ -203,8 +203,8 @@ def bench_store(
         wanted = sum(1 for i in range(FIRST, jobs, QUEUES * NAMES) if status_of(i) is JobStatus.Completed)
         assert len(listed) == min(50, wanted) > 0, (len(listed), wanted)
         assert all(j.queue == QUEUE and j.name == NAME and j.status is JobStatus.Completed for j in listed)
-        wanted = [w for w in only.split(",") if w] or [""]
-        timed = {k: v for k, v in pages(store, loaded, jobs).items() if any(w in k for w in wanted)}
+        parts = [w for w in only.split(",") if w] or [""]
+        timed = {k: v for k, v in pages(store, loaded, jobs).items() if any(w in k for w in parts)}
         searches = sum(label.startswith("search") for label in timed) * (requests + WARM_UP)
         client, csrf = logged_in(url, store, max(1, searches))
         for label, (path, form) in timed.items():
