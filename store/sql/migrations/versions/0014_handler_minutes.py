@@ -2,7 +2,7 @@
 the succeeded, failed and retried counts and the run-time bins
 (store/handler_metrics.py), written with the outcome they count.
 
-Revision ID: 0015
+Revision ID: 0014
 Revises: 0013
 Create Date: 2026-11-28
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015"
+revision = "0014"
 down_revision = "0013"
 branch_labels = None
 depends_on = None
