@@ -279,7 +279,7 @@ def enqueue_command(
     job_spec = catalogue.with_defaults(JobSpec(name, payload, **given), set(given))
     job, created = store.enqueue_idempotent(job_spec)
     if created:
-        hooks.send(hooks.job_enqueued, job.name, job=job)
+        hooks.announce_enqueued([job])
     else:
         click.echo(f"existing job {job.id} ({job.status.name})", err=True)
     click.echo(job.id)
