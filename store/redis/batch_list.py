@@ -13,9 +13,10 @@ from typing import Any
 from store.batch_list import check_page
 from store.contract_flow import Batch
 from store.errors import JobNotFound
+from store.parts import Part
 
 
-class BatchListMixin:
+class BatchListMixin(Part):
     """``list_batches`` of ``RedisStore`` (uses ``BatchesMixin.get_batch``)."""
 
     def _batch_index(self) -> str:

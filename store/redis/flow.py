@@ -22,8 +22,8 @@ from store.flow import QueueLimits, Usage
 from store.ids import new_id
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec
+from store.parts import Part
 from store.redis import codec
-from store.redis.plumbing import RedisPlumbing
 from store.spec import check_queue_name
 
 #: The claim's last reply when a rate limit held jobs (lua/claim.lua).
@@ -43,13 +43,13 @@ def limits_from_json(text: str) -> QueueLimits:
     return flow.stored_limits_json(text)
 
 
-class FlowMixin(RedisPlumbing):
+class FlowMixin(Part):
     """The flow half of ``RedisStore`` (batches are ``BatchesMixin``'s)."""
 
     supports_flow = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, engine: Any, name: str) -> None:
+        super().__init__(engine, name)
         self._retry_after: dict[str, float] = {}
         self._retry_lock = threading.Lock()
 

@@ -19,6 +19,7 @@ from store.flow import ParentFailure
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation, sources
 from store.models import Job, JobSpec
+from store.parts import Part
 from store.spec import validate_spec
 from store.sql import flow_statements as fs
 from store.sql.plumbing import event_row
@@ -32,7 +33,7 @@ _OPEN = (S.Queued, S.Scheduled, S.InProgress)
 CANCEL_CHUNK = 500
 
 
-class SqlBatchesMixin:
+class SqlBatchesMixin(Part):
     """The batch half of ``SqlStore``'s flow control (``SqlFlowMixin`` builds on it)."""
 
     def create_batch(

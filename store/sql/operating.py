@@ -14,9 +14,10 @@ from store.counters import HISTORY_WIDTHS, NARROW, read_from, roll_span, rolled_
 from store.errors import ValidationError
 from store.lifecycle import EventKind
 from store.models import QueueState, ts
+from store.parts import Part
 from store.sql import operating_statements as ops
 from store.sql.job_logs import delete_logs_of
-from store.sql.plumbing import SqlPlumbing, event_row
+from store.sql.plumbing import event_row
 from store.sql.schema import counters, history, queues
 
 #: Wider history widths, each rolled up from the narrowest (store/counters.py, "roll-up").
@@ -31,7 +32,7 @@ ROLL_BATCH = 24
 ROLL_GRACE_S = 60.0
 
 
-class SqlOperatingMixin(SqlPlumbing):
+class SqlOperatingMixin(Part):
     """Retention, paused queues, history."""
 
     # ------------------------------------------------------------- removal

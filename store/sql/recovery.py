@@ -17,11 +17,11 @@ from sqlalchemy import Connection
 
 from store import lifecycle
 from store.models import RecoveredJob, lease_expired_error
+from store.parts import Part
 from store.sql import statements as sql
-from store.sql.plumbing import SqlPlumbing
 
 
-class SqlRecoveryMixin(SqlPlumbing):
+class SqlRecoveryMixin(Part):
     """The engine half of ``recover_expired``, ``preview_recovery`` and
     ``expired_lease_count``."""
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from store.base import JobStore
+from store.parts import delegate
 from store.redis import scripts
+from store.redis.store import RedisStore
+from store.sql.store import SqlStore
 
 REPO = Path(__file__).resolve().parents[2]
 PRODUCT = ("leasehold", "store", "workers", "webapp")
@@ -46,3 +52,40 @@ def test_lua_files_are_small_and_by_concept() -> None:
     for section in scripts.SECTIONS:  # each helper file says what it takes and defines
         head = (lua / "lib" / f"{section}.lua").read_text()[:3000]
         assert "KEYS" in head and "Defines" in head, section
+
+
+# ---- engines by composition: each engine is its plumbing and the port, and
+# names the part that runs each method (docs/architecture.md, "Stores").
+ENGINES = [SqlStore, RedisStore]
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.__name__)
+def test_an_engine_is_at_most_five_classes(engine: type[JobStore]) -> None:
+    names = [c.__name__ for c in engine.__mro__]
+    assert len(names) <= 5, names
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.__name__)
+def test_every_port_method_is_found_in_the_engine_class_itself(engine: type[JobStore]) -> None:
+    public = {n for n in dir(JobStore) if not n.startswith("_") and callable(getattr(JobStore, n))}
+    missing = sorted(n for n in public if n not in vars(engine) and n not in vars(engine.__mro__[1]))
+    port_own = {
+        n
+        for n in missing
+        if n in vars(JobStore) and not getattr(vars(JobStore)[n], "__isabstractmethod__", 0)
+    }
+    assert sorted(set(missing) - port_own) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.__name__)
+def test_no_abstract_method_is_left(engine: type[JobStore]) -> None:
+    assert engine.__abstractmethods__ == frozenset()
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.__name__)
+def test_each_delegate_names_a_listed_part_that_defines_the_method(engine: type[JobStore]) -> None:
+    parts = engine.parts  # type: ignore[attr-defined]
+    for name, value in vars(engine).items():
+        if isinstance(value, delegate):
+            assert value.part in parts, name
+            assert hasattr(parts[value.part], name), f"{name} -> {value.part}"
