@@ -38,7 +38,7 @@ def _cursor(cursor: str | None) -> tuple[str, int]:
     return score, seen
 
 
-class AuditMixin(Part):
+class RedisAuditPart(Part):
     """``audit_page``, ``prune_audit`` and ``prune_failures``."""
 
     _audit_migrated = False

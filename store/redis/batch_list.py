@@ -16,8 +16,8 @@ from store.errors import JobNotFound
 from store.parts import Part
 
 
-class BatchListMixin(Part):
-    """``list_batches`` of ``RedisStore`` (uses ``BatchesMixin.get_batch``)."""
+class RedisBatchListPart(Part):
+    """``list_batches`` of ``RedisStore`` (uses ``RedisBatchesPart.get_batch``)."""
 
     def _batch_index(self) -> str:
         return self.keys._key("batch_index")  # type: ignore[attr-defined,no-any-return]

@@ -43,8 +43,8 @@ def limits_from_json(text: str) -> QueueLimits:
     return flow.stored_limits_json(text)
 
 
-class FlowMixin(Part):
-    """The flow half of ``RedisStore`` (batches are ``BatchesMixin``'s)."""
+class RedisFlowPart(Part):
+    """The flow half of ``RedisStore`` (batches are ``RedisBatchesPart``'s)."""
 
     supports_flow = True
 

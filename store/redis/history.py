@@ -47,7 +47,7 @@ LISTED = codes(sorted(s for s in JobStatus if s is not JobStatus.InProgress))
 assert next(iter(HISTORY_WIDTHS)) == NARROW, "lua/trim_history.lua takes the narrowest width first"
 
 
-class HistoryMixin(Part):
+class RedisHistoryPart(Part):
     """history, trim_history and the counter rows of SharedStore's counts."""
 
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:

@@ -127,7 +127,7 @@ def _merged(runs: list[list[Entry]], count: int, ascending: bool) -> list[Entry]
     return list(islice((e for e in merged if not (e[1] in seen or seen.add(e[1]))), count))
 
 
-class ListingMixin(Part):
+class RedisListingPart(Part):
     """The engine half of ``list_jobs``."""
 
     def _entries(

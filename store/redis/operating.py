@@ -20,7 +20,7 @@ from store.redis.plumbing import chunks, codes
 S = JobStatus
 
 
-class OperatingMixin(Part):
+class RedisOperatingPart(Part):
     """Retention, paused queues."""
 
     # ------------------------------------------------------------- removal

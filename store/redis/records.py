@@ -49,7 +49,7 @@ def _record(key: str, fields: dict[str, str], now: float) -> Record | None:
     return Record(key, value, score, None if expires is None else expires - now)
 
 
-class RecordsMixin(Part):
+class RedisRecordsPart(Part):
     """record_change, record_get, record_page, record_drop, record_prune,
     hold, unhold, held."""
 

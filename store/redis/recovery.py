@@ -30,7 +30,7 @@ from store.redis.wakeups import handed_id
 S = JobStatus
 
 
-class RecoveryMixin(Part):
+class RedisRecoveryPart(Part):
     """The engine halves of ``recover_expired`` and ``preview_recovery``
     (store/shared.py takes the limit and the time)."""
 

@@ -51,11 +51,11 @@ from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
 from store.parts import assemble, delegate
 from store.redis import codec
-from store.redis.audit import AuditMixin
-from store.redis.batch_list import BatchListMixin
-from store.redis.batches import BatchesMixin
-from store.redis.history import HistoryMixin
-from store.redis.operating import OperatingMixin
+from store.redis.audit import RedisAuditPart
+from store.redis.batch_list import RedisBatchListPart
+from store.redis.batches import RedisBatchesPart
+from store.redis.history import RedisHistoryPart
+from store.redis.operating import RedisOperatingPart
 from store.redis.plumbing import (
     GUARD_ATTEMPTS,
     SCRIPT_BATCH,
@@ -65,9 +65,9 @@ from store.redis.plumbing import (
     op_args,
     refusal,
 )
-from store.redis.records import RecordsMixin
-from store.redis.recovery import RecoveryMixin
-from store.redis.search import SearchMixin
+from store.redis.records import RedisRecordsPart
+from store.redis.recovery import RedisRecoveryPart
+from store.redis.search import RedisSearchPart
 from store.redis.wakeups import HandOver, RedisWakeups
 from store.registry import RegistryRecords
 from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
@@ -100,14 +100,14 @@ class RedisStore(RedisPlumbing, JobStore):
         "shared": SharedStore,
         "registry": RegistryRecords,
         "bookings": Bookings,
-        "flow": BatchesMixin,
-        "batch_list": BatchListMixin,
-        "audit": AuditMixin,
-        "operating": OperatingMixin,
-        "history": HistoryMixin,
-        "recovery": RecoveryMixin,
-        "records": RecordsMixin,
-        "search": SearchMixin,
+        "flow": RedisBatchesPart,
+        "batch_list": RedisBatchListPart,
+        "audit": RedisAuditPart,
+        "operating": RedisOperatingPart,
+        "history": RedisHistoryPart,
+        "recovery": RedisRecoveryPart,
+        "records": RedisRecordsPart,
+        "search": RedisSearchPart,
     }
 
     # shared: SharedStore
@@ -166,7 +166,7 @@ class RedisStore(RedisPlumbing, JobStore):
     save_schedules = delegate("bookings")
     schedules = delegate("bookings")
     set_schedule_enabled = delegate("bookings")
-    # flow: BatchesMixin
+    # flow: RedisBatchesPart
     _enqueue_flow = delegate("flow")
     _flow_specs = delegate("flow")
     _note_retry = delegate("flow")
@@ -185,30 +185,30 @@ class RedisStore(RedisPlumbing, JobStore):
     queue_limits = delegate("flow")
     set_queue_limits = delegate("flow")
     supports_flow = delegate("flow")
-    # batch_list: BatchListMixin
+    # batch_list: RedisBatchListPart
     _batch_index = delegate("batch_list")
     index_batch = delegate("batch_list")
     list_batches = delegate("batch_list")
-    # audit: AuditMixin
+    # audit: RedisAuditPart
     _audit_migrated = delegate("audit")
     _migrate_audit = delegate("audit")
     _record_audit = delegate("audit")
     audit_page = delegate("audit")
     prune_audit = delegate("audit")
-    # operating: OperatingMixin
+    # operating: RedisOperatingPart
     _purge = delegate("operating")
     _set_paused = delegate("operating")
     queue_states = delegate("operating")
-    # history: HistoryMixin
+    # history: RedisHistoryPart
     _counter_rows = delegate("history")
     history = delegate("history")
     trim_history = delegate("history")
-    # recovery: RecoveryMixin
+    # recovery: RedisRecoveryPart
     _handed = delegate("recovery")
     _recover = delegate("recovery")
     _recovery_plan = delegate("recovery")
     _release_handed = delegate("recovery")
-    # records: RecordsMixin
+    # records: RedisRecordsPart
     _alive = delegate("records")
     held = delegate("records")
     hold = delegate("records")
@@ -218,7 +218,7 @@ class RedisStore(RedisPlumbing, JobStore):
     record_page = delegate("records")
     record_prune = delegate("records")
     unhold = delegate("records")
-    # search: SearchMixin
+    # search: RedisSearchPart
     _both = delegate("search")
     _count_named = delegate("search")
     _entries = delegate("search")

@@ -21,7 +21,7 @@ from store.sql.rows import event_from_row
 _FIRST = 2**62
 
 
-class SqlAuditMixin(Part):
+class SqlAuditPart(Part):
     """``audit_page`` and ``prune_audit``."""
 
     def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:

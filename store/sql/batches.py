@@ -33,8 +33,8 @@ _OPEN = (S.Queued, S.Scheduled, S.InProgress)
 CANCEL_CHUNK = 500
 
 
-class SqlBatchesMixin(Part):
-    """The batch half of ``SqlStore``'s flow control (``SqlFlowMixin`` builds on it)."""
+class SqlBatchesPart(Part):
+    """The batch half of ``SqlStore``'s flow control (``SqlFlowPart`` builds on it)."""
 
     def create_batch(
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"

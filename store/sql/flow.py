@@ -28,7 +28,7 @@ from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
 from store.spec import check_queue_name
 from store.sql import flow_statements as fs
-from store.sql.batches import SqlBatchesMixin
+from store.sql.batches import SqlBatchesPart
 from store.sql.changes import enqueue_values
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
@@ -62,7 +62,7 @@ def limits_of(row: Any) -> QueueLimits:
     )
 
 
-class SqlFlowMixin(SqlBatchesMixin):
+class SqlFlowPart(SqlBatchesPart):
     """The flow half of ``SqlStore``."""
 
     supports_flow = True

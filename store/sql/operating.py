@@ -32,7 +32,7 @@ ROLL_BATCH = 24
 ROLL_GRACE_S = 60.0
 
 
-class SqlOperatingMixin(Part):
+class SqlOperatingPart(Part):
     """Retention, paused queues, history."""
 
     # ------------------------------------------------------------- removal

@@ -33,7 +33,7 @@ def _record(key: str, row: Any) -> Record:
     )
 
 
-class SqlRecordsMixin(Part):
+class SqlRecordsPart(Part):
     """record_change, record_get, record_page, record_drop, record_prune,
     hold, unhold, held."""
 

@@ -21,7 +21,7 @@ from store.parts import Part
 from store.sql import statements as sql
 
 
-class SqlRecoveryMixin(Part):
+class SqlRecoveryPart(Part):
     """The engine half of ``recover_expired``, ``preview_recovery`` and
     ``expired_lease_count``."""
 

@@ -134,7 +134,7 @@ def _window(query: SearchQuery, indexed: list[ColumnElement[bool]], columns: lis
     return newest(select(merged), merged, "s_scan").subquery()
 
 
-class SqlSearchMixin(Part):
+class SqlSearchPart(Part):
     """The engine half of ``search_jobs``."""
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:

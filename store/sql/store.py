@@ -32,17 +32,17 @@ from store.spec import clean_error, unique_key_of
 from store.sql import flow_statements as fs
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
-from store.sql.audit import SqlAuditMixin
-from store.sql.batch_list import SqlBatchListMixin
-from store.sql.flow import SqlFlowMixin
+from store.sql.audit import SqlAuditPart
+from store.sql.batch_list import SqlBatchListPart
+from store.sql.flow import SqlFlowPart
 from store.sql.joined import check_joinable, joining
-from store.sql.operating import SqlOperatingMixin
+from store.sql.operating import SqlOperatingPart
 from store.sql.plumbing import Dialect, Refused, SqlPlumbing, event_row
-from store.sql.records import SqlRecordsMixin
-from store.sql.recovery import SqlRecoveryMixin
+from store.sql.records import SqlRecordsPart
+from store.sql.recovery import SqlRecoveryPart
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
-from store.sql.search import SqlSearchMixin
+from store.sql.search import SqlSearchPart
 
 S = JobStatus
 
@@ -56,13 +56,13 @@ class SqlStore(SqlPlumbing, JobStore):
         "shared": SharedStore,
         "registry": RegistryRecords,
         "bookings": Bookings,
-        "flow": SqlFlowMixin,
-        "batch_list": SqlBatchListMixin,
-        "audit": SqlAuditMixin,
-        "operating": SqlOperatingMixin,
-        "recovery": SqlRecoveryMixin,
-        "records": SqlRecordsMixin,
-        "search": SqlSearchMixin,
+        "flow": SqlFlowPart,
+        "batch_list": SqlBatchListPart,
+        "audit": SqlAuditPart,
+        "operating": SqlOperatingPart,
+        "recovery": SqlRecoveryPart,
+        "records": SqlRecordsPart,
+        "search": SqlSearchPart,
     }
 
     # shared: SharedStore
@@ -123,7 +123,7 @@ class SqlStore(SqlPlumbing, JobStore):
     save_schedules = delegate("bookings")
     schedules = delegate("bookings")
     set_schedule_enabled = delegate("bookings")
-    # flow: SqlFlowMixin
+    # flow: SqlFlowPart
     _apply_new = delegate("flow")
     _batch = delegate("flow")
     _cancel_locked = delegate("flow")
@@ -150,12 +150,12 @@ class SqlStore(SqlPlumbing, JobStore):
     queue_limits = delegate("flow")
     set_queue_limits = delegate("flow")
     supports_flow = delegate("flow")
-    # batch_list: SqlBatchListMixin
+    # batch_list: SqlBatchListPart
     list_batches = delegate("batch_list")
-    # audit: SqlAuditMixin
+    # audit: SqlAuditPart
     audit_page = delegate("audit")
     prune_audit = delegate("audit")
-    # operating: SqlOperatingMixin
+    # operating: SqlOperatingPart
     _purge = delegate("operating")
     _record_audit = delegate("operating")
     _roll_up = delegate("operating")
@@ -164,10 +164,10 @@ class SqlStore(SqlPlumbing, JobStore):
     queue_states = delegate("operating")
     remove_jobs = delegate("operating")
     trim_history = delegate("operating")
-    # recovery: SqlRecoveryMixin
+    # recovery: SqlRecoveryPart
     _decide = delegate("recovery")
     _recover = delegate("recovery")
-    # records: SqlRecordsMixin
+    # records: SqlRecordsPart
     _change = delegate("records")
     clock = delegate("records")
     held = delegate("records")
@@ -178,7 +178,7 @@ class SqlStore(SqlPlumbing, JobStore):
     record_page = delegate("records")
     record_prune = delegate("records")
     unhold = delegate("records")
-    # search: SqlSearchMixin
+    # search: SqlSearchPart
     _search = delegate("search")
 
     def make_dialect(self, name: str) -> Dialect:
