@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
-from store.flow import ParentFailure, check_batch
+from store.flow_rules import ParentFailure, check_batch
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Job, JobSpec

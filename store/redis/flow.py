@@ -1,7 +1,7 @@
 """Flow control on the Redis store (docs/architecture.md, Flow control): queue
 limits decided in the claim, children released or canceled in the call that
 finishes their parent, jobs with flow options enqueued by their own function.
-Every decision is ``store.flow``'s, ported to Lua in ``lua/lib/flow.lua``
+Every decision is ``store.flow_rules``'s, ported to Lua in ``lua/lib/flow.lua``
 (``tests/store/test_redis_flow_lua.py`` runs the same cases through both);
 this module passes arguments and reads replies.
 
@@ -16,9 +16,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from store import flow
+from store import flow_rules as flow
 from store.errors import ValidationError
-from store.flow import QueueLimits, Usage
+from store.flow_rules import QueueLimits, Usage
 from store.ids import new_id
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec

@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from store import flow
+from store import flow_rules as flow
 from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
-from store.flow import ParentFailure
+from store.flow_rules import ParentFailure
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation, sources
 from store.models import Job, JobSpec

@@ -43,7 +43,7 @@ class SqlRecoveryPart(Part):
             ]
             applied = self.dialect.recover(conn, plan, owner)
             # A parent out of retries fails its waiting children; one retried
-            # keeps them waiting (store/flow.py).
+            # keeps them waiting (store/flow_rules.py).
             failed = [
                 (r["id"], d.status)
                 for r, d, _ in plan

@@ -50,7 +50,7 @@ class Context:
     recovery_interval_s: float
     queued_in_queue: int
     queue_state: QueueState | None = None
-    #: The queue limit that holds a due job now, ``(kind, explanation)`` (store.flow.hold).
+    #: The queue limit that holds a due job now, ``(kind, explanation)`` (store.flow_rules.hold).
     limit: tuple[str, str] | None = None
 
 

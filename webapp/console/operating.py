@@ -18,7 +18,7 @@ from typing import Any
 from flask import Response, abort, current_app, flash, redirect, request, url_for
 
 from store.errors import ScheduleNotFound, ValidationError
-from store.flow import LIMIT_KINDS
+from store.flow_rules import LIMIT_KINDS
 from store.latency import queue_latency
 from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
