@@ -35,16 +35,15 @@ from store import JobStore
 from store.lifecycle import JobStatus
 from store.models import Job
 
-S = JobStatus
 QUEUES = 20
 NAMES = 50
 #: Statuses of the copies, per 10,000 jobs (Queued jobs then become InProgress, see IN_PROGRESS).
 MIX: tuple[tuple[JobStatus, int], ...] = (
-    (S.Completed, 7_200),
-    (S.Queued, 1_500),
-    (S.Scheduled, 500),
-    (S.Failed, 500),
-    (S.Canceled, 300),
+    (JobStatus.Completed, 7_200),
+    (JobStatus.Queued, 1_500),
+    (JobStatus.Scheduled, 500),
+    (JobStatus.Failed, 500),
+    (JobStatus.Canceled, 300),
 )
 #: Queued jobs claimed by the store after the copy (a lease of LEASE_S).
 IN_PROGRESS = 300
@@ -103,7 +102,7 @@ def copies(n: int, now: float, progress: bool) -> Iterator[Copy]:
     end, step = now - 60.0, SPAN_S / n
     for i in range(n):
         status = status_of(i)
-        due = now + 60 + i % 86_400 if status is S.Scheduled else None
+        due = now + 60 + i % 86_400 if status is JobStatus.Scheduled else None
         yield Copy(status, queue_of(i), name_of(i), end - (n - i) * step, payload_of(i), message_of(i), due)
         if progress and ((i + 1) % 100_000 == 0 or i + 1 == n):
             rate = (i + 1) / max(time.perf_counter() - t0, 1e-9)

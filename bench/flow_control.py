@@ -31,7 +31,7 @@ from bench.stores import FreshStores
 from bench.worker_throughput import REPO, WORKER, all_jobs, worker_env
 from store import open_store
 from store.base import JobStore
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from store.models import JobSpec
 
 

@@ -50,7 +50,7 @@ def main() -> int:
             }
             queues = ["plain"]
             if getattr(store, "supports_flow", False):
-                from store.flow import QueueLimits, Rate
+                from store.flow_rules import QueueLimits, Rate
 
                 limits = QueueLimits(concurrency=100_000, rate=Rate(1_000_000, 1.0))
                 store.set_queue_limits("limited", limits, actor="operator:bench")

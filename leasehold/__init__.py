@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from leasehold.settings import open_store
     from store import JobStore
-    from store.flow import QueueLimits, Rate
+    from store.flow_rules import QueueLimits, Rate
     from store.lifecycle import JobStatus
     from store.models import Job
     from store.transactions import host_tables_only
@@ -66,8 +66,8 @@ _EXPORTS: dict[str, str] = {
     "chain": "workers.workflows",
     "Pending": "workers.sessions",
     "host_tables_only": "store.transactions",
-    "QueueLimits": "store.flow",
-    "Rate": "store.flow",
+    "QueueLimits": "store.flow_rules",
+    "Rate": "store.flow_rules",
 }
 
 __all__ = [

@@ -66,6 +66,13 @@ def send(signal: Any, sender: str, **kwargs: Any) -> None:
         log.exception("a receiver of %s for %r failed", signal.name, sender)
 
 
+def announce_enqueued(jobs: Any) -> None:
+    """Send ``job_enqueued`` for each newly created job in ``jobs`` (an
+    iterable of ``Job``); the one place every enqueue path announces from."""
+    for job in jobs:
+        send(job_enqueued, job.name, job=job)
+
+
 def use_middleware(factory: Middleware) -> Middleware:
     """Register ``factory(ctx) -> context manager`` around every handler run
     in this process; returns it (usable as a decorator)."""

@@ -107,12 +107,14 @@ class StoreSettings:
     recovery_runs_kept: int = 1000
 
 
-class JobStore(FlowContract, OperatingContract):
+class JobStore(abc.ABC):
     """A job store. Thread-safe; open one per process (``store.open_store``).
     What a store does to be operated for months (queues, retention,
     maintenance runs, bulk operations, failure counters, periodic jobs,
     search) is declared in ``store.contract_operating``; flow control (limits,
-    dependencies, batches) in ``store.contract_flow``."""
+    dependencies, batches) in ``store.contract_flow``. Both are folded into
+    this class (``_fold``) so an engine's classes are few: the engine, its
+    plumbing and this port."""
 
     settings: StoreSettings
     #: Seconds added to the store's clock (0 in production). Tests and drills
@@ -437,3 +439,15 @@ class JobStore(FlowContract, OperatingContract):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _fold(port: type[abc.ABC], *contracts: type) -> None:
+    """Declare each contract's methods on ``port`` itself (abstract stay abstract)."""
+    for contract in contracts:
+        for name, value in vars(contract).items():
+            if not name.startswith("__") and not name.startswith("_abc") and name not in vars(port):
+                setattr(port, name, value)
+    abc.update_abstractmethods(port)
+
+
+_fold(JobStore, FlowContract, OperatingContract)

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.errors import ScheduleNotFound, ValidationError
-from store.ports import MAX_PAGE, Change, Record, RecordPort
+from store.parts import Part
+from store.ports import MAX_PAGE, Change, Record
 from store.records import BulkOperation, Schedule
 from store.times import ts
 
@@ -54,7 +55,7 @@ def schedule_from(record: Record) -> Schedule:
     )
 
 
-class Bookings(RecordPort):
+class Bookings(Part):
     """save_operation, get_operation, operations; save_schedules, schedules,
     set_schedule_enabled, record_tick; record_failure, failure_count,
     clear_failures, prune_failures."""

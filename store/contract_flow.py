@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from store.errors import ValidationError
-from store.flow import QueueLimits, Usage
+from store.flow_rules import QueueLimits, Usage
 from store.models import Job, JobSpec
 
 #: Job ids a batch lists (``Batch.job_ids``): the first ones, in enqueue order.
@@ -82,7 +82,7 @@ class FlowContract:
 
     def limit_hold(self, job: Job) -> tuple[str, str] | None:
         """The limit that holds a due job now, ``(kind, explanation)`` as
-        ``store.flow.hold`` says (e.g. ``("concurrency", "concurrency limit
+        ``store.flow_rules.hold`` says (e.g. ``("concurrency", "concurrency limit
         3: 3 running")``), or None when none does."""
         raise FlowUnsupported("limits")
 

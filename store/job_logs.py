@@ -15,7 +15,7 @@ module an engine:
 
 * SQL (store/sql/job_logs.py): rows of ``leasehold_job_logs`` (migration
   0013), indexed by (job, attempt, id); the cursor is the row id; removed
-  with their job in the one removal path (``SqlOperatingMixin.remove_jobs``).
+  with their job in the one removal path (``SqlOperatingPart.remove_jobs``).
 * Redis (store/redis/job_logs.py): a list ``{P}:logs:<job>:<attempt>`` a
   job attempt, and ``{P}:logs_meta:<job>`` (a hash: lines ever pushed an
   attempt, the cursor's base); the cursor is ``attempt * CURSOR_SPAN +

@@ -148,7 +148,7 @@ class Operation(enum.Enum):
     REQUEUE = "requeue"  # operator: back to Queued (retries reset or kept)
     RETRY_NOW = "retry_now"  # operator: due now, retries kept
     DELETE = "delete"  # operator: the job, its events and keys removed (not while InProgress)
-    UNBLOCK = "unblock"  # the last parent of a waiting job finished (store/flow.py decides)
+    UNBLOCK = "unblock"  # the last parent of a waiting job finished (store/flow_rules.py decides)
 
 
 #: The job fields enqueue writes from its arguments (store/spec.py checks them).
@@ -287,7 +287,7 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
     ),
     # A job waiting for its parents (Scheduled, never due by time) becomes
-    # due at once when the last one finishes; store/flow.py decides when. A
+    # due at once when the last one finishes; store/flow_rules.py decides when. A
     # failed parent cancels it through CANCEL.
     Operation.UNBLOCK: OperationRule(
         frozenset({S.Scheduled}),

@@ -2,7 +2,7 @@
 of dead workers: the operations a worker's service thread
 (workers/services.py), the console, the API and the command call.
 
-Store-side orchestration over the JobStore contract, like ``store.recovery``:
+Store-side orchestration over the JobStore contract, like ``store.recovery_run``:
 the worker's service, the CLI and the web app all import it from here.
 
 ``run_retention`` takes the lock ``RETENTION_LOCK`` (one instance at a time),

@@ -131,7 +131,7 @@ class Job:
     idempotency_key: str | None = None
     #: ``{"fraction": 0..1, "message": str | None, "at": epoch seconds}``, or None.
     progress: dict[str, Any] | None = None
-    #: Flow control (store/flow.py): the per-key limits' partition key, the
+    #: Flow control (store/flow_rules.py): the per-key limits' partition key, the
     #: batch or chain the job belongs to, how many of its parents have not
     #: finished (None: it has none) and what a failed parent does to it.
     limit_key: str | None = None

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from store.errors import WorkerNotFound
-from store.ports import MAX_PAGE, Change, Record, RecordPort
+from store.parts import Part
+from store.ports import MAX_PAGE, Change, Record
 from store.records import UNQUIET, LockInfo, MaintenanceRun, RecoveryRun, WorkerInfo
 from store.times import ts
 
@@ -65,7 +66,7 @@ def worker_info(record: Record) -> WorkerInfo:
     )
 
 
-class RegistryRecords(RecordPort):
+class RegistryRecords(Part):
     """acquire_lock, release_lock, lock_info; worker_heartbeat,
     _command_worker, remove_worker, workers, prune_workers; the recovery and
     maintenance run histories. Needs ``self.settings.recovery_runs_kept``."""

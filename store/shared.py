@@ -18,8 +18,7 @@ from typing import Any
 
 import orjson
 
-from store.base import MAX_BATCH, MAX_PAGE_SIZE, JobStore
-from store.bookings import Bookings
+from store.base import MAX_BATCH, MAX_PAGE_SIZE
 from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import derived_event_totals, queue_event_totals
@@ -37,8 +36,8 @@ from store.models import (
     progress_value,
     validate_spec,
 )
+from store.parts import Part
 from store.records import UNQUIET, WORKER_COMMANDS, QueueState, WorkerInfo
-from store.registry import RegistryRecords
 from store.search import (
     MAX_SCAN_LIMIT,
     SEARCH_SCAN_LIMIT,
@@ -84,7 +83,7 @@ def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
     return tuple(sorted(int(s) for s in chosen))
 
 
-class SharedStore(RegistryRecords, Bookings, JobStore):
+class SharedStore(Part):
     """The shared concrete half of every JobStore."""
 
     #: Most jobs one ``_insert`` call takes (one atomic unit).

@@ -68,7 +68,7 @@ class JobSpec:
     #: payload when only ``unique_for`` is given (``unique_key_of``).
     unique_key: str | None = None
     unique_for: float | None = None
-    #: Flow control (store/flow.py): the partition key of per-key limits; the
+    #: Flow control (store/flow_rules.py): the partition key of per-key limits; the
     #: ids of jobs this one waits for (Scheduled with no due time until the
     #: last finishes); what a failed or canceled parent does ("cancel", the
     #: default, or "run"); the batch it belongs to (set by ``create_batch``).

@@ -3,7 +3,7 @@
 rate's starts per period) and ``leasehold_queue_limit_in_use{queue,kind}``
 (running jobs, running jobs of the busiest limit key, starts in the rate
 window, starts of the busiest key in its window). ``kind`` is one of
-``store.flow.LIMIT_KINDS``. ``leasehold_queue_limits_invalid{queue}`` is 1
+``store.flow_rules.LIMIT_KINDS``. ``leasehold_queue_limits_invalid{queue}`` is 1
 for a queue whose stored limits no longer pass the rules (what does not
 pass is not applied, and has no series). A store without flow control has
 no series."""

@@ -158,8 +158,7 @@ class Handler:
         if session is not None:
             return in_session(target, session, write, lambda: [validate_spec(s) for s in specs])
         jobs = write()[0]
-        for job in jobs:
-            hooks.send(hooks.job_enqueued, job.name, job=job)
+        hooks.announce_enqueued(jobs)
         return jobs
 
 
@@ -177,8 +176,7 @@ def enqueue_spec(target: JobStore, spec: JobSpec, session: Any = None) -> Job | 
     if session is not None:  # eager mode: the job runs once the session has committed
         return in_session(target, session, write, lambda: validate_spec(spec), _eager)
     job, created = write()
-    for new in created:
-        hooks.send(hooks.job_enqueued, new.name, job=new)
+    hooks.announce_enqueued(created)
     if _eager is not None:
         return _eager(job)
     return job

@@ -1,4 +1,4 @@
-"""The worker's service threads for the operations of store/recovery.py and
+"""The worker's service threads for the operations of store/recovery_run.py and
 store/maintenance.py: recovery of expired leases (a drain at start, then one
 bounded run every interval) and maintenance (retention, worker pruning, audit
 retention, history trimming, failure windows, the lines of deleted jobs' logs, and bulk operations as soon as
@@ -32,7 +32,7 @@ from store.maintenance import (
     run_worker_pruning,
 )
 from store.models import RecoveryReport
-from store.recovery import INTERVAL_MAX_BATCHES, RecoveryBusy, run_recovery
+from store.recovery_run import INTERVAL_MAX_BATCHES, RecoveryBusy, run_recovery
 
 log = logging.getLogger(__name__)
 

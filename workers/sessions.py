@@ -114,8 +114,7 @@ def _after(created: list[Job], answer: T, then: Callable[[T], object] | None) ->
 
 
 def _announce(jobs: list[Job]) -> None:
-    for job in jobs:
-        hooks.send(hooks.job_enqueued, job.name, job=job)
+    hooks.announce_enqueued(jobs)
 
 
 def _session_of(session: Any) -> Any:

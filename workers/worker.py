@@ -15,7 +15,7 @@ shuts down.
 Beside it run the heartbeat thread (``workers.heartbeat``: leases, the
 registry entry, and an operator's quiet or stop command found there), the
 progress flusher (``workers.progress``, once a handler reports), the
-recovery service (``store.recovery``) and, unless in burst mode, the
+recovery service (``store.recovery_run``) and, unless in burst mode, the
 maintenance service (``store.maintenance``: retention, dead workers, history,
 bulk operations) and the scheduler of periodic jobs (``workers.scheduler``).
 

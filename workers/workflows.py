@@ -21,7 +21,7 @@ from typing import Any
 
 from store.base import JobStore
 from store.contract_flow import Batch
-from store.flow import check_batch
+from store.flow_rules import check_batch
 from store.models import JobSpec, validate_spec
 from workers.enqueueing import Handler, default_store
 from workers.sessions import Pending, in_session

@@ -19,7 +19,7 @@ from leasehold.settings import ConfigError, Settings, settings_from_env
 from store import open_store
 from store.base import JobStore
 from store.errors import StoreError
-from store.recovery import RecoveryBusy
+from store.recovery_run import RecoveryBusy
 from store.schema_version import check_schema
 from workers.handlers import HandlerError
 

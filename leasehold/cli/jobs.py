@@ -16,7 +16,7 @@ from leasehold.logs import configure_logging
 from store.catalogue import Catalogue
 from store.lifecycle import TERMINAL, EventKind, JobStatus
 from store.models import MAX_PRIORITY, MAX_RETRIES_LIMIT, MAX_TIMEOUT_S, JobSpec
-from store.recovery import run_recovery
+from store.recovery_run import run_recovery
 from store.spec import MAX_DELAY_S
 from workers.claim import parse_queues
 from workers.config import DEFAULT_GRACE_S, WorkerConfig
@@ -279,7 +279,7 @@ def enqueue_command(
     job_spec = catalogue.with_defaults(JobSpec(name, payload, **given), set(given))
     job, created = store.enqueue_idempotent(job_spec)
     if created:
-        hooks.send(hooks.job_enqueued, job.name, job=job)
+        hooks.announce_enqueued([job])
     else:
         click.echo(f"existing job {job.id} ({job.status.name})", err=True)
     click.echo(job.id)

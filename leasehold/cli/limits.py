@@ -11,7 +11,7 @@ import click
 from leasehold.cli.base import friendly_errors, runtime
 from leasehold.cli.operate import operator
 from store.errors import ValidationError
-from store.flow import MAX_LIMIT, QueueLimits, parse_count_text, parse_limits, parse_rate_text
+from store.flow_rules import MAX_LIMIT, QueueLimits, parse_count_text, parse_limits, parse_rate_text
 from store.spec import check_queue_name
 
 
@@ -25,7 +25,7 @@ def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> obje
 
 
 def _count(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A count by the one rule of ``store.flow`` (``parse_count_text``)."""
+    """A count by the one rule of ``store.flow_rules`` (``parse_count_text``)."""
     if value is None:
         return None
     try:

@@ -17,8 +17,8 @@ from store.contract_operating import MAX_AUDIT_PAGE
 from store.errors import ValidationError
 from store.lifecycle import EventKind
 from store.models import AuditPage
+from store.parts import Part
 from store.redis import codec
-from store.redis.plumbing import RedisPlumbing
 
 #: Entries one lua/audit_migrate.lua call moves.
 MIGRATE_BATCH = 1000
@@ -38,7 +38,7 @@ def _cursor(cursor: str | None) -> tuple[str, int]:
     return score, seen
 
 
-class AuditMixin(RedisPlumbing):
+class RedisAuditPart(Part):
     """``audit_page``, ``prune_audit`` and ``prune_failures``."""
 
     _audit_migrated = False

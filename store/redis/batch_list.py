@@ -13,10 +13,11 @@ from typing import Any
 from store.batch_list import check_page
 from store.contract_flow import Batch
 from store.errors import JobNotFound
+from store.parts import Part
 
 
-class BatchListMixin:
-    """``list_batches`` of ``RedisStore`` (uses ``BatchesMixin.get_batch``)."""
+class RedisBatchListPart(Part):
+    """``list_batches`` of ``RedisStore`` (uses ``RedisBatchesPart.get_batch``)."""
 
     def _batch_index(self) -> str:
         return self.keys._key("batch_index")  # type: ignore[attr-defined,no-any-return]

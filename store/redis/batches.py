@@ -19,12 +19,12 @@ from dataclasses import replace
 
 from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
-from store.flow import ParentFailure, check_batch
+from store.flow_rules import ParentFailure, check_batch
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Job, JobSpec
 from store.redis import codec
-from store.redis.flow import FlowMixin
+from store.redis.flow import RedisFlowPart
 from store.redis.plumbing import op_args
 from store.spec import check_actor, validate_spec
 
@@ -32,7 +32,7 @@ S = JobStatus
 _OPEN = (S.Queued, S.Scheduled, S.InProgress)
 
 
-class BatchesMixin(FlowMixin):
+class RedisBatchesPart(RedisFlowPart):
     """The batch half of ``RedisStore``'s flow control."""
 
     def create_batch(

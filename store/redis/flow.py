@@ -1,7 +1,7 @@
 """Flow control on the Redis store (docs/architecture.md, Flow control): queue
 limits decided in the claim, children released or canceled in the call that
 finishes their parent, jobs with flow options enqueued by their own function.
-Every decision is ``store.flow``'s, ported to Lua in ``lua/lib/flow.lua``
+Every decision is ``store.flow_rules``'s, ported to Lua in ``lua/lib/flow.lua``
 (``tests/store/test_redis_flow_lua.py`` runs the same cases through both);
 this module passes arguments and reads replies.
 
@@ -16,14 +16,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from store import flow
+from store import flow_rules as flow
 from store.errors import ValidationError
-from store.flow import QueueLimits, Usage
+from store.flow_rules import QueueLimits, Usage
 from store.ids import new_id
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec
+from store.parts import Part
 from store.redis import codec
-from store.redis.plumbing import RedisPlumbing
 from store.spec import check_queue_name
 
 #: The claim's last reply when a rate limit held jobs (lua/claim.lua).
@@ -43,13 +43,13 @@ def limits_from_json(text: str) -> QueueLimits:
     return flow.stored_limits_json(text)
 
 
-class FlowMixin(RedisPlumbing):
-    """The flow half of ``RedisStore`` (batches are ``BatchesMixin``'s)."""
+class RedisFlowPart(Part):
+    """The flow half of ``RedisStore`` (batches are ``RedisBatchesPart``'s)."""
 
     supports_flow = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, engine: Any, name: str) -> None:
+        super().__init__(engine, name)
         self._retry_after: dict[str, float] = {}
         self._retry_lock = threading.Lock()
 

@@ -34,8 +34,9 @@ from store.counters import (
 from store.errors import ValidationError
 from store.handler_metrics import MINUTE_S, RETENTION_S, minute_of
 from store.lifecycle import JobStatus
+from store.parts import Part
 from store.redis.keys import parse_history_field
-from store.redis.plumbing import RedisPlumbing, codes
+from store.redis.plumbing import codes
 
 #: Most history fields one trim_history call removes per width (and most wide buckets it rolls up).
 TRIM_BATCH = 1000
@@ -47,7 +48,7 @@ LISTED = codes(sorted(s for s in JobStatus if s is not JobStatus.InProgress))
 assert next(iter(HISTORY_WIDTHS)) == NARROW, "lua/trim_history.lua takes the narrowest width first"
 
 
-class HistoryMixin(RedisPlumbing):
+class RedisHistoryPart(Part):
     """history, trim_history and the counter rows of SharedStore's counts."""
 
     def _counter_rows(self) -> Iterable[tuple[str, int | str]]:

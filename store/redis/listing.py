@@ -48,8 +48,8 @@ from typing import Any
 from store.cursor import decode_cursor, encode_cursor
 from store.lifecycle import JobStatus
 from store.models import Job, Page
+from store.parts import Part
 from store.redis.codec import job_from_hash
-from store.redis.plumbing import RedisPlumbing
 
 #: Runs commands queued on a pipeline by the callable; returns their replies.
 Pipe = Callable[[Callable[[Any], object]], list[Any]]
@@ -127,7 +127,7 @@ def _merged(runs: list[list[Entry]], count: int, ascending: bool) -> list[Entry]
     return list(islice((e for e in merged if not (e[1] in seen or seen.add(e[1]))), count))
 
 
-class ListingMixin(RedisPlumbing):
+class RedisListingPart(Part):
     """The engine half of ``list_jobs``."""
 
     def _entries(

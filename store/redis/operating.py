@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
+from store.parts import Part
 from store.redis import codec
-from store.redis.plumbing import RedisPlumbing, chunks, codes
+from store.redis.plumbing import chunks, codes
 
 S = JobStatus
 
 
-class OperatingMixin(RedisPlumbing):
+class RedisOperatingPart(Part):
     """Retention, paused queues."""
 
     # ------------------------------------------------------------- removal

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from store.ports import MAX_PAGE, Change, Hold, Record, RecordPort, check_kind
-from store.redis.plumbing import RedisPlumbing
+from store.parts import Part
+from store.ports import MAX_PAGE, Change, Hold, Record, check_kind
 
 HOLD = "hold"
 #: Hash fields that are not the value's: score, expiry, the mark of an empty record.
@@ -49,7 +49,7 @@ def _record(key: str, fields: dict[str, str], now: float) -> Record | None:
     return Record(key, value, score, None if expires is None else expires - now)
 
 
-class RecordsMixin(RedisPlumbing, RecordPort):
+class RedisRecordsPart(Part):
     """record_change, record_get, record_page, record_drop, record_prune,
     hold, unhold, held."""
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 from store import lifecycle
 from store.lifecycle import FailureDecision, JobStatus, Operation
 from store.models import RecoveredJob, lease_expired_error
-from store.redis.plumbing import Failure, RedisPlumbing, op_args
+from store.parts import Part
+from store.redis.plumbing import Failure, op_args
 from store.redis.wakeups import handed_id
 
 S = JobStatus
 
 
-class RecoveryMixin(RedisPlumbing):
+class RedisRecoveryPart(Part):
     """The engine halves of ``recover_expired`` and ``preview_recovery``
     (store/shared.py takes the limit and the time)."""
 

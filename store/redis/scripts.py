@@ -43,7 +43,7 @@ from store import handler_metrics as hm
 from store import lifecycle
 from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, NARROW
 from store.errors import StoreUnavailable
-from store.flow import MAX_LIMIT, MAX_PERIOD_S, MIN_PERIOD_S, WAITING_DUE_AT
+from store.flow_rules import MAX_LIMIT, MAX_PERIOD_S, MIN_PERIOD_S, WAITING_DUE_AT
 from store.lifecycle import Operation
 from store.redis.codec import ENQUEUE_FIXED, ENQUEUE_LETTERED
 from store.redis.keys import LEASES_PAD
@@ -150,9 +150,9 @@ def handler_minutes_table() -> str:
 
 def flow_table() -> str:
     """``local FLOW``: what lib/flow.lua takes from Python: status codes by
-    name (``status``) and names by code (``name``), ``store.flow.WAITING_DUE_AT``,
+    name (``status``) and names by code (``name``), ``store.flow_rules.WAITING_DUE_AT``,
     ``store.redis.wakeups.WAKEUP_KEPT`` and the bounds of the limits rule
-    (``store.flow`` MAX_LIMIT, MIN_PERIOD_S, MAX_PERIOD_S)."""
+    (``store.flow_rules`` MAX_LIMIT, MIN_PERIOD_S, MAX_PERIOD_S)."""
     statuses = list(lifecycle.JobStatus)
     by_name = ", ".join(f"{s.name} = {int(s)}" for s in statuses)
     by_code = ", ".join(f"[{int(s)}] = '{s.name}'" for s in statuses)

@@ -27,7 +27,7 @@ import orjson
 
 from store.lifecycle import JobStatus
 from store.redis.codec import job_from_hash
-from store.redis.listing import Entry, ListingMixin, entry_of, read_after_many
+from store.redis.listing import Entry, RedisListingPart, entry_of, read_after_many
 from store.search import SearchPage, SearchQuery, error_matches, matches, payload_matches
 
 #: Index entries (and at most as many job hashes) read per round trip.
@@ -41,7 +41,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SearchMixin(ListingMixin):
+class RedisSearchPart(RedisListingPart):
     """The engine half of ``search_jobs``."""
 
     def _streams(self, query: SearchQuery) -> list[Iterator[Entry]]:

@@ -41,31 +41,35 @@ from functools import cached_property
 from typing import Any
 
 from store import lifecycle
-from store.base import MAX_BATCH, Notice
+from store.base import MAX_BATCH, JobStore, Notice
+from store.bookings import Bookings
 from store.contract_operating import ProgressReport
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ParentUnfinished, ValidationError
 from store.group_commit import GroupCommit
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, progress_value, ts
+from store.parts import assemble, delegate
 from store.redis import codec
-from store.redis.audit import AuditMixin
-from store.redis.batch_list import BatchListMixin
-from store.redis.batches import BatchesMixin
-from store.redis.history import HistoryMixin
-from store.redis.operating import OperatingMixin
+from store.redis.audit import RedisAuditPart
+from store.redis.batch_list import RedisBatchListPart
+from store.redis.batches import RedisBatchesPart
+from store.redis.history import RedisHistoryPart
+from store.redis.operating import RedisOperatingPart
 from store.redis.plumbing import (
     GUARD_ATTEMPTS,
     SCRIPT_BATCH,
     Failure,
+    RedisPlumbing,
     chunks,
     op_args,
     refusal,
 )
-from store.redis.records import RecordsMixin
-from store.redis.recovery import RecoveryMixin
-from store.redis.search import SearchMixin
+from store.redis.records import RedisRecordsPart
+from store.redis.recovery import RedisRecoveryPart
+from store.redis.search import RedisSearchPart
 from store.redis.wakeups import HandOver, RedisWakeups
+from store.registry import RegistryRecords
 from store.shared import CheckedProgress, EncodedAck, SharedStore, encode_results
 from store.spec import clean_error, unique_key_of
 
@@ -78,17 +82,7 @@ def _keyed(spec: JobSpec) -> bool:
     return spec.idempotency_key is not None or unique_key_of(spec) is not None
 
 
-class RedisStore(
-    BatchListMixin,
-    BatchesMixin,
-    AuditMixin,
-    OperatingMixin,
-    HistoryMixin,
-    RecoveryMixin,
-    RecordsMixin,
-    SearchMixin,
-    SharedStore,
-):
+class RedisStore(RedisPlumbing, JobStore):
     """JobStore on Redis or Redis Cluster.
 
     ``url``: ``redis://host:port/db``, ``rediss://…``, ``redis+cluster://host:port``,
@@ -99,6 +93,151 @@ class RedisStore(
 
     #: enqueue_many writes SCRIPT_BATCH jobs a script call (each chunk all or nothing).
     enqueue_chunk = SCRIPT_BATCH
+
+    # ------------------------------------------------ parts (store/parts.py)
+    #: The part objects an engine is made of, by name (each a class of one module).
+    parts = {
+        "shared": SharedStore,
+        "registry": RegistryRecords,
+        "bookings": Bookings,
+        "flow": RedisBatchesPart,
+        "batch_list": RedisBatchListPart,
+        "audit": RedisAuditPart,
+        "operating": RedisOperatingPart,
+        "history": RedisHistoryPart,
+        "recovery": RedisRecoveryPart,
+        "records": RedisRecordsPart,
+        "search": RedisSearchPart,
+    }
+
+    # shared: SharedStore
+    _changed = delegate("shared")
+    _enqueue_one = delegate("shared")
+    _recovery_limit = delegate("shared")
+    _search_by_id = delegate("shared")
+    cancel = delegate("shared")
+    command_worker = delegate("shared")
+    complete_many = delegate("shared")
+    count_purgeable = delegate("shared")
+    counts = delegate("shared")
+    delete = delegate("shared")
+    enqueue = delegate("shared")
+    enqueue_idempotent = delegate("shared")
+    enqueue_many = delegate("shared")
+    event_counts = delegate("shared")
+    expired_lease_count = delegate("shared")
+    list_jobs = delegate("shared")
+    pause_queue = delegate("shared")
+    preview_recovery = delegate("shared")
+    purge = delegate("shared")
+    queue_event_counts = delegate("shared")
+    record_action = delegate("shared")
+    record_audit = delegate("shared")
+    recover_expired = delegate("shared")
+    report_progress_many = delegate("shared")
+    requeue = delegate("shared")
+    resume_queue = delegate("shared")
+    retry_now = delegate("shared")
+    search_jobs = delegate("shared")
+    # registry: RegistryRecords
+    _append_run = delegate("registry")
+    _command_worker = delegate("registry")
+    _runs = delegate("registry")
+    acquire_lock = delegate("registry")
+    lock_info = delegate("registry")
+    maintenance_runs = delegate("registry")
+    prune_workers = delegate("registry")
+    record_maintenance_run = delegate("registry")
+    record_recovery_run = delegate("registry")
+    recovery_runs = delegate("registry")
+    release_lock = delegate("registry")
+    remove_worker = delegate("registry")
+    worker_heartbeat = delegate("registry")
+    workers = delegate("registry")
+    # bookings: Bookings
+    clear_failures = delegate("bookings")
+    failure_count = delegate("bookings")
+    get_operation = delegate("bookings")
+    operations = delegate("bookings")
+    prune_failures = delegate("bookings")
+    record_failure = delegate("bookings")
+    record_tick = delegate("bookings")
+    save_operation = delegate("bookings")
+    save_schedules = delegate("bookings")
+    schedules = delegate("bookings")
+    set_schedule_enabled = delegate("bookings")
+    # flow: RedisBatchesPart
+    _enqueue_flow = delegate("flow")
+    _flow_specs = delegate("flow")
+    _note_retry = delegate("flow")
+    _related = delegate("flow")
+    _usage = delegate("flow")
+    _write_flow = delegate("flow")
+    batch_jobs = delegate("flow")
+    cancel_batch = delegate("flow")
+    children = delegate("flow")
+    claim_retry_after = delegate("flow")
+    create_batch = delegate("flow")
+    get_batch = delegate("flow")
+    limit_hold = delegate("flow")
+    limit_usage = delegate("flow")
+    parents = delegate("flow")
+    queue_limits = delegate("flow")
+    set_queue_limits = delegate("flow")
+    supports_flow = delegate("flow")
+    # batch_list: RedisBatchListPart
+    _batch_index = delegate("batch_list")
+    index_batch = delegate("batch_list")
+    list_batches = delegate("batch_list")
+    # audit: RedisAuditPart
+    _audit_migrated = delegate("audit")
+    _migrate_audit = delegate("audit")
+    _record_audit = delegate("audit")
+    audit_page = delegate("audit")
+    prune_audit = delegate("audit")
+    # operating: RedisOperatingPart
+    _purge = delegate("operating")
+    _set_paused = delegate("operating")
+    queue_states = delegate("operating")
+    # history: RedisHistoryPart
+    _counter_rows = delegate("history")
+    handler_minutes = delegate("history")
+    history = delegate("history")
+    trim_history = delegate("history")
+    # recovery: RedisRecoveryPart
+    _handed = delegate("recovery")
+    _recover = delegate("recovery")
+    _recovery_plan = delegate("recovery")
+    _release_handed = delegate("recovery")
+    # records: RedisRecordsPart
+    _alive = delegate("records")
+    held = delegate("records")
+    hold = delegate("records")
+    record_change = delegate("records")
+    record_drop = delegate("records")
+    record_get = delegate("records")
+    record_page = delegate("records")
+    record_prune = delegate("records")
+    unhold = delegate("records")
+    # search: RedisSearchPart
+    _both = delegate("search")
+    _count_named = delegate("search")
+    _entries = delegate("search")
+    _indexes = delegate("search")
+    _leased = delegate("search")
+    _list = delegate("search")
+    _merge = delegate("search")
+    _probe = delegate("search")
+    _queue_names = delegate("search")
+    _read_merged = delegate("search")
+    _search = delegate("search")
+    _streams = delegate("search")
+    _walk = delegate("search")
+    count_jobs = delegate("search")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        assemble(self)
+        super().__init__(*args, **kwargs)
 
     # ------------------------------------------------------------- enqueue
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 from store.contract_operating import MAX_AUDIT_PAGE
 from store.errors import ValidationError
 from store.models import AuditPage
+from store.parts import Part
 from store.sql import operating_statements as ops
-from store.sql.plumbing import SqlPlumbing
 from store.sql.rows import event_from_row
 
 #: ``before`` of the first page: above every event id.
 _FIRST = 2**62
 
 
-class SqlAuditMixin(SqlPlumbing):
+class SqlAuditPart(Part):
     """``audit_page`` and ``prune_audit``."""
 
     def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:

@@ -7,6 +7,7 @@ from sqlalchemy import Connection, Select, bindparam, select
 
 from store.batch_list import check_page
 from store.contract_flow import Batch
+from store.parts import Part
 from store.sql.schema import batches
 
 
@@ -16,8 +17,8 @@ def newest_batch_ids(after: bool) -> Select:
     return stmt.where(batches.c.id < bindparam("cursor")) if after else stmt
 
 
-class SqlBatchListMixin:
-    """``list_batches`` of ``SqlStore`` (uses ``SqlBatchesMixin._batch``)."""
+class SqlBatchListPart(Part):
+    """``list_batches`` of ``SqlStore`` (uses ``SqlBatchesPart._batch``)."""
 
     def list_batches(self, limit: int = 50, cursor: str | None = None) -> tuple[list[Batch], str | None]:
         after = check_page(limit, cursor)

@@ -12,13 +12,14 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from store import flow
+from store import flow_rules as flow
 from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
-from store.flow import ParentFailure
+from store.flow_rules import ParentFailure
 from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation, sources
 from store.models import Job, JobSpec
+from store.parts import Part
 from store.spec import validate_spec
 from store.sql import flow_statements as fs
 from store.sql.plumbing import event_row
@@ -32,8 +33,8 @@ _OPEN = (S.Queued, S.Scheduled, S.InProgress)
 CANCEL_CHUNK = 500
 
 
-class SqlBatchesMixin:
-    """The batch half of ``SqlStore``'s flow control (``SqlFlowMixin`` builds on it)."""
+class SqlBatchesPart(Part):
+    """The batch half of ``SqlStore``'s flow control (``SqlFlowPart`` builds on it)."""
 
     def create_batch(
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"

@@ -1,6 +1,6 @@
 """Flow control on the SQL store: limits decided in the claim of a limited
 queue, children released or canceled in the transaction that finishes their
-parent, batches and chains. Every decision is ``store.flow``'s; this module
+parent, batches and chains. Every decision is ``store.flow_rules``'s; this module
 reads what it needs and applies the answer atomically.
 
 A limited queue's claim is one transaction: on PostgreSQL it first locks the
@@ -21,15 +21,15 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection
 
-from store import flow
+from store import flow_rules as flow
 from store.errors import ValidationError
-from store.flow import ParentFailure, QueueLimits, Usage
+from store.flow_rules import ParentFailure, QueueLimits, Usage
 from store.handler_metrics import SUCCEEDED
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
 from store.spec import check_queue_name
 from store.sql import flow_statements as fs
-from store.sql.batches import SqlBatchesMixin
+from store.sql.batches import SqlBatchesPart
 from store.sql.changes import enqueue_values
 from store.sql.handler_minutes import count_outcomes
 from store.sql.plumbing import event_row
@@ -64,7 +64,7 @@ def limits_of(row: Any) -> QueueLimits:
     )
 
 
-class SqlFlowMixin(SqlBatchesMixin):
+class SqlFlowPart(SqlBatchesPart):
     """The flow half of ``SqlStore``."""
 
     supports_flow = True
@@ -147,7 +147,7 @@ class SqlFlowMixin(SqlBatchesMixin):
 
     def _claim_limited(self, params: dict[str, Any], queues: Sequence[str], wanted: int) -> list[Any]:
         """Claims from the limited ones of ``queues`` (each in its own
-        transaction) after a short plain claim: ``store.flow.admit`` decides."""
+        transaction) after a short plain claim: ``store.flow_rules.admit`` decides."""
         limited = self._limited_queues()
         out: list[Any] = []
         retry: float | None = None
@@ -228,7 +228,7 @@ class SqlFlowMixin(SqlBatchesMixin):
 
     def limit_hold(self, job: Job) -> tuple[str, str] | None:
         """The limit that holds a due job of a limited queue now, as
-        ``(kind, explanation)`` (``store.flow.hold``), or None."""
+        ``(kind, explanation)`` (``store.flow_rules.hold``), or None."""
 
         def body(conn: Connection) -> tuple[str, str] | None:
             row = conn.execute(fs.lock_queue(False), {"q0": job.queue}).mappings().first()

@@ -1,7 +1,7 @@
 """Job logs on the SQL store (store/job_logs.py): rows of
 ``leasehold_job_logs``, written and trimmed in one transaction, read by the
 index (job_id, attempt, id); the cursor is the row id. Removed with their
-job by ``SqlOperatingMixin.remove_jobs`` (``delete_logs_of``)."""
+job by ``SqlOperatingPart.remove_jobs`` (``delete_logs_of``)."""
 
 from __future__ import annotations
 

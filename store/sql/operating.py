@@ -15,10 +15,11 @@ from store.errors import ValidationError
 from store.handler_metrics import RETENTION_S
 from store.lifecycle import EventKind
 from store.models import QueueState, ts
+from store.parts import Part
 from store.sql import handler_minutes as hmin
 from store.sql import operating_statements as ops
 from store.sql.job_logs import delete_logs_of
-from store.sql.plumbing import SqlPlumbing, event_row
+from store.sql.plumbing import event_row
 from store.sql.schema import counters, history, queues
 
 #: Wider history widths, each rolled up from the narrowest (store/counters.py, "roll-up").
@@ -33,7 +34,7 @@ ROLL_BATCH = 24
 ROLL_GRACE_S = 60.0
 
 
-class SqlOperatingMixin(SqlPlumbing):
+class SqlOperatingPart(Part):
     """Retention, paused queues, history."""
 
     # ------------------------------------------------------------- removal

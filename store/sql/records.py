@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from store.ports import MAX_PAGE, Change, Hold, Record, RecordPort, apply_change, check_kind
+from store.parts import Part
+from store.ports import MAX_PAGE, Change, Hold, Record, apply_change, check_kind
 from store.sql import record_statements as rs
-from store.sql.plumbing import SqlPlumbing
 from store.sql.schema import records
 
 HOLD = "hold"
@@ -33,7 +33,7 @@ def _record(key: str, row: Any) -> Record:
     )
 
 
-class SqlRecordsMixin(SqlPlumbing, RecordPort):
+class SqlRecordsPart(Part):
     """record_change, record_get, record_page, record_drop, record_prune,
     hold, unhold, held."""
 

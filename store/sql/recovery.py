@@ -17,11 +17,11 @@ from sqlalchemy import Connection
 
 from store import lifecycle
 from store.models import RecoveredJob, lease_expired_error
+from store.parts import Part
 from store.sql import statements as sql
-from store.sql.plumbing import SqlPlumbing
 
 
-class SqlRecoveryMixin(SqlPlumbing):
+class SqlRecoveryPart(Part):
     """The engine half of ``recover_expired``, ``preview_recovery`` and
     ``expired_lease_count``."""
 
@@ -43,7 +43,7 @@ class SqlRecoveryMixin(SqlPlumbing):
             ]
             applied = self.dialect.recover(conn, plan, owner)
             # A parent out of retries fails its waiting children; one retried
-            # keeps them waiting (store/flow.py).
+            # keeps them waiting (store/flow_rules.py).
             failed = [
                 (r["id"], d.status)
                 for r, d, _ in plan

@@ -157,7 +157,7 @@ queues = Table(
     Column("paused", SmallInteger, nullable=False, server_default=text("0")),
     Column("changed_by", String(200)),
     Column("changed_at", Double, nullable=False),
-    # Flow control limits (store/flow.py); ``limited`` is 1 when any is set,
+    # Flow control limits (store/flow_rules.py); ``limited`` is 1 when any is set,
     # so the claim of an unlimited queue reads nothing else.
     Column("limited", SmallInteger, nullable=False, server_default=text("0")),
     Column("concurrency", Integer),
@@ -234,7 +234,7 @@ handler_minutes = Table(
     PrimaryKeyConstraint("name", "bucket", "field", "shard", name="leasehold_pk_handler_minutes"),
 )
 
-# Starts of jobs of rate-limited queues (the sliding window of store/flow.py),
+# Starts of jobs of rate-limited queues (the sliding window of store/flow_rules.py),
 # written by the claims of those queues only and pruned by them.
 rate_starts = Table(
     "leasehold_rate_starts",

@@ -36,8 +36,8 @@ from sqlalchemy import (
     union_all,
 )
 
+from store.parts import Part
 from store.search import SearchPage, SearchQuery, like_pattern
-from store.sql.plumbing import SqlPlumbing
 from store.sql.rows import job_from_row
 from store.sql.schema import jobs
 
@@ -134,7 +134,7 @@ def _window(query: SearchQuery, indexed: list[ColumnElement[bool]], columns: lis
     return newest(select(merged), merged, "s_scan").subquery()
 
 
-class SqlSearchMixin(SqlPlumbing):
+class SqlSearchPart(Part):
     """The engine half of ``search_jobs``."""
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:

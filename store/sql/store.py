@@ -18,43 +18,169 @@ from sqlalchemy import Connection, Engine, bindparam
 from sqlalchemy.exc import IntegrityError
 
 from store import lifecycle
-from store.base import MAX_BATCH, Notice, StoreSettings, Wakeups
+from store.base import MAX_BATCH, JobStore, Notice, StoreSettings, Wakeups
+from store.bookings import Bookings
 from store.cursor import decode_cursor, encode_cursor
 from store.errors import JobNotFound, LeaseLost, ParentUnfinished, ValidationError
 from store.ids import new_id
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
 from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
+from store.parts import assemble, delegate
+from store.registry import RegistryRecords
 from store.shared import CheckedProgress, EncodedAck, SharedStore
 from store.spec import clean_error, unique_key_of
 from store.sql import flow_statements as fs
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
-from store.sql.audit import SqlAuditMixin
-from store.sql.batch_list import SqlBatchListMixin
-from store.sql.flow import SqlFlowMixin
+from store.sql.audit import SqlAuditPart
+from store.sql.batch_list import SqlBatchListPart
+from store.sql.flow import SqlFlowPart
 from store.sql.joined import check_joinable, joining
-from store.sql.operating import SqlOperatingMixin
-from store.sql.plumbing import Dialect, Refused, event_row
-from store.sql.records import SqlRecordsMixin
-from store.sql.recovery import SqlRecoveryMixin
+from store.sql.operating import SqlOperatingPart
+from store.sql.plumbing import Dialect, Refused, SqlPlumbing, event_row
+from store.sql.records import SqlRecordsPart
+from store.sql.recovery import SqlRecoveryPart
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
-from store.sql.search import SqlSearchMixin
+from store.sql.search import SqlSearchPart
 
 S = JobStatus
 
 
-class SqlStore(
-    SqlBatchListMixin,
-    SqlAuditMixin,
-    SqlFlowMixin,
-    SqlOperatingMixin,
-    SqlRecoveryMixin,
-    SqlRecordsMixin,
-    SqlSearchMixin,
-    SharedStore,
-):
+class SqlStore(SqlPlumbing, JobStore):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
+
+    # ------------------------------------------------ parts (store/parts.py)
+    #: The part objects an engine is made of, by name (each a class of one module).
+    parts = {
+        "shared": SharedStore,
+        "registry": RegistryRecords,
+        "bookings": Bookings,
+        "flow": SqlFlowPart,
+        "batch_list": SqlBatchListPart,
+        "audit": SqlAuditPart,
+        "operating": SqlOperatingPart,
+        "recovery": SqlRecoveryPart,
+        "records": SqlRecordsPart,
+        "search": SqlSearchPart,
+    }
+
+    # shared: SharedStore
+    _changed = delegate("shared")
+    _enqueue_one = delegate("shared")
+    _recovery_limit = delegate("shared")
+    _search_by_id = delegate("shared")
+    cancel = delegate("shared")
+    command_worker = delegate("shared")
+    complete_many = delegate("shared")
+    count_jobs = delegate("shared")
+    count_purgeable = delegate("shared")
+    counts = delegate("shared")
+    delete = delegate("shared")
+    enqueue = delegate("shared")
+    enqueue_chunk = delegate("shared")
+    enqueue_idempotent = delegate("shared")
+    enqueue_many = delegate("shared")
+    event_counts = delegate("shared")
+    expired_lease_count = delegate("shared")
+    list_jobs = delegate("shared")
+    pause_queue = delegate("shared")
+    preview_recovery = delegate("shared")
+    purge = delegate("shared")
+    queue_event_counts = delegate("shared")
+    record_action = delegate("shared")
+    record_audit = delegate("shared")
+    recover_expired = delegate("shared")
+    report_progress_many = delegate("shared")
+    requeue = delegate("shared")
+    resume_queue = delegate("shared")
+    retry_now = delegate("shared")
+    search_jobs = delegate("shared")
+    # registry: RegistryRecords
+    _append_run = delegate("registry")
+    _command_worker = delegate("registry")
+    _runs = delegate("registry")
+    acquire_lock = delegate("registry")
+    lock_info = delegate("registry")
+    maintenance_runs = delegate("registry")
+    prune_workers = delegate("registry")
+    record_maintenance_run = delegate("registry")
+    record_recovery_run = delegate("registry")
+    recovery_runs = delegate("registry")
+    release_lock = delegate("registry")
+    remove_worker = delegate("registry")
+    worker_heartbeat = delegate("registry")
+    workers = delegate("registry")
+    # bookings: Bookings
+    clear_failures = delegate("bookings")
+    failure_count = delegate("bookings")
+    get_operation = delegate("bookings")
+    operations = delegate("bookings")
+    prune_failures = delegate("bookings")
+    record_failure = delegate("bookings")
+    record_tick = delegate("bookings")
+    save_operation = delegate("bookings")
+    save_schedules = delegate("bookings")
+    schedules = delegate("bookings")
+    set_schedule_enabled = delegate("bookings")
+    # flow: SqlFlowPart
+    _apply_new = delegate("flow")
+    _batch = delegate("flow")
+    _cancel_locked = delegate("flow")
+    _claim_limited = delegate("flow")
+    _claim_queue = delegate("flow")
+    _complete_parents = delegate("flow")
+    _decide_new = delegate("flow")
+    _enqueue_flow = delegate("flow")
+    _flow_init = delegate("flow")
+    _flow_row = delegate("flow")
+    _insert_flow = delegate("flow")
+    _limited_queues = delegate("flow")
+    _settle = delegate("flow")
+    _usage = delegate("flow")
+    batch_jobs = delegate("flow")
+    cancel_batch = delegate("flow")
+    children = delegate("flow")
+    claim_retry_after = delegate("flow")
+    create_batch = delegate("flow")
+    get_batch = delegate("flow")
+    limit_hold = delegate("flow")
+    limit_usage = delegate("flow")
+    parents = delegate("flow")
+    queue_limits = delegate("flow")
+    set_queue_limits = delegate("flow")
+    supports_flow = delegate("flow")
+    # batch_list: SqlBatchListPart
+    list_batches = delegate("batch_list")
+    # audit: SqlAuditPart
+    audit_page = delegate("audit")
+    prune_audit = delegate("audit")
+    # operating: SqlOperatingPart
+    _purge = delegate("operating")
+    _record_audit = delegate("operating")
+    _roll_up = delegate("operating")
+    _set_paused = delegate("operating")
+    handler_minutes = delegate("operating")
+    history = delegate("operating")
+    queue_states = delegate("operating")
+    remove_jobs = delegate("operating")
+    trim_history = delegate("operating")
+    # recovery: SqlRecoveryPart
+    _decide = delegate("recovery")
+    _recover = delegate("recovery")
+    # records: SqlRecordsPart
+    _change = delegate("records")
+    clock = delegate("records")
+    held = delegate("records")
+    hold = delegate("records")
+    record_change = delegate("records")
+    record_drop = delegate("records")
+    record_get = delegate("records")
+    record_page = delegate("records")
+    record_prune = delegate("records")
+    unhold = delegate("records")
+    # search: SqlSearchPart
+    _search = delegate("search")
 
     def make_dialect(self, name: str) -> Dialect:
         """The strategy for an engine name (the one place that names dialects);
@@ -76,6 +202,7 @@ class SqlStore(
     ) -> None:
         """``engine``: an application's PostgreSQL engine whose pool the store
         uses instead of its own (``engine.engines_on``; close() leaves it open)."""
+        assemble(self)
         super().__init__(url, settings, pool_size, engine)
         now = self._now
         self._q_fail = sql.apply_failure(now)

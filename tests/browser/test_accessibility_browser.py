@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from store import bulk
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.models import JobSpec, Schedule, WorkerInfo, ts
 from tests.browser.conftest import AXE
 from tests.browser.helpers import WAIT_MS, LiveServer, log_in, screenshot

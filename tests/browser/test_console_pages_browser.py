@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.lifecycle import JobStatus
 from store.models import JobSpec, WorkerInfo, ts
 from tests.browser.helpers import WAIT_MS, LiveServer, Watched, log_in, screenshot

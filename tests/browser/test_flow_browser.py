@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.models import JobSpec
 from tests.browser.helpers import LiveServer, Watched, log_in, screenshot
 from tests.workers.procs import Spawner

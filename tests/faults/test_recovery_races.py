@@ -20,7 +20,7 @@ import pytest
 from store.errors import InvalidTransition
 from store.lifecycle import JobStatus
 from store.models import JobSpec
-from store.recovery import RecoveryBusy, run_recovery
+from store.recovery_run import RecoveryBusy, run_recovery
 from tests.backends import StoreHandle
 from tests.faults.oracle import all_events, all_jobs, invariants, read_ledger, summary, unfinished
 from tests.workers.procs import Spawner, wait_until

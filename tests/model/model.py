@@ -4,8 +4,8 @@ test that drives it beside every real store (tests/store/test_contract_model.py)
 It decides nothing the lifecycle table decides: each operation's sources and
 targets come from ``store.lifecycle.OPERATIONS``, a failure's outcome from
 ``decide_failure``, a requeue's wait for parents from ``unfinished_parent``,
-a limit from ``store.flow.hold``/``admit`` and a dependency from
-``store.flow.child_status_at_enqueue``/``on_parent_finished``. It adds only
+a limit from ``store.flow_rules.hold``/``admit`` and a dependency from
+``store.flow_rules.child_status_at_enqueue``/``on_parent_finished``. It adds only
 what the table does not say: which jobs a claim may take (due, queue not
 paused, limits, dependencies), what counts and listings show, which job an
 idempotency or unique key names, what recovery finds.
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from store.errors import InvalidTransition, JobNotFound, ParentUnfinished
-from store.flow import (
+from store.flow_rules import (
     ParentFailure,
     QueueLimits,
     Usage,
@@ -158,7 +158,7 @@ class Model:
         )
 
     def usage(self, queue: str) -> Usage:
-        """What ``queue`` uses of its limits now (store.flow.Usage)."""
+        """What ``queue`` uses of its limits now (store.flow_rules.Usage)."""
         limits = self.limits.get(queue, QueueLimits())
         usage = Usage()
         for job in self.jobs.values():
@@ -186,14 +186,14 @@ class Model:
 
     def room(self, queue: str, among: Iterable[str] | None = None) -> int:
         """How many of those a claim can lease together under the queue's
-        limits: ``store.flow.admit`` over them (the count does not depend on
+        limits: ``store.flow_rules.admit`` over them (the count does not depend on
         their order: each limit caps a count of the queue or of one key)."""
         candidates = self.candidates(queue, among)
         limits = self.limits.get(queue, QueueLimits())
         return len(admit(candidates, limits, self.usage(queue), self.t, len(candidates) + 1).leased)
 
     def admissible(self, queue: str) -> set[str]:
-        """The due jobs of ``queue`` no limit holds now (``store.flow.hold``)."""
+        """The due jobs of ``queue`` no limit holds now (``store.flow_rules.hold``)."""
         limits, usage = self.limits.get(queue, QueueLimits()), self.usage(queue)
         return {i for i, key in self.candidates(queue) if hold(key, limits, usage, self.t) is None}
 
@@ -311,7 +311,7 @@ class Model:
     # ------------------------------------------------------- dependencies
     def ended(self, job_id: str, outcome: JobStatus | None = None) -> None:
         """Job ``job_id`` ended (``outcome``, default its status): each child
-        still waiting for it learns it once (store.flow.on_parent_finished),
+        still waiting for it learns it once (store.flow_rules.on_parent_finished),
         a child canceled by it passes the cancel on."""
         work = [(job_id, outcome or self.jobs[job_id].status)]
         while work:

@@ -12,7 +12,7 @@ from sqlalchemy import event
 from store.base import JobStore
 from store.contract_flow import BATCH_IDS_SHOWN
 from store.errors import InvalidTransition, ParentUnfinished, ValidationError
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from tests.backends import StoreHandle

@@ -1,7 +1,7 @@
 """Contract: flow control on every store. Queue limits are decided in the
 claim (concurrency, per key, rate in a sliding window), set and cleared live
 and audited; a job waits for its parents and the ack, failure, cancel or
-recovery of the last one decides it (``store.flow``); batches and chains."""
+recovery of the last one decides it (``store.flow_rules``); batches and chains."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from store.base import JobStore
 from store.contract_flow import FlowUnsupported
 from store.errors import ValidationError
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from store.lifecycle import EventKind, JobStatus
 from store.models import JobSpec
 from tests.backends import StoreHandle
@@ -120,7 +120,7 @@ def test_per_key_rate_limit(store: JobStore) -> None:
 
 
 def test_limits_are_validated() -> None:
-    from store.flow import parse_limits, parse_rate_text
+    from store.flow_rules import parse_limits, parse_rate_text
 
     with pytest.raises(ValidationError) as err:
         parse_limits({"concurrency": 0})

@@ -6,7 +6,7 @@ its waiting children; a batch's jobs and a chain's order are listed."""
 from __future__ import annotations
 
 from store.base import JobStore
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from tests.store.helpers import ERROR, expire_leases

@@ -1,4 +1,4 @@
-"""Contract: queue limits pass one rule at every door (``store.flow``:
+"""Contract: queue limits pass one rule at every door (``store.flow_rules``:
 integers in [1, MAX_LIMIT], rates with finite periods, queue names as
 enqueue takes them), and a stored value that no longer passes it (written
 by an older version, or by hand) is reported for its own queue alone: it
@@ -13,7 +13,7 @@ from sqlalchemy import update
 
 from store.base import JobStore
 from store.errors import ValidationError
-from store.flow import MAX_LIMIT, QueueLimits, Rate
+from store.flow_rules import MAX_LIMIT, QueueLimits, Rate
 from store.spec import MAX_QUEUE_LEN
 from tests.backends import REDIS_BACKENDS, StoreHandle
 
@@ -99,7 +99,7 @@ def test_stored_limits_that_are_not_json_are_reported_on_redis(handle: StoreHand
     limits = store.queue_limits()
     assert limits["good"] == QueueLimits(concurrency=1)
     assert not limits["bad"].any and "not JSON" in (limits["bad"].invalid or "")
-    # The claim reads the limits in Lua as store.flow reads them: what does not
+    # The claim reads the limits in Lua as store.flow_rules reads them: what does not
     # pass is not applied, and no claim fails for it (nor a claim of other queues).
     store._client.hset(store.keys.limits, "odd", '{"concurrency": "two", "rate": {"limit": 0}}')  # type: ignore[attr-defined]
     for queue in ("good", "good", "bad", "bad", "odd", "odd"):

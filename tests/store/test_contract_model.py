@@ -35,7 +35,7 @@ from hypothesis.stateful import (
 from store import StoreSettings
 from store.base import JobStore
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
-from store.flow import ParentFailure, QueueLimits, Rate
+from store.flow_rules import ParentFailure, QueueLimits, Rate
 from store.lifecycle import JobStatus, Operation, RetryPolicy
 from store.models import JobSpec, Lease
 from tests.backends import StoreHandle

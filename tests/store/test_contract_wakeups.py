@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from store.base import JobStore, Notice, Wakeups
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.models import JobSpec
 from tests.backends import REDIS_BACKENDS, StoreHandle
 

@@ -301,7 +301,7 @@ def test_flow_control_on_the_cluster(store: RedisStore) -> None:
     and a dependency released by its parent's ack, in one slot: the flow
     keys (limits, running counts, rate windows, parents and children) are
     built from the prefix like every other key."""
-    from store.flow import QueueLimits, Rate
+    from store.flow_rules import QueueLimits, Rate
     from store.models import JobSpec
 
     store.set_queue_limits("lim", QueueLimits(concurrency=2, rate=Rate(3, 60.0)))

@@ -1,4 +1,4 @@
-"""The Redis store's flow decisions (lua/lib/flow.lua) are store.flow's: the
+"""The Redis store's flow decisions (lua/lib/flow.lua) are store.flow_rules's: the
 same cases, drawn at random from a fixed seed, run through the Python
 functions and their Lua ports (EVAL of the library's top level on the test
 Redis; no data read or written), and the answers compared."""
@@ -11,8 +11,8 @@ import random
 import pytest
 import redis
 
-from store import flow
-from store.flow import ParentFailure, QueueLimits, Rate, Usage
+from store import flow_rules as flow
+from store.flow_rules import ParentFailure, QueueLimits, Rate, Usage
 from store.lifecycle import JobStatus
 from store.redis.scripts import prelude
 from tests.backends import BACKENDS, REDIS_URL

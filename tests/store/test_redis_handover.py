@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from store.redis.store import RedisStore

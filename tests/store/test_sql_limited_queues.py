@@ -14,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from store import open_store
-from store.flow import QueueLimits
+from store.flow_rules import QueueLimits
 from store.sql.flow import LIMITED_CACHE_S
 from tests.backends import StoreHandle
 from tests.conftest import handle_fixture

@@ -3,10 +3,12 @@ the store's ports each engine implements itself, and how many Lua functions
 keep records. A feature written once over the ports (store/registry.py,
 store/bookings.py) adds nothing here; a feature written per engine does.
 
-A port method is an abstract method of a class the concrete store inherits
-from outside its engine package (``JobStore`` with ``OperatingContract``,
-``SharedStore``'s engine halves, ``RecordPort``); an engine implements it when a
-class of ``store/sql/*`` (or ``store/redis/*``) in the store's MRO defines it.
+A store's classes are its MRO and its parts' (store/parts.py). A port method
+is an abstract method of one of them from outside its engine package
+(``JobStore`` with ``OperatingContract``, ``SharedStore``'s engine halves,
+``RecordPort``); an engine implements it when a class of ``store/sql/*`` (or
+``store/redis/*``) among them defines it (a ``delegate`` line only names the
+part that does).
 ``FlowContract``'s methods are not abstract (a store without flow control
 refuses it), so they are counted apart.
 """
@@ -18,6 +20,7 @@ import re
 import pytest
 
 from store.contract_flow import FlowContract
+from store.parts import Part, delegate
 from store.ports import RecordPort
 from store.redis.scripts import LUA_DIR
 from store.redis.store import RedisStore
@@ -32,8 +35,16 @@ MAX_RECORD_FUNCTIONS = 3
 ENGINES = {SqlStore: ("store.sql",), RedisStore: ("store.redis",)}
 
 
+def _classes(store: type) -> list[type]:
+    """The store's MRO, its parts' classes and the record port they implement."""
+    found = [*store.__mro__, RecordPort]
+    for part in store.parts.values():  # type: ignore[attr-defined]
+        found += [k for k in part.__mro__ if k not in found and k not in (Part, object)]
+    return found
+
+
 def _engine_classes(store: type, packages: tuple[str, ...]) -> list[type]:
-    return [k for k in store.__mro__ if k.__module__.startswith(packages)]
+    return [k for k in _classes(store) if k.__module__.startswith(packages)]
 
 
 def port_methods(store: type) -> set[str]:
@@ -41,7 +52,7 @@ def port_methods(store: type) -> set[str]:
     packages = ENGINES[store]
     return {
         name
-        for k in store.__mro__
+        for k in _classes(store)
         if not k.__module__.startswith(packages)
         for name, value in vars(k).items()
         if getattr(value, "__isabstractmethod__", False)
@@ -50,7 +61,12 @@ def port_methods(store: type) -> set[str]:
 
 def engine_defines(store: type, names: set[str]) -> set[str]:
     """Which of ``names`` a class of the store's engine package defines."""
-    return {n for k in _engine_classes(store, ENGINES[store]) for n in vars(k) if n in names}
+    return {
+        n
+        for k in _engine_classes(store, ENGINES[store])
+        for n, v in vars(k).items()
+        if n in names and not isinstance(v, delegate)
+    }
 
 
 def flow_methods(store: type) -> set[str]:

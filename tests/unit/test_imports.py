@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys
-import workers.worker, workers.pool, leasehold.cli, leasehold.settings, store.recovery
+import workers.worker, workers.pool, leasehold.cli, leasehold.settings, store.recovery_run
 print(json.dumps(sorted(sys.modules)))
 """
 

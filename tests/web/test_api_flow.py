@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask.testing import FlaskClient
 
 from store.base import JobStore
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from store.lifecycle import EventKind, JobStatus
 from tests.conftest import handle_fixture
 from tests.web.conftest import OPERATOR, VIEWER

@@ -6,7 +6,7 @@ it running?" for a held or waiting job, the batch page and its cancel."""
 from __future__ import annotations
 
 from store.base import JobStore
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from store.lifecycle import EventKind
 from store.models import JobSpec
 from tests.conftest import handle_fixture

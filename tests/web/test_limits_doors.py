@@ -1,4 +1,4 @@
-"""Queue limits at the web's doors, by the one rule of ``store.flow``: the
+"""Queue limits at the web's doors, by the one rule of ``store.flow_rules``: the
 API answers 422 naming the field (never a 500) for values past the bounds,
 non-integers and queue names enqueue refuses; the console's form answers
 with the form and the field named; and a stored value that no longer passes
@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from store.base import JobStore
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from tests.backends import StoreHandle
 from tests.conftest import handle_fixture
 from tests.store.test_contract_limit_values import write_bad_limits

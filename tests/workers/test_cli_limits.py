@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from leasehold.cli import leasehold
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from store.lifecycle import EventKind, JobStatus
 from tests.backends import StoreHandle
 from tests.conftest import handle_fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from store.flow import QueueLimits, Rate
+from store.flow_rules import QueueLimits, Rate
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from tests.conftest import handle_fixture

@@ -16,7 +16,7 @@ import pytest
 
 from store.base import JobStore
 from store.errors import StoreUnavailable
-from store.recovery import run_recovery
+from store.recovery_run import run_recovery
 from tests.backends import StoreHandle
 from tests.workers.procs import events, wait_until
 from tests.workers.test_worker_inprocess import make_worker, running

@@ -15,7 +15,7 @@ import pytest
 
 from store.base import RECOVERY_LOCK
 from store.lifecycle import JobStatus
-from store.recovery import RecoveryBusy, run_recovery
+from store.recovery_run import RecoveryBusy, run_recovery
 from tests.backends import StoreHandle
 from tests.store.helpers import expire_leases
 from tests.workers.procs import events, job_is, registered, wait_until

@@ -121,7 +121,7 @@ def enqueue_response(spec: JobSpec) -> Response:
         spec = dataclasses.replace(spec, headers={**(spec.headers or {}), **trace})
     job, created = store.enqueue_idempotent(spec)
     if created:
-        hooks.send(hooks.job_enqueued, job.name, job=job)
+        hooks.announce_enqueued([job])
     by_idempotency = spec.idempotency_key is not None and job.idempotency_key == spec.idempotency_key
     if not created and by_idempotency and not same_request(job, spec, store.settings):
         raise APIError(

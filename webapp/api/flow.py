@@ -17,7 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from store.contract_flow import Batch
 from store.errors import ValidationError
-from store.flow import QueueLimits, parse_limits
+from store.flow_rules import QueueLimits, parse_limits
 from store.models import JobSpec
 from store.spec import check_queue_name
 from store.times import iso, ts

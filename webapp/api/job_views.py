@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Response, current_app
 
-from store import recovery
+from store import recovery_run as recovery
 from store.catalogue import catalogue
 from store.errors import StoreUnavailable
 from store.handler_figures import figures

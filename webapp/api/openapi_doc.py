@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from store.flow import MAX_LIMIT, MAX_PERIOD_S
+from store.flow_rules import MAX_LIMIT, MAX_PERIOD_S
 from store.models import MAX_IDEMPOTENCY_KEY_LEN
 from store.spec import MAX_QUEUE_LEN
 from webapp.api.encoding import IDEMPOTENCY_HEADER
@@ -103,7 +103,7 @@ JSON_VALUE = {
 
 def limits_body() -> dict[str, Any]:
     """The request body of ``PUT /api/queues/<queue>/limits``, read by hand by
-    its view (store.flow.parse_limits): each key sets a limit, null clears it,
+    its view (store.flow_rules.parse_limits): each key sets a limit, null clears it,
     a key left out keeps it."""
     count = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}, {"type": "null"}]}
     rate = {

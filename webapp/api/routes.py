@@ -23,7 +23,7 @@ from webapp.api import alerts, batch_list, control, flow, job_logs, job_wait
 from webapp.api import operating as ops
 from webapp.api.auth import READ_METHODS
 from webapp.api.direct import direct
-from webapp.api.handler_metrics import handler_metrics_view
+from webapp.api.handler_metrics_route import handler_metrics_view
 from webapp.api.job_views import (
     cancel_job,
     enqueue_job,

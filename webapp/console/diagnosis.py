@@ -15,8 +15,6 @@ from store.catalogue import entries_of
 from store.lifecycle import JobStatus
 from store.models import Job, QueueState, WorkerInfo
 
-S = JobStatus
-
 #: A worker counts as alive while its last heartbeat is younger than this many lease TTLs.
 ALIVE_TTLS = 3.0
 #: A live worker is overdue once its last heartbeat is older than this many lease TTLs: it
@@ -52,7 +50,7 @@ class Context:
     recovery_interval_s: float
     queued_in_queue: int
     queue_state: QueueState | None = None
-    #: The queue limit that holds a due job now, ``(kind, explanation)`` (store.flow.hold).
+    #: The queue limit that holds a due job now, ``(kind, explanation)`` (store.flow_rules.hold).
     limit: tuple[str, str] | None = None
 
 
@@ -114,7 +112,7 @@ def _worker_line(job: Job, ctx: Context, held: bool = False) -> list[Reason]:
         ]
     slots = sum(max(w.concurrency, 1) for w in serving)
     busy = sum(len(w.jobs_in_hand) for w in serving)
-    others = max(ctx.queued_in_queue - (1 if job.status is S.Queued else 0), 0)
+    others = max(ctx.queued_in_queue - (1 if job.status is JobStatus.Queued else 0), 0)
     lines = [
         Reason(
             "info",
@@ -229,9 +227,9 @@ def _in_progress(job: Job, ctx: Context) -> list[Reason]:
 
 
 _EXPLAINERS: dict[JobStatus, Callable[[Job, Context], list[Reason]]] = {
-    S.Queued: _queued,
-    S.Scheduled: _scheduled,
-    S.InProgress: _in_progress,
+    JobStatus.Queued: _queued,
+    JobStatus.Scheduled: _scheduled,
+    JobStatus.InProgress: _in_progress,
 }
 
 

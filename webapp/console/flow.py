@@ -17,7 +17,7 @@ from flask import Response, abort, flash, redirect, request, url_for
 from store.base import JobStore
 from store.contract_flow import FlowUnsupported
 from store.errors import JobNotFound
-from store.flow import LIMIT_KINDS, MAX_LIMIT, QueueLimits, Rate, parse_count_text, parse_rate_text
+from store.flow_rules import LIMIT_KINDS, MAX_LIMIT, QueueLimits, Rate, parse_count_text, parse_rate_text
 from store.models import Job
 from webapp.console import auth
 from webapp.console.blueprint import bp, is_htmx, render_view, store
@@ -39,7 +39,7 @@ def rate_text(rate: Rate | None) -> str:
 
 def form_limits() -> QueueLimits:
     """The limits an operator's form gives (an empty field clears that limit),
-    by the one rule of ``store.flow``. Raises ValidationError naming the field."""
+    by the one rule of ``store.flow_rules``. Raises ValidationError naming the field."""
 
     def count(name: str) -> int | None:
         raw = (request.form.get(name) or "").strip()

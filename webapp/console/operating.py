@@ -18,7 +18,7 @@ from typing import Any
 from flask import Response, abort, current_app, flash, redirect, request, url_for
 
 from store.errors import ScheduleNotFound, ValidationError
-from store.flow import LIMIT_KINDS
+from store.flow_rules import LIMIT_KINDS
 from store.latency import queue_latency
 from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
@@ -28,8 +28,6 @@ from webapp.console import auth, flow, history, queries
 from webapp.console.actions import actor
 from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
 from webapp.console.views import workers_context
-
-S = JobStatus
 
 
 def _who() -> str:
@@ -48,7 +46,7 @@ def queue_context(queue: str, message: str | None = None) -> dict[str, Any]:
         "changed_by": (state.changed_by or "").removeprefix("operator:"),
         "counts": counts.by_queue.get(queue, {}),
         "latency_s": queue_latency(st, counts).get(queue, 0.0),
-        "statuses": list(S),
+        "statuses": list(JobStatus),
         "message": message,
         "history": history.read(st, st.now(), request.args.get("range"), queue),
         "history_links": history.links("console.queue", queue=queue),

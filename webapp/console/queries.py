@@ -18,8 +18,6 @@ from store.models import Counts, Job, QueueState, WorkerInfo
 from store.search import SearchQuery, matches, parse_payload_filter
 from webapp.console.diagnosis import epoch, is_alive, is_overdue
 
-S = JobStatus
-
 
 @dataclass(frozen=True, slots=True)
 class WorkerRow:
@@ -57,7 +55,7 @@ def paused_queues(store: JobStore) -> dict[str, QueueState]:
 
 
 def queued_in(counts: Counts, queue: str) -> int:
-    return counts.by_queue.get(queue, {}).get(S.Queued.name, 0)
+    return counts.by_queue.get(queue, {}).get(JobStatus.Queued.name, 0)
 
 
 @dataclass(frozen=True, slots=True)

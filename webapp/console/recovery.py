@@ -1,4 +1,4 @@
-"""The console's "Recover stuck jobs": one bounded run of ``store.recovery.run_recovery``.
+"""The console's "Recover stuck jobs": one bounded run of ``store.recovery_run.run_recovery``.
 
 The lock owner is ``recovery:<name>#<random>``: unique per run (two tabs of
 one operator never share the lock), and recover_expired records it as the
@@ -13,7 +13,7 @@ import uuid
 
 from store.base import JobStore
 from store.models import RecoveryReport
-from store.recovery import RecoveryBusy, run_recovery
+from store.recovery_run import RecoveryBusy, run_recovery
 from webapp.console.blueprint import settings
 
 #: Most batches one console run takes (each at most LEASEHOLD_RECOVERY_BATCH

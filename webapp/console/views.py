@@ -27,7 +27,6 @@ from webapp.console.recovery import operator_name
 from webapp.operations import OPERATION_IN_TEXT
 from webapp.search_limit import SEARCH_WINDOW_S, search_wait
 
-S = JobStatus
 PAGE_SIZES = (25, 50, 100, 200)
 RECENT_FAILURES = 8
 AUDIT_LIMIT = 200
@@ -85,7 +84,7 @@ def overview() -> Response:
         "overview.html",
         "partials/overview_live.html",
         counts=counts,
-        statuses=list(S),
+        statuses=list(JobStatus),
         queues=sorted(set(counts.by_queue) | set(paused)),
         paused=paused,
         latency=queue_latency(st, counts),
@@ -93,7 +92,7 @@ def overview() -> Response:
         workers_alive=sum(1 for w in workers if w.alive and not w.overdue),
         workers_overdue=sum(1 for w in workers if w.alive and w.overdue),
         workers_total=len(workers),
-        failures=st.list_jobs(status=S.Failed, limit=RECENT_FAILURES).items,
+        failures=st.list_jobs(status=JobStatus.Failed, limit=RECENT_FAILURES).items,
         history=history.read(st, now_s, request.args.get("range")),
         history_links=history.links("console.overview"),
         now=ts(now_s),
@@ -166,7 +165,7 @@ def jobs() -> Response:
         limit=_page_size(),
         page_sizes=PAGE_SIZES,
         first_page=found.prev_cursor is None and not request.args.get("cursor"),
-        statuses=list(S),
+        statuses=list(JobStatus),
         queues=sorted(counts.by_queue),
         bulk_actions=BULK_ACTIONS,
         now_s=st.now(),
@@ -219,7 +218,7 @@ def job_context(job_id: str, message: str | None = None, error: str | None = Non
             lease_ttl_s=cfg.lease_ttl_s,
             recovery_interval_s=cfg.recovery_interval_s,
             queued_in_queue=queries.queued_in(st.counts(), job.queue)
-            if job.status is not S.InProgress
+            if job.status is not JobStatus.InProgress
             else 0,
             queue_state=queries.queue_state(st, job.queue),
             limit=flow.limit_hold(st, job),

@@ -1,6 +1,6 @@
 -- enqueue_flow: add jobs that use flow control (a limit key, parents, a
 -- batch or chain), all or none, each child's status decided from its
--- parents' (lib/flow.lua `flow.waits_on`: store.flow.child_status_at_enqueue);
+-- parents' (lib/flow.lua `flow.waits_on`: store.flow_rules.child_status_at_enqueue);
 -- jobs without them go through enqueue.lua, which never reads these.
 --
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: per job job:<id>,

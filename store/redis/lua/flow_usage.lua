@@ -1,5 +1,5 @@
 -- flow_usage: what a queue uses of its limits now (read only but for pruning
--- rate windows): store/redis/flow.py builds store.flow.Usage from it.
+-- rate windows): store/redis/flow.py builds store.flow_rules.Usage from it.
 --
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: limits, running,
 --              running_keys:<queue>, starts:<queue>, rate_keys:<queue>,

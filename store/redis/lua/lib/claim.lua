@@ -24,7 +24,7 @@
 -- `rank` stays (a ZREM of that member finds nothing: no HDEL for it) and a
 -- cleared field is deleted only when the hash has it (most have none).
 -- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
--- claimed after the others, by `flow.claim_queue` (store.flow.admit in Lua).
+-- claimed after the others, by `flow.claim_queue` (store.flow_rules.admit in Lua).
 -- `op` is the claim's row of the lifecycle table. Returns the leased jobs,
 -- each as the JSON text of {hash, lease_token, lease_expires_at, now, id}
 -- (store/redis/codec.py `claim_entry`; one bulk string: converting a job's

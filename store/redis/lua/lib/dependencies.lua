@@ -1,15 +1,15 @@
--- lib/dependencies.lua: jobs that wait for others: a parent that ends releases or cancels its waiting children (store.flow.on_parent_finished, and the cascade); a section of the library's top level after
+-- lib/dependencies.lua: jobs that wait for others: a parent that ends releases or cancels its waiting children (store.flow_rules.on_parent_finished, and the cascade); a section of the library's top level after
 -- lib/flow.lua, whose table `flow` it extends (store/redis/scripts.py
 -- SECTIONS; docs/architecture.md, Flow control). No per-call state.
 --
 -- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV: none of its own.
 -- Keys (store/redis/keys.py): children:<id>, waiting:<id>, parents:<id>, wakeup:<queue>, and the job keys lib/job.lua writes.
--- Returns: nothing. Defines `flow.finished`, `flow.waits_on` (store.flow.child_status_at_enqueue), `flow.keeps`.
+-- Returns: nothing. Defines `flow.finished`, `flow.waits_on` (store.flow_rules.child_status_at_enqueue), `flow.keeps`.
 
 local S = FLOW.status
 
--- store.flow.on_parent_finished: a parent of a child (status `status`,
+-- store.flow_rules.on_parent_finished: a parent of a child (status `status`,
 -- `pending` unfinished parents, `policy` 'cancel' or 'run') ended `outcome`.
 -- Returns nil when the child no longer waits, else its pending count after,
 -- its new status (nil: it keeps waiting) and the reason of a cancel.
@@ -27,7 +27,7 @@ function flow.on_parent_finished(status, pending, parent, outcome, policy)
   return left, nil
 end
 
--- store.flow.child_status_at_enqueue: a new child's pending count, status
+-- store.flow_rules.child_status_at_enqueue: a new child's pending count, status
 -- and reason from its parents' statuses `found` ({{id, status}, ...} sorted by id).
 function flow.waits_on(found, policy)
   local pending = 0

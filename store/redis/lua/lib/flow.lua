@@ -11,17 +11,17 @@
 -- children:<id>, waiting:<id>, parents:<id>, wakeup:<queue>, and the job keys
 -- lib/job.lua writes.
 -- Returns: nothing. Defines the table `flow` and its limits: `limits`,
--- `hold`, `admit` (store.flow.hold and admit, ported: the same decision,
+-- `hold`, `admit` (store.flow_rules.hold and admit, ported: the same decision,
 -- tested on the same cases), `usage`. The sections after it add the rest by
 -- concept: lib/flow_claim.lua the claim of a limited queue (`claim_queue`,
 -- `left`, `recount`), lib/dependencies.lua the jobs that wait for others
 -- (`finished`, `waits_on`, `keeps`).
--- FLOW (compiled from store.flow and store.lifecycle by scripts.py): status
+-- FLOW (compiled from store.flow_rules and store.lifecycle by scripts.py): status
 -- codes by name, names by code, WAITING_DUE_AT, WAKEUP_KEPT.
 
 local flow = {}
 
--- A stored count that passes the limits rule (store.flow: an integer in
+-- A stored count that passes the limits rule (store.flow_rules: an integer in
 -- [1, MAX_LIMIT]), else nil.
 local function stored_count(value)
   if type(value) == 'number' and value == math.floor(value) and value >= 1 and value <= FLOW.max_limit then
@@ -42,7 +42,7 @@ local function stored_rate(value)
 end
 
 -- The limits of `queue` (the JSON of QueueLimits.to_json without nulls, in
--- the limits hash), or nil when it has none: one HGET. As store.flow
+-- the limits hash), or nil when it has none: one HGET. As store.flow_rules
 -- stored_limits reads them: a kind whose stored value does not pass the rule
 -- (or text that is not JSON) is not applied, so a bad value written by hand
 -- or by an older version holds back nothing and breaks no claim.
@@ -67,7 +67,7 @@ function flow.limits(queue)
   return L
 end
 
--- store.flow.hold: the kind of limit holding a job of limit key `key`
+-- store.flow_rules.hold: the kind of limit holding a job of limit key `key`
 -- (false: none) under limits `L` and usage `U` (running, running_by_key,
 -- starts, first_start, starts_by_key {key = {n, first}}), or nil.
 function flow.hold(key, L, U)
@@ -89,7 +89,7 @@ function flow.hold(key, L, U)
   return nil
 end
 
--- store.flow.admit: which `candidates` ({{member, key or false}, ...} in claim
+-- store.flow_rules.admit: which `candidates` ({{member, key or false}, ...} in claim
 -- order) a claim leases at `now`, at most `wanted`; `U` counts the admitted.
 -- Returns the admitted candidates, the seconds until a rate limit that held
 -- one reopens (nil: none held), and true when a queue-wide limit stopped the walk.
