@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from store import bulk
 from store.base import JobStore
@@ -33,7 +34,10 @@ def _seen_values(page: Page, selector: str, until: Callable[[], bool], timeout_s
         done = until()
         bar = page.locator(selector)
         if bar.count():
-            value = bar.get_attribute("aria-valuenow")
+            try:
+                value = bar.get_attribute("aria-valuenow", timeout=1_000)
+            except PlaywrightTimeoutError:  # swapped out by a refresh between count() and the read
+                value = None
             if value is not None:
                 seen.add(int(value))
         if done:
