@@ -72,8 +72,9 @@ from prometheus_client.registry import Collector
 
 from store.base import MAX_PAGE_SIZE, JobStore
 from store.latency import queue_latency
-from store.lifecycle import REFUSALS, JobStatus
 from store.lifecycle import EventKind as E
+from store.lifecycle import JobStatus
+from store.statuses import REFUSALS
 from webapp.alert_metrics import alert_metrics
 from webapp.console.diagnosis import ALIVE_TTLS, is_alive
 from webapp.flow_metrics import limit_metrics

@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError
 from store.base import StoreSettings, Wakeups
 from store.errors import JobNotFound, LeaseLost
 from store.handler_metrics import FAILED, RETRIED
-from store.lifecycle import EventKind, FailureDecision, JobStatus, refusal_recorded
+from store.lifecycle import EventKind, FailureDecision, JobStatus
 from store.models import Job, JobSpec, Lease, failure_event, refusal_message, trimmed_error
 from store.sql import bookkeeping as bk
 from store.sql import operating_statements as ops
@@ -37,6 +37,7 @@ from store.sql.handler_minutes import count_outcomes
 from store.sql.joined import joined_connection, run_joined
 from store.sql.rows import job_from_row
 from store.sql.writer_lock import WriterLock
+from store.statuses import refusal_recorded
 
 T = TypeVar("T")
 
