@@ -27,6 +27,7 @@ from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable
 from store.redis.keys import Keys
 from store.redis.scripts import Scripts
+from store.statuses import refusal_recorded
 
 S = JobStatus
 T = TypeVar("T")
@@ -150,7 +151,7 @@ class RedisPlumbing:
         self, kind: EventKind, actor: str | None, refused: list[tuple[str, int, str, str]]
     ) -> list[LeaseLost]:
         """Record one refusal event per ``(job_id, token, current token,
-        status code)`` that ``lifecycle.refusal_recorded`` keeps (events of
+        status code)`` that ``statuses.refusal_recorded`` keeps (events of
         jobs deleted meanwhile are dropped) and return the LeaseLost errors of
         all, in order."""
         lost = []
@@ -159,7 +160,7 @@ class RedisPlumbing:
             for job_id, token, current, code in chunk:
                 status = S(int(code))
                 lost.append(LeaseLost(job_id, token, int(current), status.name))
-                if not lifecycle.refusal_recorded(kind, token, int(current), status):
+                if not refusal_recorded(kind, token, int(current), status):
                     continue
                 message = refusal_message(kind, actor, token, current, status)
                 args += [job_id, kind.value, actor or "", token, message]

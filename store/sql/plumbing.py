@@ -322,7 +322,7 @@ class SqlPlumbing:
         self, conn: Connection, refused: Sequence[Lease], kind: EventKind, actor: str | None
     ) -> dict[tuple[str, int], LeaseLost]:
         """Record a refusal event per refused (job, token) in ``conn`` that
-        ``lifecycle.refusal_recorded`` keeps (jobs that no longer exist get
+        ``statuses.refusal_recorded`` keeps (jobs that no longer exist get
         none) and return each one's LeaseLost."""
         if not refused:
             return {}

@@ -18,17 +18,17 @@ from sqlalchemy import Connection, Engine, bindparam
 from sqlalchemy.exc import IntegrityError
 
 from store import lifecycle
-from store.base import MAX_BATCH, JobStore, Notice, StoreSettings, Wakeups
+from store.base import JobStore, StoreSettings, Wakeups
 from store.bookings import Bookings
 from store.cursor import decode_cursor, encode_cursor
-from store.errors import JobNotFound, LeaseLost, ParentUnfinished, ValidationError
+from store.errors import JobNotFound, ParentUnfinished
 from store.ids import new_id
 from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, rule
-from store.models import Attempt, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, ts
+from store.models import Attempt, Job, JobEvent, JobSpec, Page
 from store.parts import assemble, delegate
 from store.registry import RegistryRecords
-from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import clean_error, unique_key_of
+from store.shared import SharedStore
+from store.spec import unique_key_of
 from store.sql import flow_statements as fs
 from store.sql import operating_statements as ops
 from store.sql import statements as sql
@@ -36,8 +36,9 @@ from store.sql.audit import SqlAuditPart
 from store.sql.batch_list import SqlBatchListPart
 from store.sql.flow import SqlFlowPart
 from store.sql.joined import check_joinable, joining
+from store.sql.leases import SqlLeasesPart
 from store.sql.operating import SqlOperatingPart
-from store.sql.plumbing import Dialect, Refused, SqlPlumbing, event_row
+from store.sql.plumbing import Dialect, SqlPlumbing, event_row
 from store.sql.records import SqlRecordsPart
 from store.sql.recovery import SqlRecoveryPart
 from store.sql.rows import attempt_from_row, event_from_row, job_from_row
@@ -63,6 +64,7 @@ class SqlStore(SqlPlumbing, JobStore):
         "recovery": SqlRecoveryPart,
         "records": SqlRecordsPart,
         "search": SqlSearchPart,
+        "leases": SqlLeasesPart,
     }
 
     # shared: SharedStore
@@ -181,6 +183,14 @@ class SqlStore(SqlPlumbing, JobStore):
     unhold = delegate("records")
     # search: SqlSearchPart
     _search = delegate("search")
+    # leases: SqlLeasesPart
+    _complete = delegate("leases")
+    _report_progress = delegate("leases")
+    claim = delegate("leases")
+    claim_notified = delegate("leases")
+    fail = delegate("leases")
+    heartbeat = delegate("leases")
+    release = delegate("leases")
 
     def make_dialect(self, name: str) -> Dialect:
         """The strategy for an engine name (the one place that names dialects);
@@ -338,169 +348,8 @@ class SqlStore(SqlPlumbing, JobStore):
         rows = self.read(sql.job_events_of(), {"job_id": job_id, "limit": limit})
         return [event_from_row(r) for r in reversed(rows)]
 
-    # -------------------------------------------------------------- worker
-    def claim(
-        self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
-    ) -> list[Job]:
-        if not queues:
-            raise ValidationError("queues", "name at least one queue")
-        if limit < 1:
-            return []
-        params: dict[str, Any] = {f"q{i}": q for i, q in enumerate(queues)}
-        params.update(
-            limit=min(limit, MAX_BATCH), worker_id=worker_id, ttl=lease_ttl_s or self.settings.lease_ttl_s
-        )
-        rows = self.dialect.claim(params, len(queues))
-        if len(rows) < params["limit"]:  # limited queues are claimed apart (store/sql/flow.py)
-            rows = [*rows, *self._claim_limited(params, queues, params["limit"] - len(rows))]
-        # RETURNING order is unspecified: hand jobs out in claim order.
-        rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
-        return [job_from_row(r) for r in rows]
-
-    def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
-        """See JobStore.claim_notified: ``notice.job`` is the job's id
-        (PostgreSQL's JOB_CHANNEL, store/sql/wakeups.py), leased alone by the
-        claim's statement restricted to it ([] when another worker took it or
-        its queue is paused); a queue with limits is claimed as ``claim``
-        claims it, one job, the next its limits admit (the statement by id
-        leaves limited queues out: ``statements.due``)."""
-        if not notice.job:
-            return []
-        if notice.queue in self._limited_queues():
-            return self.claim(worker_id, [notice.queue], 1, lease_ttl_s)
-        params = {
-            "q0": notice.queue,
-            "job": notice.job,
-            "limit": 1,
-            "worker_id": worker_id,
-            "ttl": lease_ttl_s or self.settings.lease_ttl_s,
-        }
-        return [job_from_row(r) for r in self.dialect.claim(params, 1)]
-
-    def heartbeat(
-        self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
-    ) -> HeartbeatResult:
-        """See JobStore.heartbeat. PostgreSQL skips job rows another
-        transaction holds and reports them ``deferred`` when still valid."""
-        if not leases:
-            return HeartbeatResult([], [])
-        pairs = [(lease.job_id, lease.token) for lease in leases]
-        ttl = lease_ttl_s or self.settings.lease_ttl_s
-
-        def body(conn: Connection) -> HeartbeatResult:
-            rows = conn.execute(self._q_renew, {"pairs": pairs, "ttl": ttl}).all()
-            renewed = [Lease(r[0], r[1], ts(r[2])) for r in rows]
-            done = {(r[0], r[1]) for r in rows}
-            missed = [lease for lease in leases if (lease.job_id, lease.token) not in done]
-            live = self.dialect.live(conn, missed) if missed else set()
-            deferred = [lease for lease in missed if lease.job_id in live]
-            refused = [lease for lease in missed if lease.job_id not in live]
-            self.refuse(conn, refused, lifecycle.EventKind.HEARTBEAT_REFUSED, worker_id)
-            return HeartbeatResult(renewed, refused, deferred)
-
-        return self.tx(body)
-
-    def _complete(
-        self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
-    ) -> list[Job | LeaseLost | None]:
-        done = self.dialect.complete(acks, worker_id, return_jobs)
-        kind = rule(Operation.COMPLETE).refusal
-        assert kind is not None
-        left = [a for a in acks if (a[0], a[1]) not in done]
-
-        def rest(conn: Connection) -> dict[tuple[str, int], LeaseLost]:
-            # Jobs others wait for are completed here, their children released
-            # in the same transaction; what is still left was refused.
-            parents = self._complete_parents(conn, left, worker_id)
-            done.update({k: v if return_jobs else None for k, v in parents.items()})
-            refused = [Lease(a[0], a[1]) for a in left if (a[0], a[1]) not in parents]
-            return self.refuse(conn, refused, kind, worker_id) if refused else {}
-
-        lost = self.tx(rest) if left else {}
-        return [done[key] if (key := (a[0], a[1])) in done else lost[key] for a in acks]
-
-    def _report_progress(
-        self, reports: Sequence[CheckedProgress], worker_id: str | None
-    ) -> list[LeaseLost | None]:
-        """The writes as one atomic unit (``Dialect.set_progress``), then the
-        refusals recorded in a transaction of their own when there are any."""
-        written = self.dialect.set_progress(reports)
-        refused = [Lease(r[0], r[1]) for r in reports if (r[0], r[1]) not in written]
-        lost = (
-            self.tx(lambda c: self.refuse(c, refused, EventKind.PROGRESS_REFUSED, worker_id))
-            if refused
-            else {}
-        )
-        return [None if (key := (r[0], r[1])) in written else lost[key] for r in reports]
-
     def attempts(self, job_id: str) -> list[Attempt]:
         return [attempt_from_row(r) for r in self.read(ops.attempts_of(), {"job_id": job_id})]
-
-    def fail(
-        self,
-        job_id: str,
-        token: int,
-        error: dict[str, Any],
-        *,
-        permanent: bool = False,
-        worker_id: str | None = None,
-        again: lifecycle.RunAgain | None = None,
-    ) -> Job:
-        refusal = rule(Operation.FAIL).refusal
-        assert refusal is not None
-        error = clean_error(error)
-
-        def body(conn: Connection) -> Job:
-            row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
-            if row is None:
-                raise JobNotFound(job_id)
-            if S(row["status"]) not in lifecycle.sources(Operation.FAIL) or row["lease_token"] != token:
-                raise Refused(job_id, token, refusal, worker_id)
-            snoozes = 0
-            if again is not None and again.snooze:
-                found = conn.execute(ops.attempts_of(), {"job_id": job_id}).mappings()
-                snoozes = lifecycle.count_snoozes((r["error"] or {}).get("type") for r in found)
-            decision = lifecycle.decide_failure(
-                row["retry_count"],
-                row["max_retries"],
-                self.settings.retry,
-                permanent=permanent,
-                again=again,
-                snoozes=snoozes,
-            )
-            job = self.apply_decision(
-                conn, self._q_fail, row, decision, error, expired=False, actor=worker_id
-            )
-            if job is None:  # pragma: no cover - the row is locked, the guard cannot fail
-                raise Refused(job_id, token, refusal, worker_id)
-            if row["has_children"] and job.status is S.Failed:
-                self._settle(conn, [(job_id, S.Failed)], worker_id)
-            return job
-
-        try:
-            return self.tx(body)
-        except Refused as refused:
-            raise self.refusal(refused) from None
-
-    def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
-        op = rule(Operation.RELEASE)
-        assert op.event is not None and op.refusal is not None
-
-        def body(conn: Connection) -> Job:
-            found = conn.execute(self._q_release, {"j_id": job_id, "token": token}).mappings().first()
-            if found is None:
-                raise Refused(job_id, token, op.refusal, worker_id)
-            job = job_from_row(found)
-            event = event_row(
-                job_id, op.event, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue
-            )
-            self.book(conn, [event])
-            return job
-
-        try:
-            return self.tx(body)
-        except Refused as refused:
-            raise self.refusal(refused) from None
 
     # ------------------------------------------------------------ operator
     def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
