@@ -11,13 +11,11 @@ resume 1.
 
 from __future__ import annotations
 
-from store.lifecycle import EventKind, JobStatus
+from store.lifecycle import EventKind
 from store.models import QueueState
 from store.parts import Part
 from store.redis import codec
 from store.redis.plumbing import chunks, codes
-
-S = JobStatus
 
 
 class RedisOperatingPart(Part):

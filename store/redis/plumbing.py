@@ -29,7 +29,6 @@ from store.redis.keys import Keys
 from store.redis.scripts import Scripts
 from store.statuses import refusal_recorded
 
-S = JobStatus
 T = TypeVar("T")
 #: Most jobs one script call works on. Redis runs one script at a time, so this
 #: bounds how long a batch blocks every other client (heartbeats included): a
@@ -158,7 +157,7 @@ class RedisPlumbing:
         for chunk in chunks(refused):
             args = self._args()
             for job_id, token, current, code in chunk:
-                status = S(int(code))
+                status = JobStatus(int(code))
                 lost.append(LeaseLost(job_id, token, int(current), status.name))
                 if not refusal_recorded(kind, token, int(current), status):
                     continue

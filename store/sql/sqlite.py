@@ -28,8 +28,6 @@ from store.sql.plumbing import Dialect, Planned, Precompiled, SqlPlumbing, event
 from store.sql.rows import INSERT_JOB_KEYS, job_from_row, json_texts, new_jobs
 from store.sql.schema import handler_minutes
 
-S = JobStatus
-
 
 class SqliteDialect(Dialect):
     """SQLite: one writer at a time, bookkeeping after the change, polling workers."""
@@ -152,7 +150,7 @@ class SqliteDialect(Dialect):
     ) -> dict[tuple[str, int], Job | None]:
         op = rule(Operation.COMPLETE)
 
-        source, target = int(S.InProgress), int(op.target)
+        source, target = int(JobStatus.InProgress), int(op.target)
 
         def body(conn: Connection) -> dict[tuple[str, int], Job | None]:  # one statement per ack
             done: dict[tuple[str, int], Job | None] = {}
