@@ -109,6 +109,13 @@ bench-api: $(STAMP)
 	$(SERVICES) \
 	$(BIN)/python -m bench.api_enqueue $(BENCH_ARGS)
 
+# A drain on a throwaway 3-master Redis Cluster, the namespace on one master against shards=3,
+# and the Redis CPU a job on each master with the ceiling it gives (bench/cluster_drain.py; ~1 min).
+.PHONY: bench-cluster
+bench-cluster: $(STAMP)
+	@command -v redis-server >/dev/null || { apt-get update && apt-get install -y redis-server; }
+	$(BIN)/python -m bench.cluster_drain $(BENCH_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .

@@ -66,11 +66,19 @@ def worker_env(url: str) -> dict[str, str]:
 
 
 def start_worker(
-    url: str, name: str, concurrency: int, burst: bool, log: IO[bytes] | None = None
+    url: str,
+    name: str,
+    concurrency: int,
+    burst: bool,
+    log: IO[bytes] | None = None,
+    queues: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """A ``leasehold worker`` process on ``url``; its stderr goes to
-    ``log`` (a file; None: a pipe, read it with ``communicate``)."""
+    """A ``leasehold worker`` process on ``url`` (serving ``queues``, the
+    ``--queues`` option, when given); its stderr goes to ``log`` (a file;
+    None: a pipe, read it with ``communicate``)."""
     cmd = [*WORKER, "--concurrency", str(concurrency), "--name", name]
+    if queues is not None:
+        cmd += ["--queues", queues]
     if burst:
         cmd.append("--burst")
     return subprocess.Popen(
