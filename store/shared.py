@@ -83,6 +83,14 @@ def finished_codes(statuses: Collection[JobStatus] | None) -> tuple[int, ...]:
     return tuple(sorted(int(s) for s in chosen))
 
 
+def _one_at_a_time(spec: JobSpec) -> bool:
+    """Whether enqueue_many writes ``spec`` alone: a job that waits for
+    parents (its edges are decided one job at a time), or one with flow
+    options and an idempotency key (its holder is looked up alone). A job with
+    only a limit key or a batch is written with the others of its chunk."""
+    return bool(spec.depends_on) or (spec.uses_flow and spec.idempotency_key is not None)
+
+
 class SharedStore(Part):
     """The shared concrete half of every JobStore."""
 
@@ -103,7 +111,7 @@ class SharedStore(Part):
         checked = [validate_spec(as_spec(item)) for item in specs]
         if any(spec.uses_flow for spec in checked) and not self.supports_flow:
             raise FlowUnsupported("limit_key")
-        if any(unique_key_of(spec) or spec.uses_flow for spec in checked):
+        if any(unique_key_of(spec) or _one_at_a_time(spec) for spec in checked):
             return [self._enqueue_one(spec)[0] for spec in checked]
         out: list[Job] = []
         for i in range(0, len(checked), self.enqueue_chunk):
@@ -137,8 +145,9 @@ class SharedStore(Part):
     @abc.abstractmethod
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
         """Engine half of every enqueue: write valid ``specs`` (at most
-        ``enqueue_chunk``; a spec with a unique key or flow options comes
-        alone) as one atomic unit, in order. Returns ``(jobs, None)``; or,
+        ``enqueue_chunk``; a spec with a unique key or parents, or with flow
+        options and an idempotency key, comes alone) as one atomic unit, in
+        order. Returns ``(jobs, None)``; or,
         nothing written, ``([], holder)`` when an idempotency or unique key
         is taken: ``holder`` the id of the job holding it, ``""`` when that
         is not known (a key repeated inside the chunk, or taken by a

@@ -253,8 +253,13 @@ class RedisStore(RedisPlumbing, JobStore):
         """See SharedStore._insert: the unique check and the insert are one
         script (lua/enqueue.lua); a job with flow options is written by
         lua/enqueue_flow.lua (flow.py)."""
-        if specs[0].uses_flow:
+        if specs[0].uses_flow and len(specs) == 1:
             return self._enqueue_flow(specs[0])
+        if any(spec.uses_flow for spec in specs):  # limit keys, no keys: one lua/enqueue_flow.lua call
+            ids = [new_id() for _ in specs]
+            self._write_flow(self._flow_specs([(spec, i, ()) for spec, i in zip(specs, ids, strict=True)]))
+            found = self._pipe(lambda p: [p.hgetall(self.keys.job(i)) for i in ids])
+            return [codec.job_from_hash(i, h) for i, h in zip(ids, found, strict=True)], None
         if len(specs) == 1 and not _keyed(specs[0]):
             return [self._group.insert(specs[0])], None
         return self._write_jobs(specs)

@@ -270,6 +270,9 @@ class SqlStore(SqlPlumbing, JobStore):
         (``_enqueue_unique``). An IntegrityError of a spec with a key (a
         concurrent enqueue won the race) is ``([], "")``."""
         try:
+            if len(specs) > 1 and any(spec.uses_flow for spec in specs):  # limit keys: one transaction
+                rows = [self._flow_row(spec) for spec in specs]
+                return self.tx(lambda conn: self._insert_flow(conn, rows, [])), None
             if len(specs) > 1:
                 return self.dialect.insert([self._row_for(spec) for spec in specs]), None
             [spec] = specs
