@@ -81,6 +81,9 @@ def test_a_handlers_metrics_page_charts_its_runs(context: BrowserContext, live_s
     expect(runs.locator("figcaption")).to_contain_text("Retried 1")
     newest = runs.locator("rect.hover title").last  # the value shown on hover
     expect(newest).to_have_text(re.compile(r"Succeeded 2, Failed 0, Retried 1"))
+    run_time = page.locator("#graph-run-time")  # runs only in the bin still filling: dots, no line at 0 ms
+    expect(run_time.locator("line.filling")).to_have_count(3)
+    expect(run_time.locator("polyline")).to_have_count(0)
     p50 = page.locator("#handler-metrics tbody tr").first.locator("td").nth(3)
     expect(p50).to_have_text(re.compile(r"^2[45]\d(\.\d+)?$"))  # 250 ms within 2 %
     screenshot(page, "handler-metrics")
@@ -90,4 +93,11 @@ def test_a_handlers_metrics_page_charts_its_runs(context: BrowserContext, live_s
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than the screen
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "handler-metrics-phone")
+    table = page.locator("#handler-metrics .graph-table")  # scrolled to p99, the bucket's time stays in view
+    table.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    first = table.locator("tbody tr").first
+    box, row_head = table.bounding_box(), first.locator("th").bounding_box()
+    assert box is not None and row_head is not None and row_head["x"] >= box["x"] - 1
+    p99 = first.locator("td").last.bounding_box()
+    assert p99 is not None and p99["x"] + p99["width"] <= box["x"] + box["width"] + 1
     assert watched.csp_violations() == []

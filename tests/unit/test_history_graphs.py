@@ -67,6 +67,16 @@ def test_points_stay_inside_the_plot(peak: int) -> None:
     assert x == 25.0 and history.PAD <= y <= history.PLOT_H - history.PAD
 
 
+def test_a_bin_without_a_value_breaks_the_line_rather_than_dropping_it_to_zero() -> None:
+    """A run time with no runs in its bin is no value, not 0 ms."""
+    series = history.Series("p50", "p50 ms", [2.0, None, None, 4.0, 3.0, None])
+    graph = history.Graph("run-time", "Run time", [series], [f"12:0{i}" for i in range(6)])
+    assert graph.peak == 4.0
+    assert [len(seg.split()) for seg in series.segments(graph.peak)] == [1, 2]
+    assert series.filling(graph.peak) is None  # the filling bin has no runs yet: no dot
+    assert graph.hovers[1][1] == "12:01: p50 ms —"
+
+
 def test_each_bin_has_its_values_in_words_for_the_hover() -> None:
     graph = history.Graph(
         "g", "G", [history.Series("a", "A", [1, 2]), history.Series("b", "B", [3, 4])], ["12:00", "12:05"]

@@ -41,8 +41,8 @@ WINDOW_RANGES: dict[str, Range] = {
 
 
 def _graphs(buckets: list[dict[str, Any]], fmt: str) -> list[Graph]:
-    """The runs graph (counts) and the run-time graph (percentiles, ms; a
-    bucket without runs drawn at 0) of the window's buckets."""
+    """The runs graph (counts) and the run-time graph (percentiles, ms; the
+    line breaks at a bucket without runs) of the window's buckets."""
     labels = [datetime.fromtimestamp(b["start"], UTC).strftime(fmt) for b in buckets]
     runs = [
         Series("completed", "Succeeded", [b["succeeded"] for b in buckets]),
@@ -50,10 +50,13 @@ def _graphs(buckets: list[dict[str, Any]], fmt: str) -> list[Graph]:
         Series("retried", "Retried", [b["retried"] for b in buckets]),
     ]
     times = [
-        Series(f"p{p}", f"p{p} ms", [round(b["run_time_ms"][f"p{p}"] or 0, 1) for b in buckets])  # type: ignore[misc]
-        for p in (50, 95, 99)
+        Series(f"p{p}", f"p{p} ms", [_ms(b["run_time_ms"][f"p{p}"]) for b in buckets]) for p in (50, 95, 99)
     ]
     return [Graph("runs", "Runs", runs, labels), Graph("run-time", "Run time (ms)", times, labels)]
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 @bp.get("/handlers/<path:name>")

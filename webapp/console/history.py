@@ -102,31 +102,51 @@ def zero_fill(buckets: Mapping[float, int], starts: Sequence[float], bin_s: int)
 
 @dataclass(frozen=True, slots=True)
 class Series:
+    """One line of a graph: a value a bin; None where a bin has no value (a
+    run time with no runs), where the line breaks rather than falls to 0."""
+
     key: str
     label: str
-    values: list[int]
+    values: list[int] | list[float | None]
 
     @property
     def total(self) -> int:
-        return sum(self.values)
+        return int(sum(v for v in self.values if v is not None))
 
-    def points(self, peak: int) -> str:
+    def segments(self, peak: float) -> list[str]:
         """SVG polyline points of the complete bins' values scaled to ``peak``
-        (top of the plot): the newest bin is still filling, so the line stops
-        before it rather than dropping to its partial count (``filling``)."""
-        return " ".join(
-            f"{x:g},{y:.1f}" for x, y in (_xy(i, v, peak) for i, v in enumerate(self.values[:-1]))
-        )
+        (top of the plot), one polyline a run of bins with a value: the newest
+        bin is still filling, so the line stops before it rather than
+        dropping to its partial count (``filling``)."""
+        out: list[list[str]] = [[]]
+        for i, v in enumerate(self.values[:-1]):
+            if v is None:
+                out.append([])
+                continue
+            x, y = _xy(i, v, peak)
+            out[-1].append(f"{x:g},{y:.1f}")
+        return [" ".join(points) for points in out if points]
 
-    def filling(self, peak: int) -> tuple[float, float]:
-        """Where the newest bin's count so far sits: a dot, not a point of the line."""
-        return _xy(len(self.values) - 1, self.values[-1] if self.values else 0, peak)
+    def points(self, peak: float) -> str:
+        """Every complete bin's point (``segments`` joined)."""
+        return " ".join(self.segments(peak))
+
+    def filling(self, peak: float) -> tuple[float, float] | None:
+        """Where the newest bin's value so far sits: a dot, not a point of the
+        line (None when it has no value)."""
+        last = self.values[-1] if self.values else 0
+        return None if last is None else _xy(len(self.values) - 1, last, peak)
 
 
-def _xy(i: int, value: int, peak: int) -> tuple[float, float]:
+def _xy(i: int, value: float, peak: float) -> tuple[float, float]:
     """SVG coordinates of bin ``i`` holding ``value`` in a plot whose top is ``peak``."""
     scale = (PLOT_H - 2 * PAD) / peak if peak else 0.0
     return i * BIN_W + BIN_W / 2, round(PLOT_H - PAD - value * scale, 1)
+
+
+def _shown(value: float | None) -> str:
+    """A bin's value in words: thousands separated, "—" for none."""
+    return "—" if value is None else f"{value:,}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +157,8 @@ class Graph:
     labels: list[str]
 
     @property
-    def peak(self) -> int:
-        return max((max(s.values, default=0) for s in self.series), default=0)
+    def peak(self) -> float:
+        return max((max((v for v in s.values if v is not None), default=0) for s in self.series), default=0)
 
     @property
     def width(self) -> int:
@@ -157,7 +177,7 @@ class Graph:
             (
                 i * BIN_W,
                 f"{label}{' (still filling)' if i == last else ''}: "
-                + ", ".join(f"{s.label} {s.values[i]:,}" for s in self.series),
+                + ", ".join(f"{s.label} {_shown(s.values[i])}" for s in self.series),
             )
             for i, label in enumerate(self.labels)
         ]
