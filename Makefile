@@ -172,11 +172,13 @@ bench-peers: $(STAMP)
 # Leasehold (every feature on) and its Redis peers, single and bulk enqueue and a drain, then
 # Leasehold's store alone one job a call and batched (bench/peers/life_cost.py), on one
 # redis-server of its own under valgrind (bench/peers/cost.py; ~2 min); every budget, met or
-# not. BENCH_COST_ARGS: its options.
+# not. BENCH_COST_ARGS: its options. Then a 3-master cluster under valgrind, unsharded against
+# shards=3: each master's share of a 3-queue drain (bench/peers/shard_cost.py; ~2 min).
 BENCH_COST_ARGS ?=
 .PHONY: bench-cost
 bench-cost: $(STAMP)
 	@command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
 	bench/peers/setup.sh
 	$(SERVICES) \
-	$(BIN)/python -m bench.peers.cost $(BENCH_COST_ARGS)
+	$(BIN)/python -m bench.peers.cost $(BENCH_COST_ARGS) && \
+	$(BIN)/python -m bench.peers.shard_cost

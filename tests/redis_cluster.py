@@ -30,7 +30,7 @@ def available() -> bool:
     return bool(shutil.which("redis-server") and shutil.which("redis-cli"))
 
 
-def _free_ports(n: int) -> list[int]:
+def free_ports(n: int) -> list[int]:
     """``n`` loopback ports that are free, each with its cluster bus port (+10000)."""
     ports: list[int] = []
     while len(ports) < n:
@@ -98,7 +98,7 @@ class Cluster:
     server or the cluster's state does not come up in START_TIMEOUT_S."""
 
     def __init__(self, folder: Path) -> None:
-        self.ports = _free_ports(3)
+        self.ports = free_ports(3)
         self._pids: list[int] = []
         try:
             for port in self.ports:
