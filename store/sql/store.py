@@ -68,6 +68,7 @@ class SqlStore(SqlPlumbing, JobStore):
     # shared: SharedStore
     _changed = delegate("shared")
     _enqueue_one = delegate("shared")
+    _handler_policies = delegate("shared")
     _recovery_limit = delegate("shared")
     _search_by_id = delegate("shared")
     cancel = delegate("shared")
@@ -445,6 +446,7 @@ class SqlStore(SqlPlumbing, JobStore):
         permanent: bool = False,
         worker_id: str | None = None,
         again: lifecycle.RunAgain | None = None,
+        policy: lifecycle.RetryPolicy | None = None,
     ) -> Job:
         refusal = rule(Operation.FAIL).refusal
         assert refusal is not None
@@ -463,7 +465,7 @@ class SqlStore(SqlPlumbing, JobStore):
             decision = lifecycle.decide_failure(
                 row["retry_count"],
                 row["max_retries"],
-                self.settings.retry,
+                policy or self.settings.retry,
                 permanent=permanent,
                 again=again,
                 snoozes=snoozes,
