@@ -14,6 +14,10 @@ from store.lifecycle import JobStatus
 from store.models import WorkerInfo, ts
 from tests.store.helpers import expire_leases
 from tests.store.test_contract_catalogue import SLOW
+from workers.execute import run_handler
+from workers.handlers import JobContext, get_handler, load_handlers
+
+load_handlers(["tests.retry_policy_handlers"])
 
 S = JobStatus
 ERROR = {"type": "KeyError", "message": "'k'", "traceback": None}
@@ -49,6 +53,34 @@ def test_fail_waits_the_backoff_of_the_policy_given(store: JobStore) -> None:
     assert (later.retry_count, _wait_s(later)) == (2, pytest.approx(120.0, abs=0.01))
     [event] = [e for e in store.events(first.id) if e.kind == "retry_scheduled"][-1:]
     assert "120" in (event.message or "")
+
+
+def _run_and_nack(store: JobStore, name: str, payload: dict) -> str:
+    """Enqueue, claim and run a job of ``name`` as a worker does: its
+    outcome from the handler (workers/execute.py classifies the exception),
+    failed with the handler's backoff (workers/outcomes.py). Its id."""
+    spec = get_handler(name)
+    assert spec is not None
+    job = store.enqueue(name, payload, max_retries=spec.max_retries)
+    [claimed] = store.claim("w", ["default"], 1)
+    outcome = run_handler(spec, JobContext.for_job(claimed, "w"))
+    policy = spec.retry_policy(store.settings.retry)
+    assert outcome.error is not None
+    store.fail(job.id, claimed.lease_token, outcome.error, permanent=outcome.permanent, policy=policy)
+    return job.id
+
+
+def test_retry_on_and_give_up_on_through_the_handlers_own_decision(store: JobStore) -> None:
+    for name, final, retried, wait_s in (
+        ("retry-on-key-error", "ValueError", "KeyError", 60.0),
+        ("give-up-on-value-error", "ValueError", "KeyError", 40.0),
+    ):
+        failed = store.get(_run_and_nack(store, name, {"raise": final}))
+        assert (failed.status, failed.retry_count, failed.error["type"]) == (S.Failed, 0, final), name
+        assert failed.max_retries == 3  # retries left, none spent: failed for good at once
+        again = store.get(_run_and_nack(store, name, {"raise": retried}))
+        assert (again.status, again.retry_count, again.error["type"]) == (S.Scheduled, 1, retried), name
+        assert _wait_s(again) == pytest.approx(wait_s, abs=0.01), name  # the handler's base * 2
 
 
 def test_recovery_waits_the_backoff_its_handler_publishes(store: JobStore) -> None:
