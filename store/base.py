@@ -33,7 +33,7 @@ from store.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from store.lifecycle import JobStatus, RunAgain
+from store.lifecycle import JobStatus, RetryPolicy, RunAgain
 from store.models import (
     Attempt,
     Counts,
@@ -317,13 +317,16 @@ class JobStore(abc.ABC):
         permanent: bool = False,
         worker_id: str | None = None,
         again: RunAgain | None = None,
+        policy: RetryPolicy | None = None,
     ) -> Job:
         """Nack: the retry decision of ``lifecycle.decide_failure`` applied
         (Scheduled with backoff, or Failed). ``error`` is ``{type, message,
         traceback}``. ``again``: the handler asked to run again (Retry: a
         retry spent, its own delay; Snooze: none spent, counted from the
-        job's attempts against ``again.max_snoozes``). Raises LeaseLost,
-        JobNotFound."""
+        job's attempts against ``again.max_snoozes``). ``policy``: the
+        backoff of the job's handler (a worker passes
+        ``HandlerSpec.retry_policy``); None: ``settings.retry``. Raises
+        LeaseLost, JobNotFound."""
 
     @abc.abstractmethod
     def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:

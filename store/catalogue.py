@@ -26,6 +26,7 @@ from typing import Any
 
 from store.base import JobStore
 from store.errors import ValidationError
+from store.lifecycle import RetryPolicy
 from store.models import JobSpec
 from store.records import WorkerInfo
 from store.spec import validate_spec
@@ -42,7 +43,11 @@ class HandlerEntry:
     ``lease_ttl_s`` is the serving workers' lease TTL (s); ``schedule`` its
     cron line, if periodic; ``workers``: ids of the live workers serving it.
     Where workers disagree (a rolling deploy), the most recently seen one's
-    defaults win."""
+    defaults win. Its retry policy: ``retry_base_s``, ``retry_max_delay_s``
+    (s) and ``retry_jitter`` (fraction), None where the store's settings
+    apply (``retry_policy``); ``retry_on`` and ``give_up_on``: the names of
+    the exception types the worker classifies failures by (shown only: a
+    worker decides them)."""
 
     name: str
     queue: str
@@ -52,6 +57,16 @@ class HandlerEntry:
     schedule: str | None
     max_snoozes: int | None
     workers: tuple[str, ...]
+    retry_base_s: float | None = None
+    retry_max_delay_s: float | None = None
+    retry_jitter: float | None = None
+    retry_on: tuple[str, ...] = ()
+    give_up_on: tuple[str, ...] = ()
+
+    def retry_policy(self, default: RetryPolicy) -> RetryPolicy:
+        """The backoff of this handler's retries: ``default`` (the store's)
+        with the handler's own values where it published them."""
+        return default.overridden(self.retry_base_s, self.retry_max_delay_s, self.retry_jitter)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +77,11 @@ class HandlerEntry:
             "lease_ttl_s": self.lease_ttl_s,
             "schedule": self.schedule,
             "max_snoozes": self.max_snoozes,
+            "retry_base_s": self.retry_base_s,
+            "retry_max_delay_s": self.retry_max_delay_s,
+            "retry_jitter": self.retry_jitter,
+            "retry_on": list(self.retry_on),
+            "give_up_on": list(self.give_up_on),
             "workers": list(self.workers),
         }
 
@@ -127,7 +147,39 @@ def parse_entry(entry: Any, worker_id: str) -> HandlerEntry:
         schedule=schedule,
         max_snoozes=got["max_snoozes"],
         workers=(worker_id,),
+        **_retry_fields(entry),
     )
+
+
+#: The published retry policy's backoff fields, each None or within its bounds (RetryPolicy's).
+RETRY_BOUNDS = {"retry_base_s": (0.0, None), "retry_max_delay_s": (0.0, None), "retry_jitter": (0.0, 1.0)}
+#: Most exception type names kept per list, and the longest name.
+MAX_EXCEPTION_NAMES = 50
+MAX_EXCEPTION_NAME_CHARS = 200
+
+
+def _retry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The retry policy of a published entry (absent fields: the store's
+    defaults, as a worker of an earlier version publishes none). Raises
+    ValidationError naming the field of a malformed one."""
+    out: dict[str, Any] = {}
+    for fld, (low, high) in RETRY_BOUNDS.items():
+        value = _number_or_none(fld, entry.get(fld), integer=False)
+        if value is not None and (value < low or (high is not None and value > high)):
+            bounds = "must be >= 0" if high is None else f"must be within [{low:g}, {high:g}]"
+            raise ValidationError(fld, bounds)
+        out[fld] = None if value is None else float(value)
+    for fld in ("retry_on", "give_up_on"):
+        names = entry.get(fld) or []
+        if (
+            not isinstance(names, list)
+            or len(names) > MAX_EXCEPTION_NAMES
+            or not all(isinstance(n, str) and 0 < len(n) <= MAX_EXCEPTION_NAME_CHARS for n in names)
+        ):
+            wanted = f"must be a list of at most {MAX_EXCEPTION_NAMES} exception type names"
+            raise ValidationError(fld, wanted)
+        out[fld] = tuple(names)
+    return out
 
 
 def entries_of(worker: WorkerInfo) -> list[HandlerEntry]:
@@ -165,6 +217,17 @@ def build(workers: Iterable[WorkerInfo], now_s: float, lease_ttl_s: float) -> di
             serving = entries[entry.name].workers if entry.name in entries else ()
             entries[entry.name] = dataclasses.replace(entry, workers=(*serving, worker.id))
     return dict(sorted(entries.items()))
+
+
+def retry_policies(workers: Iterable[WorkerInfo], default: RetryPolicy) -> dict[str, RetryPolicy]:
+    """The retry policy of every handler a registered worker publishes, live
+    or not (a worker that died still says the backoff of the jobs whose
+    leases it lost), by name: ``default`` (the store's) under the handler's
+    own values, the most recently seen worker's winning. Handlers no entry
+    names are left out (``default`` applies to them). Malformed entries are
+    skipped (``entries_of``). Recovery decides expired leases with it."""
+    ordered = sorted(workers, key=lambda w: w.last_seen_at.timestamp() if w.last_seen_at else 0.0)
+    return {e.name: e.retry_policy(default) for w in ordered for e in entries_of(w)}
 
 
 def catalogue(store: JobStore) -> dict[str, HandlerEntry]:

@@ -8,6 +8,7 @@ only makes the resulting change atomic in its own engine.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import random
 from collections.abc import Iterable
@@ -331,6 +332,16 @@ class RetryPolicy:
             low = delay * (1.0 - self.jitter)
             delay = (rng or random).uniform(low, delay)
         return delay
+
+    def overridden(
+        self, base_s: float | None = None, max_delay_s: float | None = None, jitter: float | None = None
+    ) -> RetryPolicy:
+        """This policy with the values given (None keeps this one's): a
+        handler's own backoff over the store's default. Raises ValueError
+        as the constructor does."""
+        given = {"base_s": base_s, "max_delay_s": max_delay_s, "jitter": jitter}
+        changes = {k: float(v) for k, v in given.items() if v is not None}
+        return dataclasses.replace(self, **changes) if changes else self
 
 
 @dataclass(frozen=True, slots=True)

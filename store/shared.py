@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from store.base import MAX_BATCH, MAX_PAGE_SIZE
+from store.catalogue import retry_policies
 from store.contract_flow import FlowUnsupported
 from store.contract_operating import ProgressReport
 from store.counters import derived_event_totals, queue_event_totals
 from store.errors import JobNotFound, LeaseLost, ValidationError, WorkerStopping
 from store.ids import is_whole_id
-from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation
+from store.lifecycle import TERMINAL, EventKind, JobStatus, Operation, RetryPolicy
 from store.models import (
     Counts,
     Job,
@@ -325,6 +326,16 @@ class SharedStore(Part):
 
     def expired_lease_count(self) -> int:
         return self._recover(None, None)[1]
+
+    def _handler_policies(self) -> Callable[[str], RetryPolicy]:
+        """The retry policy of a job by its handler's name, as the worker
+        registry publishes it (store/catalogue.py ``retry_policies``; one
+        registry read), ``settings.retry`` for a handler none publishes:
+        what recovery decides expired leases with, no worker of the job's
+        handler being at hand (docs/architecture.md, "Per-handler retries")."""
+        default = self.settings.retry
+        found = retry_policies(self.workers(), default)
+        return lambda name: found.get(name, default)
 
     def _recovery_limit(self, limit: int | None) -> int:
         """``limit`` or settings.recovery_batch, at most MAX_BATCH."""

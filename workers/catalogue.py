@@ -37,6 +37,7 @@ def published(queues: Collection[str], lease_ttl_s: float) -> list[dict[str, Any
             "lease_ttl_s": lease_ttl_s,
             "schedule": schedules.get(spec.name),
             "max_snoozes": spec.max_snoozes,
+            **spec.policy_json(),
         }
         for name, spec in sorted(registry().items())
         if spec.queue in queues

@@ -110,8 +110,10 @@ def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
     to record (``dropped``: the worker already gave the run up).
     A result that does not serialise as JSON is a permanent ``ResultNotJSON``
     failure; ``PermanentError`` fails without retry; any other exception is a
-    retryable failure carrying its traceback. ``Retry`` and ``Snooze`` become
-    a failure with ``again`` (error type Retry, Snooze) for ``store.fail``."""
+    failure carrying its traceback, retryable unless the handler's
+    ``retry_on`` / ``give_up_on`` say it fails for good
+    (``HandlerSpec.gives_up``). ``Retry`` and ``Snooze`` become a failure
+    with ``again`` (error type Retry, Snooze) for ``store.fail``."""
     try:
         with around(ctx):
             result = spec.fn(ctx)
@@ -128,7 +130,9 @@ def run_handler(spec: HandlerSpec, ctx: JobContext) -> Outcome:
     except PermanentError as exc:
         return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()), permanent=True)
     except (Exception, SystemExit) as exc:  # sys.exit() in a handler fails the job, not the worker
-        return Outcome(error=error(type(exc).__name__, str(exc), traceback.format_exc()))
+        # The handler's retry_on / give_up_on classify it (HandlerSpec.gives_up).
+        kind = type(exc).__name__
+        return Outcome(error=error(kind, str(exc), traceback.format_exc()), permanent=spec.gives_up(exc))
     try:
         orjson.dumps(result)
     except TypeError as exc:

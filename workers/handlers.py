@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from store.lifecycle import DEFAULT_MAX_SNOOZES
+from store.lifecycle import DEFAULT_MAX_SNOOZES, RetryPolicy
 from store.models import Job, JobSpec, progress_value
 from store.spec import MAX_DELAY_S
 from workers.job_logs import run_logger
@@ -226,6 +226,12 @@ class HandlerSpec:
     enforces the timeout recorded on the job (``timeout_seconds``).
     ``max_snoozes``: how many times a job may ``raise Snooze`` before the next
     one fails it.
+
+    Its retry policy: ``retry_base_s``, ``retry_max_delay_s`` (seconds) and
+    ``retry_jitter`` (a fraction in [0, 1]) override the store's backoff
+    (LEASEHOLD_RETRY_BASE, _MAX_DELAY, _JITTER) where not None
+    (``retry_policy``); ``retry_on`` and ``give_up_on`` are exception types
+    that decide whether a failure may retry at all (``gives_up``).
     """
 
     name: str
@@ -234,6 +240,36 @@ class HandlerSpec:
     max_retries: int | None = None
     timeout_s: float | None = None
     max_snoozes: int = DEFAULT_MAX_SNOOZES
+    retry_base_s: float | None = None
+    retry_max_delay_s: float | None = None
+    retry_jitter: float | None = None
+    retry_on: tuple[type[BaseException], ...] = ()
+    give_up_on: tuple[type[BaseException], ...] = ()
+
+    def retry_policy(self, default: RetryPolicy) -> RetryPolicy:
+        """The backoff of this handler's retries: ``default`` (the store's)
+        with the handler's own values where it set them."""
+        return default.overridden(self.retry_base_s, self.retry_max_delay_s, self.retry_jitter)
+
+    def gives_up(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by the handler, fails the job for good at
+        once, retries left or not: it is a ``give_up_on`` type, or the handler
+        names ``retry_on`` types and it is none of them (``give_up_on`` wins
+        where both match)."""
+        if isinstance(exc, self.give_up_on):
+            return True
+        return bool(self.retry_on) and not isinstance(exc, self.retry_on)
+
+    def policy_json(self) -> dict[str, Any]:
+        """The policy as a worker publishes it (workers/catalogue.py): the
+        backoff values (None: the store's) and the exception types' names."""
+        return {
+            "retry_base_s": self.retry_base_s,
+            "retry_max_delay_s": self.retry_max_delay_s,
+            "retry_jitter": self.retry_jitter,
+            "retry_on": [exception_name(t) for t in self.retry_on],
+            "give_up_on": [exception_name(t) for t in self.give_up_on],
+        }
 
     def job_spec(self, payload: Any = None, **overrides: Any) -> JobSpec:
         """A JobSpec for this handler; ``overrides`` are JobSpec fields."""
@@ -244,6 +280,13 @@ class HandlerSpec:
         }
         options.update({k: v for k, v in overrides.items() if v is not None})
         return JobSpec(self.name, payload, **options)
+
+
+def exception_name(kind: type[BaseException]) -> str:
+    """An exception type as the catalogue shows it: ``KeyError`` for a
+    builtin, else ``module.QualName``."""
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 _registry: dict[str, HandlerSpec] = {}

@@ -30,6 +30,7 @@ from store.errors import JobNotFound, LeaseLost, StoreUnavailable
 from store.lifecycle import UNKNOWN_HANDLER_ERROR_TYPE, JobStatus
 from store.models import Job
 from workers.execute import Outcome, timed_out
+from workers.handlers import get_handler
 from workers.inbox import Inbox
 from workers.inflight import InFlight, Running, State
 from workers.progress import ProgressReporter
@@ -199,12 +200,15 @@ class Outcomes:
         return False
 
     def fail(self, run: Running, outcome: Outcome) -> bool:
-        """Nack (``store.fail``) with the run's token, retried while the store
-        is unavailable (safe: the write is fenced by the token). True when the
-        store answered: the failure was recorded, or refused (LeaseLost, the
-        job is gone); False when every try met an outage."""
+        """Nack (``store.fail``, with the backoff of the job's handler) with
+        the run's token, retried while the store is unavailable (safe: the
+        write is fenced by the token). True when the store answered: the
+        failure was recorded, or refused (LeaseLost, the job is gone); False
+        when every try met an outage."""
         job, error = run.job, outcome.error or {}
         fields = job_fields(job, self.worker_id)
+        spec = get_handler(job.name)  # its own backoff decides (a timeout's too)
+        policy = None if spec is None else spec.retry_policy(self.store.settings.retry)
 
         def nack() -> Job:
             self._flush_progress(run)
@@ -215,6 +219,7 @@ class Outcomes:
                 permanent=outcome.permanent,
                 worker_id=self.worker_id,
                 again=outcome.again,
+                policy=policy,
             )
 
         try:

@@ -193,6 +193,7 @@ class RedisLeasesPart(Part):
         permanent: bool = False,
         worker_id: str | None = None,
         again: lifecycle.RunAgain | None = None,
+        policy: lifecycle.RetryPolicy | None = None,
     ) -> Job:
         """See JobStore.fail: read, decide (lifecycle.decide_failure), apply as
         compare-and-set; re-read up to GUARD_ATTEMPTS times if the job changed.
@@ -210,9 +211,13 @@ class RedisLeasesPart(Part):
             snoozes = 0
             if again is not None and again.snooze:
                 snoozes = lifecycle.count_snoozes((a.error or {}).get("type") for a in self.attempts(job_id))
-            policy = self.settings.retry
             decision = lifecycle.decide_failure(
-                int(retries), int(max_retries), policy, permanent=permanent, again=again, snoozes=snoozes
+                int(retries),
+                int(max_retries),
+                policy or self.settings.retry,
+                permanent=permanent,
+                again=again,
+                snoozes=snoozes,
             )
             item = Failure(job_id, queue, token, int(retries), decision, error, False, worker_id)
             [reply] = self._apply_failures([item], want_jobs=True)

@@ -1,8 +1,10 @@
 """Recovery of expired leases in the Redis store (a mixin of RedisStore).
 
-One batch is three round trips: ``expired_leases.lua`` reads up to ``limit``
+One batch is three round trips (four when a lease expired: the registry
+read of ``_handler_policies``): ``expired_leases.lua`` reads up to ``limit``
 ids from the leases zset (score < now), a pipeline reads their fields, Python
-makes each retry decision (``lifecycle.decide_failure``), and
+makes each retry decision (``lifecycle.decide_failure``, by the job's
+handler's policy: ``_handler_policies``, one registry read), and
 ``apply_failures.lua`` applies the batch as compare-and-set per job (still
 InProgress, same token and retry_count, lease still expired). Concurrent
 recoverers therefore recover each job once, and a lease renewed after the
@@ -43,6 +45,7 @@ class RedisRecoveryPart(Part):
         names = ("status", "name", "queue", "worker_id", "lease_token", "retry_count", "max_retries")
         rows = self._pipe(lambda p: [p.hmget(self.keys.job(job_id), names) for job_id in ids])
         handed = self._handed({row[3] for row in rows if row[3]})
+        policy_of = self._handler_policies() if ids else None  # type: ignore[attr-defined]
         plan = []
         for job_id, (code, name, queue, worker, token, retries, max_retries) in zip(ids, rows, strict=True):
             if code is None or S(int(code)) not in lifecycle.sources(Operation.FAIL):
@@ -52,7 +55,8 @@ class RedisRecoveryPart(Part):
                 job = RecoveredJob(job_id, name, queue, worker, int(token), S.Scheduled, int(retries), 0.0)
                 plan.append((job, handed[worker, job_id]))  # released, not failed
                 continue
-            d = lifecycle.decide_failure(int(retries), int(max_retries), self.settings.retry)
+            assert policy_of is not None
+            d = lifecycle.decide_failure(int(retries), int(max_retries), policy_of(name))
             job = RecoveredJob(job_id, name, queue, worker, int(token), d.status, d.retry_count, d.delay_s)
             plan.append((job, int(retries)))
         return plan, len(ids)

@@ -111,6 +111,7 @@ class RedisStore(RedisPlumbing, JobStore):
     # shared: SharedStore
     _changed = delegate("shared")
     _enqueue_one = delegate("shared")
+    _handler_policies = delegate("shared")
     _recovery_limit = delegate("shared")
     _search_by_id = delegate("shared")
     cancel = delegate("shared")

@@ -133,6 +133,7 @@ class SqlLeasesPart(Part):
         permanent: bool = False,
         worker_id: str | None = None,
         again: lifecycle.RunAgain | None = None,
+        policy: lifecycle.RetryPolicy | None = None,
     ) -> Job:
         refusal = rule(Operation.FAIL).refusal
         assert refusal is not None
@@ -154,7 +155,7 @@ class SqlLeasesPart(Part):
             decision = lifecycle.decide_failure(
                 row["retry_count"],
                 row["max_retries"],
-                self.settings.retry,
+                policy or self.settings.retry,
                 permanent=permanent,
                 again=again,
                 snoozes=snoozes,

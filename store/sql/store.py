@@ -70,6 +70,7 @@ class SqlStore(SqlPlumbing, JobStore):
     # shared: SharedStore
     _changed = delegate("shared")
     _enqueue_one = delegate("shared")
+    _handler_policies = delegate("shared")
     _recovery_limit = delegate("shared")
     _search_by_id = delegate("shared")
     cancel = delegate("shared")

@@ -231,10 +231,17 @@ class Model:
         self.ended(job_id)
 
     def fail(
-        self, job_id: str, permanent: bool, error_type: str = HANDLER_ERROR, expired: bool = False
+        self,
+        job_id: str,
+        permanent: bool,
+        error_type: str = HANDLER_ERROR,
+        expired: bool = False,
+        policy: RetryPolicy | None = None,
     ) -> JobStatus:
+        """A failure by the retry decision, with ``policy`` (a handler's own,
+        as a worker passes it to ``store.fail``) or the store's."""
         job = self.jobs[job_id]
-        decision = decide_failure(job.retry_count, job.max_retries, self.retry, permanent=permanent)
+        decision = decide_failure(job.retry_count, job.max_retries, policy or self.retry, permanent=permanent)
         assert decision.status in OPERATIONS[Operation.FAIL].targets
         job.status, job.retry_count, job.error_type = decision.status, decision.retry_count, error_type
         job.lease_expires_at = None

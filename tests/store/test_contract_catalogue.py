@@ -16,6 +16,11 @@ SLOW = {
     "lease_ttl_s": 30.0,
     "schedule": None,
     "max_snoozes": 100,
+    "retry_base_s": 5.0,
+    "retry_max_delay_s": 600.0,
+    "retry_jitter": 0.1,
+    "retry_on": ["TimeoutError", "app.errors.Busy"],
+    "give_up_on": ["ValueError"],
 }
 NIGHTLY = {**SLOW, "name": "nightly", "queue": "default", "max_retries": None, "schedule": "0 3 * * *"}
 
@@ -38,6 +43,17 @@ def test_a_workers_handlers_make_the_catalogue(store: JobStore) -> None:
     slow = found["slow"]
     assert (slow.queue, slow.max_retries, slow.timeout_s, slow.workers) == ("slowq", 1, 120.0, ("w-1",))
     assert found["nightly"].schedule == "0 3 * * *" and found["nightly"].max_retries is None
+    policy = (slow.retry_base_s, slow.retry_max_delay_s, slow.retry_jitter, slow.retry_on, slow.give_up_on)
+    assert policy == (5.0, 600.0, 0.1, ("TimeoutError", "app.errors.Busy"), ("ValueError",))
+
+
+def test_an_entry_of_an_earlier_version_has_the_stores_retry_policy(store: JobStore) -> None:
+    earlier = {k: v for k, v in SLOW.items() if not k.startswith(("retry_", "give_up_"))}
+    _beat(store, "w-1", [earlier])
+    slow = catalogue(store)["slow"]
+    assert (slow.retry_base_s, slow.retry_max_delay_s, slow.retry_jitter) == (None, None, None)
+    assert (slow.retry_on, slow.give_up_on) == ((), ())
+    assert slow.retry_policy(store.settings.retry) == store.settings.retry
 
 
 def test_an_entry_lives_while_some_live_worker_serves_it(store: JobStore) -> None:

@@ -44,6 +44,8 @@ from tests.model.model import HANDLER_ERROR, LEASE_EXPIRED, MJob, Model
 S = JobStatus
 TTL = 10.0
 RETRY = RetryPolicy(base_s=5.0, max_delay_s=20.0)
+#: A handler's own backoff, as a worker passes it to ``store.fail``.
+HANDLER_RETRY = RETRY.overridden(base_s=1.5, max_delay_s=7.0)
 ERROR = {"type": HANDLER_ERROR, "message": "boom", "traceback": None}
 EXAMPLES = int(os.environ.get("LEASEHOLD_MODEL_EXAMPLES", "8"))
 STEPS = int(os.environ.get("LEASEHOLD_MODEL_STEPS", "30"))
@@ -191,11 +193,11 @@ class StoreAgainstModel(RuleBasedStateMachine):
         self.model.complete(job_id)
 
     @precondition(lambda self: self._running())
-    @rule(data=st.data(), permanent=st.booleans())
-    def fail(self, data, permanent) -> None:
+    @rule(data=st.data(), permanent=st.booleans(), policy=st.sampled_from([None, HANDLER_RETRY]))
+    def fail(self, data, permanent, policy) -> None:
         job_id = self._pick(data, self._running())
-        self.store.fail(job_id, self.model.jobs[job_id].token, ERROR, permanent=permanent)
-        self.model.fail(job_id, permanent)
+        self.store.fail(job_id, self.model.jobs[job_id].token, ERROR, permanent=permanent, policy=policy)
+        self.model.fail(job_id, permanent, policy=policy)
 
     @precondition(lambda self: self._running())
     @rule(data=st.data())

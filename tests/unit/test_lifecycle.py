@@ -170,3 +170,12 @@ def test_run_again_decisions() -> None:
     kept = decide_failure(3, 3, policy, again=snooze, snoozes=1)
     assert (kept.status, kept.retry_count, kept.delay_s) == (JobStatus.Scheduled, 3, 5.0)
     assert decide_failure(0, 3, policy, again=snooze, snoozes=2).status is JobStatus.Failed
+
+
+def test_a_handlers_policy_overrides_the_default_value_by_value() -> None:
+    default = RetryPolicy(base_s=2.0, max_delay_s=3600.0, jitter=0.2)
+    assert default.overridden() is default
+    assert default.overridden(base_s=30) == RetryPolicy(30.0, 3600.0, 0.2)
+    assert default.overridden(max_delay_s=5, jitter=0) == RetryPolicy(2.0, 5.0, 0.0)
+    with pytest.raises(ValueError, match="jitter"):
+        default.overridden(jitter=2)

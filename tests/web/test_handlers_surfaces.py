@@ -4,6 +4,7 @@ page (every store), escaping what the workers published."""
 # ruff: noqa: F811 - the fixtures are imported from console_fixtures and requested by name
 from __future__ import annotations
 
+import re
 import uuid
 
 from flask.testing import FlaskClient
@@ -53,6 +54,26 @@ def test_the_handlers_page_links_each_handler_to_its_jobs(viewer: ConsoleClient,
     assert 'aria-current="page"' in html and ">Handlers</a>" in html
 
 
+def test_each_handlers_retry_policy_is_shown(
+    api_client: FlaskClient, viewer: ConsoleClient, store: JobStore
+) -> None:
+    plain = {k: v for k, v in SLOW.items() if not k.startswith(("retry_", "give_up_"))}
+    _publish(store, SLOW, {**plain, "name": "plain"})
+    items = {h["name"]: h for h in api_client.get("/api/handlers", headers=VIEWER).json["items"]}
+    slow = {k: items["slow"][k] for k in ("retry_base_s", "retry_max_delay_s", "retry_jitter")}
+    assert slow == {"retry_base_s": 5.0, "retry_max_delay_s": 600.0, "retry_jitter": 0.1}
+    assert (items["slow"]["retry_on"], items["slow"]["give_up_on"]) == (SLOW["retry_on"], ["ValueError"])
+    assert [items["plain"][k] for k in ("retry_base_s", "retry_on", "give_up_on")] == [None, [], []]
+    html = viewer.get("/handlers").text
+    cells = dict(re.findall(r'<tr data-handler="([^"]+)">.*?<td data-retry-policy>(.*?)</td>', html, re.S))
+    assert "5 s × 2<sup>n</sup>, at most 10.0 min, jitter 10 %" in cells["slow"]
+    assert "retries only <code>TimeoutError</code>, <code>app.errors.Busy</code>" in cells["slow"]
+    assert "fails at once on <code>ValueError</code>" in cells["slow"] and "(default)" not in cells["slow"]
+    default = store.settings.retry  # the store's own backoff, marked as such
+    assert cells["plain"].startswith(f"{default.base_s:.0f} s × 2<sup>n</sup>")
+    assert "(default)" in cells["plain"]
+
+
 def test_handler_figures_count_the_last_hour(api_client: FlaskClient, store: JobStore) -> None:
     _publish(store, SLOW)
     ids = [store.enqueue("slow", queue="slowq", max_retries=0).id for _ in range(4)]
@@ -78,6 +99,8 @@ MALFORMED = [
     {**SLOW, "name": "bad-retries", "max_retries": "3"},
     {**SLOW, "name": "bad-timeout", "timeout_s": -5},
     {**SLOW, "name": "bad-queue", "queue": 7},
+    {**SLOW, "name": "bad-jitter", "retry_jitter": 2},
+    {**SLOW, "name": "bad-retry-on", "retry_on": "KeyError"},
     {**SLOW, "name": None},
     "not an object",
 ]

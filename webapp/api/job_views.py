@@ -174,10 +174,12 @@ def stats() -> dict[str, Any]:
 
 def list_handlers() -> dict[str, Any]:
     """The handler catalogue: each handler the live workers serve, with its
-    queue and defaults, its schedule, the workers serving it and its figures
-    (jobs waiting, read from at most 500 jobs, `capped` when it reached that;
-    completed and failed in the last hour and run time p50/p95, from the
-    handler's minute buckets: `GET /api/handlers/<name>/metrics`), by name."""
+    queue and defaults, its retry policy (backoff values null where the
+    store's apply; `retry_on`, `give_up_on`), its schedule, the workers
+    serving it and its figures (jobs waiting, read from at most 500 jobs,
+    `capped` when it reached that; completed and failed in the last hour
+    and run time p50/p95, from the handler's minute buckets:
+    `GET /api/handlers/<name>/metrics`), by name."""
     store = job_store()
     now_s = store.now()
     entries = catalogue(store).values()

@@ -148,6 +148,14 @@ class HandlerOut(BaseModel):
     lease_ttl_s: float | None = Field(description="the serving workers' lease TTL")
     schedule: str | None = Field(description="its cron line, if periodic")
     max_snoozes: int | None
+    retry_base_s: float | None = Field(
+        description="backoff base, s: delay = min(retry_max_delay_s, retry_base_s * 2**retry_count); "
+        "null: the store's default (LEASEHOLD_RETRY_BASE)"
+    )
+    retry_max_delay_s: float | None = Field(description="s; null: LEASEHOLD_RETRY_MAX_DELAY")
+    retry_jitter: float | None = Field(description="fraction in [0, 1]; null: LEASEHOLD_RETRY_JITTER")
+    retry_on: list[str] = Field(description="exception types that retry; empty: every one but give_up_on")
+    give_up_on: list[str] = Field(description="exception types that fail the job for good at once")
     workers: list[str] = Field(description="ids of the live workers serving it")
     figures: HandlerFiguresOut
 

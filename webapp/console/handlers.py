@@ -1,5 +1,6 @@
 """The Handlers page: the handler catalogue the live workers publish, each
-handler with its queue and defaults, its schedule, the workers serving it and
+handler with its queue and defaults, its retry policy (the store's backoff
+under the handler's own values), its schedule, the workers serving it and
 its figures (waiting, completed and failed in the last hour, run time
 p50/p95: store.handler_figures), one click from its jobs; and a handler's
 page, ``/handlers/<name>``: its runs and run time per bucket over 1 h, 24 h
@@ -28,7 +29,12 @@ def handlers_page() -> Response:
     rows = [(entry, figures(st, entry.name, now_s)) for entry in entries]
     capped = any(f.capped for _, f in rows)
     return render_view(
-        "handlers.html", "partials/handlers_table.html", rows=rows, capped=capped, window_s=WINDOW_S
+        "handlers.html",
+        "partials/handlers_table.html",
+        rows=rows,
+        capped=capped,
+        window_s=WINDOW_S,
+        retry_default=st.settings.retry,
     )
 
 
