@@ -108,6 +108,7 @@ class EventKind(enum.StrEnum):
     QUEUE_LIMITS_SET = "queue_limits_set"  # audit only: the message names the queue and its limits
     BATCH_CANCELED = "batch_canceled"  # audit only: the message names the batch
     ALERT_CHANGED = "alert_changed"  # audit only: an alert rule created, deleted, muted or tested
+    EXPIRED = "expired"  # a claim found the job past its expires_at: Canceled, never run
 
 
 #: Refusal kinds: a stale write (wrong token, job no longer InProgress) that
@@ -149,6 +150,7 @@ class Operation(enum.Enum):
     RETRY_NOW = "retry_now"  # operator: due now, retries kept
     DELETE = "delete"  # operator: the job, its events and keys removed (not while InProgress)
     UNBLOCK = "unblock"  # the last parent of a waiting job finished (store/flow_rules.py decides)
+    EXPIRE = "expire"  # a claim reached a job past its expires_at (``is_expired``): never run
 
 
 #: The job fields enqueue writes from its arguments (store/spec.py checks them).
@@ -297,6 +299,16 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         clears=("retry_delay_until",),
         writes=("pending_parents",),
     ),
+    # A due job whose expires_at has passed is not leased: the claim that
+    # reaches it ends it Canceled with error type Expired (``expiry_error``).
+    Operation.EXPIRE: OperationRule(
+        frozenset({S.Queued, S.Scheduled}),
+        frozenset({S.Canceled}),
+        EventKind.EXPIRED,
+        stamps=("completed_at",),
+        clears=("lease_expires_at",),
+        writes=("error",),
+    ),
     # No target: the job leaves the store. A running job is canceled first.
     Operation.DELETE: OperationRule(
         frozenset({S.Queued, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
@@ -361,6 +373,26 @@ def enqueue_times(now: float, delay_s: float) -> dict[str, float | None]:
     held = due if enqueue_target(delay_s) is S.Scheduled else None
     times.update({field: held for field in row.held})
     return times
+
+
+#: Error type of a job a claim found past its expires_at (Operation.EXPIRE).
+EXPIRED_ERROR_TYPE: Final = "Expired"
+#: Its message: the job's ``expires_at`` says when.
+EXPIRED_MESSAGE: Final = "not started by its expires_at; never run"
+
+
+def is_expired(expires_at: float | None, now: float) -> bool:
+    """Whether a claim at the store's clock ``now`` (epoch seconds) must
+    expire a due job instead of leasing it (Operation.EXPIRE): it has an
+    ``expires_at`` (epoch seconds) and ``now`` has reached it. Checked at
+    every claim, a retry's too: no attempt starts at or after expires_at.
+    The SQL guard and lib/expiry.lua write the same comparison."""
+    return expires_at is not None and now >= expires_at
+
+
+def expiry_error() -> dict[str, str | None]:
+    """The error Operation.EXPIRE writes on a job: ``{type, message, traceback}``."""
+    return {"type": EXPIRED_ERROR_TYPE, "message": EXPIRED_MESSAGE, "traceback": None}
 
 
 def failure_event_kind(decision_status: JobStatus, expired: bool) -> EventKind:

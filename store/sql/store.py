@@ -34,6 +34,7 @@ from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditPart
 from store.sql.batch_list import SqlBatchListPart
+from store.sql.expiry import SqlExpiryPart
 from store.sql.flow import SqlFlowPart
 from store.sql.joined import check_joinable, joining
 from store.sql.operating import SqlOperatingPart
@@ -61,6 +62,7 @@ class SqlStore(SqlPlumbing, JobStore):
         "audit": SqlAuditPart,
         "operating": SqlOperatingPart,
         "recovery": SqlRecoveryPart,
+        "expiry": SqlExpiryPart,
         "records": SqlRecordsPart,
         "search": SqlSearchPart,
     }
@@ -168,6 +170,8 @@ class SqlStore(SqlPlumbing, JobStore):
     # recovery: SqlRecoveryPart
     _decide = delegate("recovery")
     _recover = delegate("recovery")
+    # expiry: SqlExpiryPart
+    _expire_due = delegate("expiry")
     # records: SqlRecordsPart
     _change = delegate("records")
     clock = delegate("records")
@@ -250,6 +254,7 @@ class SqlStore(SqlPlumbing, JobStore):
             "timeout_seconds": s.job_timeout_s if spec.timeout_s is None else spec.timeout_s,
             "lease_ttl_seconds": spec.lease_ttl_s,
             "idempotency_key": spec.idempotency_key,
+            "expires_at": spec.expires_at,
             "delay": spec.delay_s,
             "delay_until": spec.delay_s if status is S.Scheduled else None,
         }
@@ -353,6 +358,8 @@ class SqlStore(SqlPlumbing, JobStore):
         rows = self.dialect.claim(params, len(queues))
         if len(rows) < params["limit"]:  # limited queues are claimed apart (store/sql/flow.py)
             rows = [*rows, *self._claim_limited(params, queues, params["limit"] - len(rows))]
+        if len(rows) < params["limit"]:  # short: the expired due jobs are decided (store/sql/expiry.py)
+            self._expire_due(queues, worker_id)
         # RETURNING order is unspecified: hand jobs out in claim order.
         rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
         return [job_from_row(r) for r in rows]
