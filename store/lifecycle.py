@@ -8,13 +8,13 @@ only makes the resulting change atomic in its own engine.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from store.backoff import RetryPolicy
 from store.errors import InvalidTransition
 from store.statuses import EventKind, JobStatus
 
@@ -59,6 +59,7 @@ class Operation(enum.Enum):
     RETRY_NOW = "retry_now"  # operator: due now, retries kept
     DELETE = "delete"  # operator: the job, its events and keys removed (not while InProgress)
     UNBLOCK = "unblock"  # the last parent of a waiting job finished (store/flow_rules.py decides)
+    EXPIRE = "expire"  # a claim reached a job past its expires_at (``is_expired``): never run
 
 
 #: The job fields enqueue writes from its arguments (store/spec.py checks them).
@@ -207,6 +208,16 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         clears=("retry_delay_until",),
         writes=("pending_parents",),
     ),
+    # A due job whose expires_at has passed is not leased: the claim that
+    # reaches it ends it Canceled with error type Expired (``expiry_error``).
+    Operation.EXPIRE: OperationRule(
+        frozenset({S.Queued, S.Scheduled}),
+        frozenset({S.Canceled}),
+        EventKind.EXPIRED,
+        stamps=("completed_at",),
+        clears=("lease_expires_at",),
+        writes=("error",),
+    ),
     # No target: the job leaves the store. A running job is canceled first.
     Operation.DELETE: OperationRule(
         frozenset({S.Queued, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
@@ -273,6 +284,26 @@ def enqueue_times(now: float, delay_s: float) -> dict[str, float | None]:
     return times
 
 
+#: Error type of a job a claim found past its expires_at (Operation.EXPIRE).
+EXPIRED_ERROR_TYPE: Final = "Expired"
+#: Its message: the job's ``expires_at`` says when.
+EXPIRED_MESSAGE: Final = "not started by its expires_at; never run"
+
+
+def is_expired(expires_at: float | None, now: float) -> bool:
+    """Whether a claim at the store's clock ``now`` (epoch seconds) must
+    expire a due job instead of leasing it (Operation.EXPIRE): it has an
+    ``expires_at`` (epoch seconds) and ``now`` has reached it. Checked at
+    every claim, a retry's too: no attempt starts at or after expires_at.
+    The SQL guard and lib/expiry.lua write the same comparison."""
+    return expires_at is not None and now >= expires_at
+
+
+def expiry_error() -> dict[str, str | None]:
+    """The error Operation.EXPIRE writes on a job: ``{type, message, traceback}``."""
+    return {"type": EXPIRED_ERROR_TYPE, "message": EXPIRED_MESSAGE, "traceback": None}
+
+
 def failure_event_kind(decision_status: JobStatus, expired: bool) -> EventKind:
     """The event of an applied retry decision: LEASE_EXPIRED for recovery,
     else RETRY_SCHEDULED (Scheduled) or FAILED."""
@@ -297,51 +328,6 @@ def check_operation(job_id: str, op: Operation, current: JobStatus) -> None:
     if current not in row.sources:
         to = min(row.targets).name if row.targets else "deleted"
         raise InvalidTransition(job_id, current.name, to, operation=op.value)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Exponential backoff for retries.
-
-    ``delay = min(max_delay_s, base_s * 2**retry_count)``, with ``retry_count``
-    the count after the failure (first retry waits ``2 * base_s``). With
-    ``jitter`` = j in [0, 1] the delay is drawn
-    uniformly from ``[delay * (1 - j), delay]`` ("equal/full jitter" of the AWS
-    Architecture Blog, "Exponential Backoff and Jitter", 2015), so a burst of
-    failures does not retry in lockstep.
-    """
-
-    base_s: float = 2.0
-    max_delay_s: float = 3600.0
-    jitter: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.base_s < 0:
-            raise ValueError("retry base must be >= 0 seconds")
-        if self.max_delay_s < 0:
-            raise ValueError("retry max delay must be >= 0 seconds")
-        if not 0.0 <= self.jitter <= 1.0:
-            raise ValueError("retry jitter must be within [0, 1]")
-
-    def delay_s(self, retry_count: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait before retry number ``retry_count`` (>= 1)."""
-        # Cap the exponent first: 2**retry_count overflows float beyond ~1024.
-        exponent = min(retry_count, 64)
-        delay = min(self.max_delay_s, self.base_s * float(2**exponent))
-        if self.jitter and delay:
-            low = delay * (1.0 - self.jitter)
-            delay = (rng or random).uniform(low, delay)
-        return delay
-
-    def overridden(
-        self, base_s: float | None = None, max_delay_s: float | None = None, jitter: float | None = None
-    ) -> RetryPolicy:
-        """This policy with the values given (None keeps this one's): a
-        handler's own backoff over the store's default. Raises ValueError
-        as the constructor does."""
-        given = {"base_s": base_s, "max_delay_s": max_delay_s, "jitter": jitter}
-        changes = {k: float(v) for k, v in given.items() if v is not None}
-        return dataclasses.replace(self, **changes) if changes else self
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,9 @@ from store.spec import (
     as_spec as as_spec,
 )
 from store.spec import (
+    resolve_times as resolve_times,
+)
+from store.spec import (
     scrub_nul,
 )
 from store.spec import (
@@ -138,6 +141,8 @@ class Job:
     batch_id: str | None = None
     pending_parents: int | None = None
     on_parent_failure: str | None = None
+    #: When a job not started by then is never run (lifecycle.Operation.EXPIRE), or None.
+    expires_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The API's job JSON: the job model's field names, ``status`` as its name and
@@ -174,6 +179,7 @@ class Job:
             "batch_id": self.batch_id,
             "pending_parents": self.pending_parents,
             "on_parent_failure": self.on_parent_failure,
+            "expires_at": iso(self.expires_at),
         }
 
 

@@ -35,6 +35,7 @@ from store.models import (
     RecoveryReport,
     as_spec,
     progress_value,
+    resolve_times,
     validate_spec,
 )
 from store.parts import Part
@@ -103,13 +104,13 @@ class SharedStore(Part):
         return self.enqueue_idempotent(JobSpec(name, payload, **options))[0]
 
     def enqueue_idempotent(self, spec: JobSpec) -> tuple[Job, bool]:
-        spec = validate_spec(spec)
+        [spec] = resolve_times([validate_spec(spec)], self.now)
         if spec.uses_flow and not self.supports_flow:
             raise FlowUnsupported("depends_on" if spec.depends_on else "limit_key")
         return self._enqueue_one(spec)
 
     def enqueue_many(self, specs: Iterable[JobSpec | tuple[Any, ...]]) -> list[Job]:
-        checked = [validate_spec(as_spec(item)) for item in specs]
+        checked = resolve_times([validate_spec(as_spec(item)) for item in specs], self.now)
         if any(spec.uses_flow for spec in checked) and not self.supports_flow:
             raise FlowUnsupported("limit_key")
         if any(unique_key_of(spec) or _one_at_a_time(spec) for spec in checked):

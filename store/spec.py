@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -33,6 +35,8 @@ MAX_PRIORITY = 1_000_000
 MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_DELAY_S = 365 * 24 * 3600.0
+#: Latest ``run_at`` / ``expires_at`` taken, epoch seconds (2100-01-01 UTC).
+MAX_EPOCH_S = 4_102_444_800.0
 MIN_LEASE_TTL_S = 0.1
 #: A default unique key: ``<name>:<sha256 hex>`` (``unique_key_of``).
 MAX_UNIQUE_KEY_LEN = MAX_NAME_LEN + 1 + 64
@@ -76,11 +80,25 @@ class JobSpec:
     depends_on: tuple[str, ...] | None = None
     on_parent_failure: str | None = None
     batch_id: str | None = None
+    #: Time on enqueue: ``run_at``, the earliest start instead of ``delay_s``;
+    #: ``expires_at``, or ``expires_in_s`` seconds after the store's clock at
+    #: enqueue: a job not started by then is never run (a claim that reaches
+    #: it ends it Canceled, error type Expired: lifecycle.Operation.EXPIRE).
+    #: Times are aware datetimes or epoch seconds (``validate_spec`` makes
+    #: them epoch seconds); the store's clock decides (``resolve_times``).
+    run_at: float | datetime | None = None
+    expires_at: float | datetime | None = None
+    expires_in_s: float | None = None
 
     @property
     def uses_flow(self) -> bool:
         """True when the spec needs the store's flow control."""
         return bool(self.limit_key or self.depends_on or self.on_parent_failure or self.batch_id)
+
+    @property
+    def needs_clock(self) -> bool:
+        """True when enqueue must read the store's clock first (``resolve_times``)."""
+        return self.run_at is not None or self.expires_in_s is not None
 
 
 #: What a NUL becomes in text written for people (U+FFFD REPLACEMENT CHARACTER).
@@ -155,6 +173,61 @@ def _text(fld: str, value: str | None, limit: int, required: bool) -> None:
         raise ValidationError(fld, f"must be at most {limit} characters")
 
 
+def _epoch(fld: str, value: float | datetime | None) -> float | None:
+    """``value`` as epoch seconds: an aware datetime, or a finite number within
+    [0, MAX_EPOCH_S]. Raises ValidationError naming ``fld`` (a naive datetime
+    too: which clock it means is a guess)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValidationError(fld, "must have a UTC offset (an aware datetime)")
+        value = value.timestamp()
+    _finite(fld, value, 0.0, MAX_EPOCH_S)
+    return float(value)
+
+
+def _check_times(spec: JobSpec) -> JobSpec:
+    """The time options checked, ``run_at`` and ``expires_at`` as epoch
+    seconds. Raises ValidationError naming the field."""
+    run_at, expires_at = _epoch("run_at", spec.run_at), _epoch("expires_at", spec.expires_at)
+    _finite("expires_in_s", spec.expires_in_s, 0.001, MAX_DELAY_S)
+    if run_at is not None and spec.delay_s:
+        raise ValidationError("run_at", "cannot be combined with delay_s")
+    if expires_at is not None and spec.expires_in_s is not None:
+        raise ValidationError("expires_in_s", "cannot be combined with expires_at")
+    if run_at is not None and expires_at is not None and expires_at <= run_at:
+        raise ValidationError("expires_at", "must be after run_at")
+    if spec.expires_in_s is not None and spec.expires_in_s <= spec.delay_s:
+        raise ValidationError("expires_in_s", "must be more than delay_s")
+    if run_at is None and expires_at is None:
+        return spec
+    return replace(spec, run_at=run_at, expires_at=expires_at)
+
+
+def resolve_times(specs: Sequence[JobSpec], now: Callable[[], float]) -> list[JobSpec]:
+    """Checked specs as a store writes them: ``run_at`` made ``delay_s``
+    (seconds from the store's clock, 0 when it has passed) and
+    ``expires_in_s`` made ``expires_at`` (epoch seconds). ``now`` (the
+    store's clock, epoch seconds) is called once, and only when a spec needs
+    it. Raises ValidationError naming ``expires_at`` when a job would expire
+    before its run time (``delay_s`` with an absolute ``expires_at``) and
+    ``run_at`` when it is more than MAX_DELAY_S away."""
+    if not any(s.needs_clock or s.expires_at is not None for s in specs):
+        return list(specs)
+    clock = now() if any(s.needs_clock or s.delay_s for s in specs) else 0.0
+    out = []
+    for spec in specs:
+        delay = spec.delay_s if spec.run_at is None else max(0.0, float(spec.run_at) - clock)
+        if delay > MAX_DELAY_S:
+            raise ValidationError("run_at", f"must be at most {MAX_DELAY_S:g} seconds away")
+        expires = spec.expires_at if spec.expires_in_s is None else clock + spec.expires_in_s
+        if expires is not None and spec.delay_s and float(expires) <= clock + delay:
+            raise ValidationError("expires_at", "must be after the job's run time (delay_s)")
+        out.append(replace(spec, delay_s=delay, run_at=None, expires_at=expires, expires_in_s=None))
+    return out
+
+
 def check_queue_name(queue: str) -> str:
     """``queue`` when it is a queue name enqueue would take (1..MAX_QUEUE_LEN
     characters, not blank, no NUL). Raises ValidationError naming ``queue``."""
@@ -210,7 +283,7 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         # flow enqueue (limits, parents, batches), so the two are refused together.
         fld = "unique_for" if spec.unique_for is not None else "unique_key"
         raise ValidationError(fld, "cannot be combined with depends_on, limit_key or a batch")
-    return spec
+    return _check_times(spec)
 
 
 def as_spec(item: JobSpec | tuple[Any, ...]) -> JobSpec:

@@ -77,6 +77,7 @@ class EventKind(enum.StrEnum):
     QUEUE_LIMITS_SET = "queue_limits_set"  # audit only: the message names the queue and its limits
     BATCH_CANCELED = "batch_canceled"  # audit only: the message names the batch
     ALERT_CHANGED = "alert_changed"  # audit only: an alert rule created, deleted, muted or tested
+    EXPIRED = "expired"  # a claim found the job past its expires_at: Canceled, never run
 
 
 #: Refusal kinds: a stale write (wrong token, job no longer InProgress) that

@@ -26,7 +26,7 @@ from store.models import Job, JobSpec
 from store.redis import codec
 from store.redis.flow import RedisFlowPart
 from store.redis.plumbing import op_args
-from store.spec import check_actor, validate_spec
+from store.spec import check_actor, resolve_times, validate_spec
 
 S = JobStatus
 _OPEN = (S.Queued, S.Scheduled, S.InProgress)
@@ -40,7 +40,7 @@ class RedisBatchesPart(RedisFlowPart):
     ) -> Batch:
         check_batch(specs, kind)
         batch_id = new_id()
-        checked = [validate_spec(replace(s, batch_id=batch_id)) for s in specs]
+        checked = resolve_times([validate_spec(replace(s, batch_id=batch_id)) for s in specs], self.now)
         ids = [new_id() for _ in checked]
         rows: list[tuple[JobSpec, str, Sequence[str]]] = [(checked[0], ids[0], ())]
         for (before, _), (job_id, spec) in itertools.pairwise(zip(ids, checked, strict=True)):
@@ -50,7 +50,7 @@ class RedisBatchesPart(RedisFlowPart):
             rows.append((spec, job_id, parents))
         callback_id = ""
         if callback is not None:
-            callback = validate_spec(callback)
+            [callback] = resolve_times([validate_spec(callback)], self.now)
             policy = callback.on_parent_failure or ParentFailure.RUN.value
             callback_id = new_id()
             cb = replace(callback, depends_on=tuple(ids), on_parent_failure=policy)

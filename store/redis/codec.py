@@ -62,6 +62,7 @@ ENQUEUE_OPTIONAL = (
     "idempotency_key",
     *_JSON_FIELDS,
     "unique_key",
+    "expires_at",
     "unique_for",
 )
 #: (letter, name) of each ENQUEUE_OPTIONAL value.
@@ -118,6 +119,8 @@ def spec_fields(spec: JobSpec, job_id: str, settings: StoreSettings) -> dict[str
     unique = unique_key_of(spec)
     if unique is not None:
         out["unique_key"] = unique
+    if spec.expires_at is not None:  # epoch seconds once the store resolved it (store.spec.resolve_times)
+        out["expires_at"] = repr(float(spec.expires_at))  # type: ignore[arg-type]
     return out
 
 
@@ -192,6 +195,7 @@ def job_from_hash(job_id: str, h: Mapping[str, str]) -> Job:
         batch_id=h.get("batch_id"),
         pending_parents=int(h["pending_parents"]) if "pending_parents" in h else None,
         on_parent_failure=h.get("on_parent_failure"),
+        expires_at=ts(_float(h, "expires_at")),
     )
 
 
@@ -218,6 +222,7 @@ def new_job(fields: Mapping[str, str], status: JobStatus, times: Mapping[str, da
         created_at=times.get("created_at"),
         last_updated_at=times.get("last_updated_at"),
         idempotency_key=fields.get("idempotency_key"),
+        expires_at=ts(_float(fields, "expires_at")),
     )
 
 

@@ -87,7 +87,7 @@ Key schema (``P`` = prefix):
                           member ``<lease TTL s> <worker id>``, score the
                           registration's expiry, whole microseconds
 ``{P}:hand:<worker>``     list: jobs an enqueue leased to that idle worker
-                          (lua/lib/claim.lua ``hand_over``), each its claim
+                          (lua/lib/hand_over.lua ``hand_over``), each its claim
                           reply entry as JSON; the worker pops them
 ``{P}:limits``            hash: queue -> its limits as JSON (QueueLimits.to_json
                           without nulls; store/redis/flow.py, lua/lib/flow.lua)

@@ -67,7 +67,9 @@ SECTIONS = (
     "flow",
     "flow_claim",
     "dependencies",
+    "expiry",
     "claim",
+    "hand_over",
     "ack",
 )
 _INCLUDE = re.compile(r"^-- @include lib/(\w+)\.lua$", re.MULTILINE)

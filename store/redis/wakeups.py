@@ -17,7 +17,7 @@ id also registers the worker on its queues' ``idle`` zsets (``lua/idle.lua``,
 for REGISTRATION_S, renewed every REFRESH_S while it waits) and blocks on its
 own list ``hand:<worker>`` first. An enqueue that finds a live registration
 leases the job to that worker in the same call and pushes the claim's reply
-there (``lib/claim.lua`` ``hand_over``), so the job reaches the worker with
+there (``lib/hand_over.lua`` ``hand_over``), so the job reaches the worker with
 the pop it is already blocked in: no claim round trip. Each registration
 takes one job; the worker registers again before its next wait. A job whose
 worker never popped it (it died) is released when its lease expires, with
@@ -62,7 +62,7 @@ REFRESH_S = 1.0
 
 def handed_job(text: str | bytes, worker_id: str) -> Job:
     """A job from an entry of ``hand:<worker>``: the claim's reply entry
-    (lib/claim.lua ``hand_over``, codec.claim_entry)."""
+    (lib/hand_over.lua ``hand_over``, codec.claim_entry)."""
     return codec.claimed_job(text, worker_id)
 
 

@@ -20,7 +20,7 @@ from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation, sources
 from store.models import Job, JobSpec
 from store.parts import Part
-from store.spec import validate_spec
+from store.spec import resolve_times, validate_spec
 from store.sql import flow_statements as fs
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
@@ -40,9 +40,9 @@ class SqlBatchesPart(Part):
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
     ) -> Batch:
         flow.check_batch(specs, kind)
-        checked = [validate_spec(s) for s in specs]
+        checked = resolve_times([validate_spec(s) for s in specs], self.now)  # type: ignore[attr-defined]
         if callback is not None:
-            callback = validate_spec(callback)
+            [callback] = resolve_times([validate_spec(callback)], self.now)  # type: ignore[attr-defined]
         batch_id = new_id()
         rows = [self._flow_row(replace(s, batch_id=batch_id)) for s in checked]
         edges: list[dict[str, Any]] = []

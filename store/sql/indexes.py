@@ -28,6 +28,14 @@ INDEXES: tuple[Index, ...] = (
         postgresql_where=text("status IN (100, 200)"),
         sqlite_where=text("status IN (100, 200)"),
     ),
+    # Expiry (store/sql/expiry.py): the jobs of a queue that can still expire, soonest first.
+    Index(
+        "leasehold_ix_jobs_expiry",
+        j.queue,
+        j.expires_at,
+        postgresql_where=text("expires_at IS NOT NULL AND status IN (100, 200)"),
+        sqlite_where=text("expires_at IS NOT NULL AND status IN (100, 200)"),
+    ),
     # Recovery reads only expired leases.
     Index(
         "leasehold_ix_jobs_lease",

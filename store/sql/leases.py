@@ -44,6 +44,8 @@ class SqlLeasesPart(Part):
         rows = self.dialect.claim(params, len(queues))
         if len(rows) < params["limit"]:  # limited queues are claimed apart (store/sql/flow.py)
             rows = [*rows, *self._claim_limited(params, queues, params["limit"] - len(rows))]
+        if len(rows) < params["limit"]:  # short: the expired due jobs are decided (store/sql/expiry.py)
+            self._expire_due(queues, worker_id)
         # RETURNING order is unspecified: hand jobs out in claim order.
         rows = sorted(rows, key=lambda r: (-r["priority"], r["due_at"], r["id"]))
         return [job_from_row(r) for r in rows]

@@ -55,6 +55,7 @@ ENQUEUE_ARRAYS: tuple[tuple[str, str, Any], ...] = (
     ("timeouts", "timeout_seconds", Double()),
     ("lease_ttls", "lease_ttl_seconds", Double()),
     ("idempotency_keys", "idempotency_key", String()),
+    ("expires_ats", "expires_at", Double()),
     ("delays", "delay", Double()),
     ("delay_untils", "delay_until", Double()),
 )
@@ -78,18 +79,22 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
     each inserted job's id and the times the database set (created_at,
     last_updated_at, due_at, retry_delay_until), in no particular order."""
     names = [name for _, name, _ in ENQUEUE_ARRAYS]
+    at: Any = now
     if one:
         # Typed in the SQL: a NULL sent for a double would be taken for text.
+        # The clock is read once, as the column ``t`` (the statement stays
+        # under psycopg's limit for caching its parsed text, see below).
         values = (
             cast(bindparam(param, type_=kind), kind).label(name) for param, name, kind in ENQUEUE_ARRAYS
         )
-        src: Any = select(*values).subquery("u")
+        src: Any = select(*values, now.label("t")).subquery("u")
+        at = src.c.t
     else:
         arrays = (bindparam(param, type_=postgresql.ARRAY(kind)) for param, _, kind in ENQUEUE_ARRAYS)
         src = func.unnest(*arrays).table_valued(*names).render_derived(name="u")
     columns = [c for c in names if c not in ("delay", "delay_until")]
     values = [cast(src.c[c], postgresql.JSONB) if c in JSON_COLUMNS else src.c[c] for c in columns]
-    table = enqueue_values(now, src.c.delay, src.c.delay_until)
+    table = enqueue_values(at, src.c.delay, src.c.delay_until)
     times = NEW_JOB_TIMES
     ins = (
         insert(jobs)
@@ -118,13 +123,16 @@ def enqueue_jobs_pg(now: ColumnElement[float], one: bool = False) -> Select:
 def claim_pg(now: ColumnElement[float], queues: int, one: bool = False) -> Update:
     """PostgreSQL claim: pick due jobs with FOR UPDATE SKIP LOCKED and lease
     them in one statement. Params: q0..qN, limit, worker_id, ttl; with
-    ``one``, also job: only that job (a notice named it)."""
+    ``one``, also job: only that job (a notice named it). The lease's times
+    read the clock once, as the picked rows' column ``t`` (the same
+    statement_timestamp(); a shorter text, under psycopg's cache limit)."""
     picked = (
-        due(select(jobs.c.id, jobs.c.status.label("old_status")), now, queues, one=one)
+        due(select(jobs.c.id, jobs.c.status.label("old_status"), now.label("t")), now, queues, one=one)
         .with_for_update(skip_locked=True)
         .subquery("picked")
     )
-    return lease(now, [jobs.c.id == picked.c.id], sources=False).returning(*jobs.c, picked.c.old_status)
+    leased = lease(picked.c.t, [jobs.c.id == picked.c.id], sources=False)
+    return leased.returning(*jobs.c, picked.c.old_status)
 
 
 def _bookkeeping(src: Any, now: ColumnElement[float], kind: EventKind, new: bool = False) -> list[Any]:

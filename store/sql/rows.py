@@ -26,6 +26,7 @@ INSERT_JOB_KEYS = (
     "timeout_seconds",
     "lease_ttl_seconds",
     "idempotency_key",
+    "expires_at",
     "delay",
     "delay_until",
 )
@@ -104,6 +105,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         batch_id=row.get("batch_id"),
         pending_parents=row.get("pending_parents"),
         on_parent_failure=row.get("on_parent_failure"),
+        expires_at=ts(row.get("expires_at")),
     )
 
 

@@ -102,6 +102,8 @@ jobs = Table(
     Column("pending_parents", Integer),
     Column("on_parent_failure", String(10)),
     Column("has_children", SmallInteger, nullable=False, server_default=text("0")),
+    # When a job not started by then is never run (a claim expires it: lifecycle.Operation.EXPIRE).
+    Column("expires_at", Double),
 )
 # PostgreSQL keeps a fifth of each leasehold_jobs page free for the row versions
 # of claims and acks (fillfactor 80): set by migration 0006, which says why and

@@ -39,6 +39,9 @@ from store.sql.schema import queues as queue_states
 IN_PROGRESS = int(JobStatus.InProgress)
 
 
+#: An expires_at later than any clock: a job without one (``due``).
+NEVER = "1e18"
+
 #: Actor prefix of operator actions (the audit log).
 OPERATOR_PREFIX = "operator:"
 
@@ -157,8 +160,9 @@ def due(
     (implying the partial index's predicate) and one queue is an equality.
     Jobs of a paused queue are never due (``queues.paused``); jobs of a
     limited queue (``queues.limited``) only to its own claim (``limited``:
-    ``store/sql/flow.py``), which decides the limits. With ``one``, only the
-    job whose id is the parameter ``job`` (a notice named it)."""
+    ``store/sql/flow.py``), which decides the limits. A job past its
+    expires_at is never due (``store/sql/expiry.py`` ends it). With ``one``,
+    only the job whose id is the parameter ``job`` (a notice named it)."""
     waiting = jobs.c.status.in_([literal_column(str(code)) for code in source_codes(Operation.CLAIM)])
     if one:
         waiting = waiting & (jobs.c.id == bindparam("job"))
@@ -170,8 +174,12 @@ def due(
     if not limited:
         held = held | (queue_states.c.limited == const(1))
     paused = select(queue_states.c.name).where(held)
+    # Not expired (lifecycle.is_expired), a NULL expiry as NEVER: one comparison, a shorter text.
+    live = func.coalesce(jobs.c.expires_at, literal_column(NEVER)) > now
     return (
-        stmt.where(waiting, in_queue, jobs.c.due_at <= now, jobs.c.queue.not_in(paused.scalar_subquery()))
+        stmt.where(
+            waiting, in_queue, jobs.c.due_at <= now, live, jobs.c.queue.not_in(paused.scalar_subquery())
+        )
         .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
         .limit(bindparam("limit"))
     )

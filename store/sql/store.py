@@ -34,6 +34,7 @@ from store.sql import operating_statements as ops
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditPart
 from store.sql.batch_list import SqlBatchListPart
+from store.sql.expiry import SqlExpiryPart
 from store.sql.flow import SqlFlowPart
 from store.sql.joined import check_joinable, joining
 from store.sql.leases import SqlLeasesPart
@@ -62,6 +63,7 @@ class SqlStore(SqlPlumbing, JobStore):
         "audit": SqlAuditPart,
         "operating": SqlOperatingPart,
         "recovery": SqlRecoveryPart,
+        "expiry": SqlExpiryPart,
         "records": SqlRecordsPart,
         "search": SqlSearchPart,
         "leases": SqlLeasesPart,
@@ -171,6 +173,8 @@ class SqlStore(SqlPlumbing, JobStore):
     # recovery: SqlRecoveryPart
     _decide = delegate("recovery")
     _recover = delegate("recovery")
+    # expiry: SqlExpiryPart
+    _expire_due = delegate("expiry")
     # records: SqlRecordsPart
     _change = delegate("records")
     clock = delegate("records")
@@ -261,6 +265,7 @@ class SqlStore(SqlPlumbing, JobStore):
             "timeout_seconds": s.job_timeout_s if spec.timeout_s is None else spec.timeout_s,
             "lease_ttl_seconds": spec.lease_ttl_s,
             "idempotency_key": spec.idempotency_key,
+            "expires_at": spec.expires_at,
             "delay": spec.delay_s,
             "delay_until": spec.delay_s if status is S.Scheduled else None,
         }

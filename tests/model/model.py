@@ -41,6 +41,7 @@ from store.lifecycle import (
     RetryPolicy,
     decide_failure,
     enqueue_target,
+    is_expired,
     unfinished_parent,
 )
 
@@ -77,6 +78,7 @@ class MJob:
     unique_key: str | None = None
     unique_for: float | None = None
     batch_id: str | None = None
+    expires_at: float | None = None  # a claim never leases it from then on (lifecycle.is_expired)
 
 
 @dataclass
@@ -155,6 +157,7 @@ class Model:
             and job.due_at is not None
             and job.due_at <= self.t
             and job.queue not in self.paused
+            and not is_expired(job.expires_at, self.t)
         )
 
     def usage(self, queue: str) -> Usage:

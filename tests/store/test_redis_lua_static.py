@@ -328,7 +328,7 @@ def literals(code: str) -> set[str]:
 #: Operations applied by a helper of the library rather than a function of
 #: their own: UNBLOCK, by lib/dependencies.lua when a parent ends (called from the
 #: functions that end jobs: complete, apply_failures, cancel, delete, cancel_batch).
-IN_LIB = {Operation.UNBLOCK: "lib/dependencies.lua"}
+IN_LIB = {Operation.UNBLOCK: "lib/dependencies.lua", Operation.EXPIRE: "lib/expiry.lua"}
 
 
 def test_operation_scripts_are_named_in_this_test() -> None:

@@ -104,6 +104,7 @@ def test_postgresql_hot_path_statements_fit_psycopgs_query_cache() -> None:
         "enqueue": pg.enqueue_jobs_pg(now),
         "enqueue one": pg.enqueue_jobs_pg(now, one=True),
         "claim": pg.with_bookkeeping(pg.claim_pg(now, 1), now, EventKind.CLAIMED),
+        "claim of a notice": pg.with_bookkeeping(pg.claim_pg(now, 1, one=True), now, EventKind.CLAIMED),
         "ack": pg.with_bookkeeping(pg.complete_jobs_pg(now), now, EventKind.COMPLETED, ids_only=True),
     }
     dialect = psycopg.dialect()

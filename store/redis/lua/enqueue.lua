@@ -3,7 +3,7 @@
 -- KEYS[1]      the prefix (lib/keys.lua); every key is built from it: per job
 --              job:<id>, events:<id>, ready:<queue> (no delay) or
 --              scheduled:<queue>, wakeup:<queue> (store/redis/wakeups.py),
---              idle:<queue> and hand:<worker> (lib/claim.lua `hand_over`); and
+--              idle:<queue> and hand:<worker> (lib/hand_over.lua `hand_over`); and
 --              idempotency, unique, unique_until, counters, history, listing zsets,
 --              queue_names
 -- ARGV[1..3]   common (clock offset s, events kept per job, audit entries kept)
@@ -19,7 +19,7 @@
 -- stamped, zeroed, delayed and held fields), UNIQUE_HOLDING (the statuses
 -- that hold a unique key whatever its age) and FLOW.wakeup_kept.
 -- Each queue that got ready (undelayed) jobs first hands up to HAND_MOST of
--- them to idle workers registered on it (lib/claim.lua `hand_over`: leased,
+-- them to idle workers registered on it (lib/hand_over.lua `hand_over`: leased,
 -- pushed on hand:<worker>); if any is left, the queue gets one entry on its
 -- wake-up list (kept to FLOW.wakeup_kept, store/redis/wakeups.py
 -- WAKEUP_KEPT), the job's ready member when the call made one job of that

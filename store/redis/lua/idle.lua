@@ -1,5 +1,5 @@
 -- idle: register a worker with a free slot for the hand-over of jobs
--- enqueued on its queues (lib/claim.lua `hand_over`), or take the
+-- enqueued on its queues (lib/hand_over.lua `hand_over`), or take the
 -- registration back.
 --
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: idle:<queue>

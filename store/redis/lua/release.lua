@@ -10,7 +10,7 @@
 -- ARGV[6]      lease token the caller holds
 -- ARGV[7]      actor (worker id, '' for none)
 -- ARGV[8..9]   optional: a worker id and an entry of its hand-over list
---              hand:<worker> (lib/claim.lua `hand_over`): the release applies
+--              hand:<worker> (lib/hand_over.lua `hand_over`): the release applies
 --              only if that entry is still there, and takes it off (recovery
 --              of a job its worker never popped, store/redis/recovery.py)
 -- Returns:     {1, job as a flat HGETALL array} released,

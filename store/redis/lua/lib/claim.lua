@@ -1,13 +1,13 @@
 -- lib/claim.lua: the claim, a section of the library's top level after
 -- lib/job.lua (store/redis/scripts.py), called by lua/claim.lua and by the
--- ack that claims the next jobs (lua/complete_claim.lua), and the hand-over
--- of new jobs to idle workers (lua/enqueue.lua). Its caller includes
+-- ack that claims the next jobs (lua/complete_claim.lua), and by the hand-over
+-- of new jobs to idle workers (lib/hand_over.lua). Its caller includes
 -- lib/clock.lua and lib/job.lua and calls flush_counts().
 --
 -- KEYS, ARGV: none of its own.
 -- Keys written: paused (read), ready:<queue>, scheduled:<queue>, job:<id>,
--- leases, idle:<queue>, hand:<worker>, and what lib/job.lua `move` writes.
--- Returns: nothing. Defines claim_jobs and hand_over.
+-- leases, and what lib/job.lua `move` and lib/expiry.lua write.
+-- Returns: nothing. Defines claim_jobs (lib/hand_over.lua builds on it).
 
 -- Lease up to `want` due jobs of `queues` (a list of names) to `worker` for
 -- `ttl` seconds (a job's own lease_ttl_seconds wins): promote at most
@@ -25,6 +25,9 @@
 -- cleared field is deleted only when the hash has it (most have none).
 -- A queue with limits (lib/flow.lua `flow.limits`: one HGET a queue) is
 -- claimed after the others, by `flow.claim_queue` (store.flow_rules.admit in Lua).
+-- A job whose hash has an expires_at that now has reached is not leased but
+-- ended (lib/expiry.lua `expire_job`), and the call claims again behind it
+-- (at most EXPIRE_ROUNDS rounds), so expired heads never starve a worker.
 -- `op` is the claim's row of the lifecycle table. Returns the leased jobs,
 -- each as the JSON text of {hash, lease_token, lease_expires_at, now, id}
 -- (store/redis/codec.py `claim_entry`; one bulk string: converting a job's
@@ -43,7 +46,11 @@ for i = 1, #OPERATIONS['claim'].clears do
   CLAIM_CLEARS[OPERATIONS['claim'].clears[i]] = true
 end
 
-local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
+-- Rounds of one claim call when expired jobs made it short (`rounds`, nil: all of them).
+local EXPIRE_ROUNDS = 8
+
+local claim_jobs
+function claim_jobs(op, worker, ttl, want, promote, notified, queues, rounds)
   local paused = P .. 'paused'
   local candidates = {}  -- {ready member, queue}, in claim order
   local limited = {}  -- {queue, its limits}: claimed after the others (lib/flow.lua)
@@ -81,7 +88,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
     end
   end
 
-  local out = {}
+  local out, expired = {}, 0
   local padded = false  -- LEASES_PAD is in the leases zset (once a call)
   -- Lease ready `member` of `queue`; its id and new token, or nil.
   local function lease(member, queue)
@@ -89,7 +96,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
       local id = string.sub(member, 26)
       local hash = redis.call('HGETALL', P .. 'job:' .. id)
-      local status, lease_ttl, token, name
+      local status, lease_ttl, token, name, expiry, parent
       local present = {}  -- the fields of op.clears the hash has (none: no HDEL)
       for i = 1, #hash, 2 do
         local field = hash[i]
@@ -103,10 +110,17 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
           token = hash[i + 1]
         elseif field == 'name' then
           name = hash[i + 1]
+        elseif field == 'expires_at' then
+          expiry = hash[i + 1]
+        elseif field == 'has_children' then
+          parent = true
         end
       end
       local old = tonumber(status)
-      if old and op.sources[old] then
+      if old and op.sources[old] and expiry and now >= tonumber(expiry) then
+        expire_job(id, queue, old, name, token, worker, parent)  -- lib/expiry.lua: never leased
+        expired = expired + 1
+      elseif old and op.sources[old] then
         token = (tonumber(token) or 0) + 1  -- absent: 0 (store/redis/codec.py job_from_hash)
         local expires = now + (tonumber(lease_ttl) or ttl)
         local token_text, expires_text = string.format('%d', token), fmt(expires)
@@ -143,61 +157,15 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       retry = wait
     end
   end
-  return out, retry
-end
-
--- Milliseconds a hand-over list outlives its last push: the list of a worker
--- that died keeps its entries for recovery (which takes them off, as its
--- worker would have) long after their leases expire, but not for ever (a
--- handed job canceled or deleted meanwhile leaves its entry behind).
-local HAND_KEPT_MS = '86400000'
-
--- Hand the ready `members` of `queue` (a list, claim handles of jobs this
--- call made ready) over to idle workers, one each, in order (an enqueue
--- leases to a worker waiting on the queue, docs/architecture.md, Hand-over).
--- Each registration of idle:<queue> (lua/idle.lua; member '<lease TTL s>
--- <worker id>', score its expiry in microseconds), the one renewed last
--- first (a worker that died while idle is the last to be picked), is taken
--- (when that one has expired, so has every other: the set is dropped) and
--- given the next member through
--- `claim_jobs` with the claim's row of the lifecycle table (pause decides as
--- in any notified claim), and the claim's reply entry is pushed on
--- that worker's list hand:<worker> (the same text)
--- (store/redis/wakeups.py pops it; the list expires HAND_KEPT_MS after its
--- last push). A registration whose claim leases nothing (paused) is put back
--- and the handing stops. A queue with limits hands nothing over (its claim
--- admits jobs in its own order, lib/flow.lua): its jobs wake a worker as
--- before. Returns how many jobs were handed.
-local function hand_over(queue, members)
-  local idle = P .. 'idle:' .. queue
-  local handed, op = 0, nil
-  while handed < #members do
-    local got = redis.call('ZRANGE', idle, '-1', '-1', 'WITHSCORES')  -- texts: a number is formatted
-    if #got == 0 then
-      break
+  -- Expired heads made the claim short: claim again behind them, a bounded
+  -- number of rounds (each takes up to `want` expired jobs a queue off).
+  rounds = rounds or EXPIRE_ROUNDS
+  if expired > 0 and #out < want and not notified and rounds > 1 then
+    local more, wait = claim_jobs(op, worker, ttl, want - #out, promote, nil, queues, rounds - 1)
+    for _, entry in ipairs(more) do
+      out[#out + 1] = entry
     end
-    local member, score = got[1], got[2]
-    if tonumber(score) < now * 1000000 then
-      redis.call('DEL', idle)  -- the last renewed has expired: so has every other
-      break
-    end
-    if op == nil then
-      if flow.limits(queue) then
-        break
-      end
-      op = operation('claim')
-    end
-    redis.call('ZREM', idle, member)
-    local ttl, worker = string.match(member, '^(%S+) (.*)$')
-    local out = claim_jobs(op, worker, tonumber(ttl), 1, 0, members[handed + 1], {queue})
-    if #out == 0 then
-      redis.call('ZADD', idle, score, member)
-      break
-    end
-    local hand = P .. 'hand:' .. worker
-    redis.call('RPUSH', hand, out[1])
-    redis.call('PEXPIRE', hand, HAND_KEPT_MS)
-    handed = handed + 1
+    retry = retry or wait
   end
-  return handed
+  return out, retry
 end
