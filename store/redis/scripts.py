@@ -60,6 +60,7 @@ SECTIONS = (
     "keys",
     "clock",
     "job",
+    "enqueue_keys",
     "counts",
     "handler_minutes",
     "listing",

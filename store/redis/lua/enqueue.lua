@@ -32,7 +32,7 @@
 -- job with a unique_key takes that key (unique, unique_until). Each new job is
 -- counted in the history buckets of its queue.
 -- A unique key is held while its job exists with a status of UNIQUE_HOLDING (read
--- from its hash) or now < its unique-until time.
+-- from its hash) or now < its unique-until time (lib/enqueue_keys.lua).
 -- Returns:     {'ok', now}              written; now is created_at of every job
 --              {'replay', created_at}   the first job already exists: a retried call
 --                                       whose reply was lost; nothing written again
@@ -90,25 +90,6 @@ local function options(b)
   return found
 end
 
--- The id of the job still holding unique key `key`, or nil when it is free.
-local function holder(key)
-  local id = redis.call('HGET', P .. 'unique', key)
-  if not id then
-    return nil  -- never taken
-  end
-  local status = redis.call('HGET', P .. 'job:' .. id, 'status')
-  if not status then
-    return nil  -- its job was removed
-  end
-  if UNIQUE_HOLDING[status] then
-    return id
-  end
-  if now < tonumber(redis.call('HGET', P .. 'unique_until', key) or '0') then
-    return id
-  end
-  return nil
-end
-
 -- @call
 local op = ENQUEUE
 local bases, opts, n, b = {}, {}, 0, FIRST  -- each job's base and options
@@ -126,35 +107,9 @@ if n > 0 then
   end
 end
 
-local seen = nil
-for i = 1, n do
-  local key = opts[i] and opts[i][IDEMPOTENCY]
-  if key then
-    seen = seen or {}
-    if seen[key] then
-      return {'duplicate', key, ''}
-    end
-    seen[key] = true
-    local existing = redis.call('HGET', P .. 'idempotency', key)
-    if existing then
-      return {'duplicate', key, existing}
-    end
-  end
-end
-seen = nil
-for i = 1, n do
-  local key = opts[i] and opts[i][UNIQUE]
-  if key then
-    seen = seen or {}
-    if seen[key] then
-      return {'unique', key, ''}
-    end
-    seen[key] = true
-    local id = holder(key)
-    if id then
-      return {'unique', key, id}
-    end
-  end
+local taken = keys_taken(n, opts)  -- lib/enqueue_keys.lua
+if taken then
+  return taken
 end
 
 -- The row's zeroes are not written: an absent retry_count, lease_token or
