@@ -5,14 +5,19 @@ the handler's own backoff (checked against the store's clock)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from store.base import JobStore
 from store.catalogue import catalogue
+from store.models import WorkerInfo, ts
 from tests.backends import StoreHandle
 from tests.store.helpers import expire_leases
+from tests.store.test_contract_catalogue import SLOW
+from tests.workers.test_leasehold_cli import cli, invoke  # noqa: F401 - cli: a fixture
 from workers import handler
 from workers.config import WorkerConfig
 from workers.handlers import HandlerSpec, load_handlers
@@ -143,3 +148,18 @@ def test_give_up_on_wins_over_retry_on_and_subclasses_count() -> None:
 def test_bad_retry_options_are_refused_at_declaration(options: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         handler("never-registered", **options)
+
+
+def test_the_cli_lists_each_handlers_policy(handle: StoreHandle, cli: CliRunner) -> None:  # noqa: F811
+    store = handle.store
+    own = {**SLOW, "retry_max_delay_s": None, "retry_on": ["KeyError"], "give_up_on": []}
+    plain = {k: v for k, v in SLOW.items() if not k.startswith(("retry_", "give_up_"))}
+    info = WorkerInfo(
+        "w-1", "h", 1, ["slowq"], 1, started_at=ts(store.now()), handlers=[own, {**plain, "name": "p"}]
+    )
+    store.worker_heartbeat(info)
+    text = invoke(cli, "handlers", "list").stdout
+    assert "    retry policy: base 5s, max delay default, jitter 0.1; retries only KeyError\n" in text
+    assert text.count("retry policy") == 1  # none for a handler with the store's policy
+    listed = {h["name"]: h for h in json.loads(invoke(cli, "handlers", "list", "--json").stdout)}
+    assert (listed["slow"]["retry_base_s"], listed["p"]["retry_on"]) == (5.0, [])
