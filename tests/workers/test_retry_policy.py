@@ -48,11 +48,14 @@ def _wait_s(store: JobStore, job_id: str) -> float:
     return (job.retry_delay_until - job.last_updated_at).total_seconds()
 
 
-def test_retry_on_fails_others_at_once_and_retries_its_own_with_its_backoff(handle: StoreHandle) -> None:
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_retry_on_fails_others_at_once_and_retries_its_own_with_its_backoff(
+    handle: StoreHandle, pool: str
+) -> None:
     store = handle.store
     other = store.enqueue("retry-on-key-error", {"raise": "ValueError"})
     listed = store.enqueue("retry-on-key-error", {"raise": "KeyError"})
-    _burst(handle)
+    _burst(handle, pool=pool)  # a pool process classifies with its own import of the handler
     failed = store.get(other.id)
     assert (failed.status.name, failed.retry_count, failed.max_retries) == ("Failed", 0, 3)
     assert failed.error["type"] == "ValueError"
@@ -60,7 +63,7 @@ def test_retry_on_fails_others_at_once_and_retries_its_own_with_its_backoff(hand
     assert (retried.retry_count, retried.error["type"]) == (1, "KeyError")
     assert _wait_s(store, listed.id) == pytest.approx(60.0, abs=0.01)  # not the store's 0.1 s
     store.clock_offset_s += 61
-    _burst(handle)
+    _burst(handle, pool=pool)
     assert store.get(listed.id).retry_count == 2
     assert _wait_s(store, listed.id) == pytest.approx(120.0, abs=0.01)
 
