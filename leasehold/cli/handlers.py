@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -16,7 +17,7 @@ handlers_group = OneLineGroup("handlers", help="The handlers the live workers se
 @click.option("--json", "as_json", is_flag=True, help="Print the handlers as JSON.")
 @friendly_errors
 def handlers_list(as_json: bool) -> None:
-    """Each handler a live worker serves: queue, retries, timeout, schedule, workers."""
+    """Each handler a live worker serves: queue, retries, timeout, schedule, workers, retry policy."""
     entries = [entry.to_json() for entry in catalogue(runtime().store()).values()]
     if as_json:
         click.echo(json.dumps(entries))
@@ -30,3 +31,25 @@ def handlers_list(as_json: bool) -> None:
         schedule = f"; schedule {e['schedule']}" if e["schedule"] else ""
         click.echo(f"{e['name']}  queue {e['queue']}; max retries {retries}; timeout {timeout}{schedule}")
         click.echo(f"    served by {len(e['workers'])} live worker(s): {', '.join(e['workers'])}")
+        policy = _policy(e)
+        if policy:
+            click.echo(f"    retry policy: {policy}")
+
+
+def _policy(entry: dict[str, Any]) -> str:
+    """A handler's own retry policy in words ("" when it leaves the store's
+    backoff and sets no exception types): ``base 30s, max delay 600s,
+    jitter default; retries only KeyError; fails at once on ValueError``."""
+    base, cap, jitter = entry["retry_base_s"], entry["retry_max_delay_s"], entry["retry_jitter"]
+    parts = []
+    if (base, cap, jitter) != (None, None, None):
+        parts.append(f"base {_shown(base, 's')}, max delay {_shown(cap, 's')}, jitter {_shown(jitter)}")
+    if entry["retry_on"]:
+        parts.append(f"retries only {', '.join(entry['retry_on'])}")
+    if entry["give_up_on"]:
+        parts.append(f"fails at once on {', '.join(entry['give_up_on'])}")
+    return "; ".join(parts)
+
+
+def _shown(value: float | None, unit: str = "") -> str:
+    return "default" if value is None else f"{value:g}{unit}"

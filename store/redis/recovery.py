@@ -4,7 +4,7 @@ One batch is three round trips (four when a lease expired: the registry
 read of ``_handler_policies``): ``expired_leases.lua`` reads up to ``limit``
 ids from the leases zset (score < now), a pipeline reads their fields, Python
 makes each retry decision (``lifecycle.decide_failure``, by the job's
-handler's policy: ``_handler_policies``, one registry read), and
+handler's policy), and
 ``apply_failures.lua`` applies the batch as compare-and-set per job (still
 InProgress, same token and retry_count, lease still expired). Concurrent
 recoverers therefore recover each job once, and a lease renewed after the

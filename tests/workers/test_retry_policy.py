@@ -5,14 +5,19 @@ the handler's own backoff (checked against the store's clock)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from store.base import JobStore
 from store.catalogue import catalogue
+from store.models import WorkerInfo, ts
 from tests.backends import StoreHandle
 from tests.store.helpers import expire_leases
+from tests.store.test_contract_catalogue import SLOW
+from tests.workers.test_leasehold_cli import cli, invoke  # noqa: F401 - cli: a fixture
 from workers import handler
 from workers.config import WorkerConfig
 from workers.handlers import HandlerSpec, load_handlers
@@ -43,11 +48,14 @@ def _wait_s(store: JobStore, job_id: str) -> float:
     return (job.retry_delay_until - job.last_updated_at).total_seconds()
 
 
-def test_retry_on_fails_others_at_once_and_retries_its_own_with_its_backoff(handle: StoreHandle) -> None:
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_retry_on_fails_others_at_once_and_retries_its_own_with_its_backoff(
+    handle: StoreHandle, pool: str
+) -> None:
     store = handle.store
     other = store.enqueue("retry-on-key-error", {"raise": "ValueError"})
     listed = store.enqueue("retry-on-key-error", {"raise": "KeyError"})
-    _burst(handle)
+    _burst(handle, pool=pool)  # a pool process classifies with its own import of the handler
     failed = store.get(other.id)
     assert (failed.status.name, failed.retry_count, failed.max_retries) == ("Failed", 0, 3)
     assert failed.error["type"] == "ValueError"
@@ -55,7 +63,7 @@ def test_retry_on_fails_others_at_once_and_retries_its_own_with_its_backoff(hand
     assert (retried.retry_count, retried.error["type"]) == (1, "KeyError")
     assert _wait_s(store, listed.id) == pytest.approx(60.0, abs=0.01)  # not the store's 0.1 s
     store.clock_offset_s += 61
-    _burst(handle)
+    _burst(handle, pool=pool)
     assert store.get(listed.id).retry_count == 2
     assert _wait_s(store, listed.id) == pytest.approx(120.0, abs=0.01)
 
@@ -143,3 +151,18 @@ def test_give_up_on_wins_over_retry_on_and_subclasses_count() -> None:
 def test_bad_retry_options_are_refused_at_declaration(options: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         handler("never-registered", **options)
+
+
+def test_the_cli_lists_each_handlers_policy(handle: StoreHandle, cli: CliRunner) -> None:  # noqa: F811
+    store = handle.store
+    own = {**SLOW, "retry_max_delay_s": None, "retry_on": ["KeyError"], "give_up_on": []}
+    plain = {k: v for k, v in SLOW.items() if not k.startswith(("retry_", "give_up_"))}
+    info = WorkerInfo(
+        "w-1", "h", 1, ["slowq"], 1, started_at=ts(store.now()), handlers=[own, {**plain, "name": "p"}]
+    )
+    store.worker_heartbeat(info)
+    text = invoke(cli, "handlers", "list").stdout
+    assert "    retry policy: base 5s, max delay default, jitter 0.1; retries only KeyError\n" in text
+    assert text.count("retry policy") == 1  # none for a handler with the store's policy
+    listed = {h["name"]: h for h in json.loads(invoke(cli, "handlers", "list", "--json").stdout)}
+    assert (listed["slow"]["retry_base_s"], listed["p"]["retry_on"]) == (5.0, [])
