@@ -25,8 +25,6 @@ import orjson
 from store.errors import ValidationError
 from store.lifecycle import JobStatus
 
-S = JobStatus
-
 #: ``due_at`` of a job waiting for its parents: never due by time (its ack'd
 #: parents make it Queued). Epoch seconds, year ~33,000.
 WAITING_DUE_AT: Final[float] = 1.0e12
@@ -373,11 +371,11 @@ def child_status_at_enqueue(
     parent has finished, else Scheduled, waiting for the unfinished ones."""
     pending = 0
     for parent_id, status in sorted(parents.items()):
-        if status in (S.Failed, S.Canceled) and on_parent_failure is ParentFailure.CANCEL:
-            return ChildChange(0, S.Canceled, f"parent {parent_id} is {status.name}")
-        if status not in (S.Completed, S.Failed, S.Canceled):
+        if status in (JobStatus.Failed, JobStatus.Canceled) and on_parent_failure is ParentFailure.CANCEL:
+            return ChildChange(0, JobStatus.Canceled, f"parent {parent_id} is {status.name}")
+        if status not in (JobStatus.Completed, JobStatus.Failed, JobStatus.Canceled):
             pending += 1
-    return ChildChange(pending, S.Scheduled if pending else S.Queued)
+    return ChildChange(pending, JobStatus.Scheduled if pending else JobStatus.Queued)
 
 
 def on_parent_finished(
@@ -392,13 +390,13 @@ def on_parent_finished(
     else its new pending count and status: Canceled (with the reason) by a
     failed or canceled parent under CANCEL, Queued by the last parent, else
     still Scheduled (status None)."""
-    if child_status is not S.Scheduled or pending <= 0:
+    if child_status is not JobStatus.Scheduled or pending <= 0:
         return None
     left = pending - 1
-    if parent_status is not S.Completed and on_parent_failure is ParentFailure.CANCEL:
-        return ChildChange(left, S.Canceled, f"parent {parent_id} ended {parent_status.name}")
-    return ChildChange(left, S.Queued if left == 0 else None)
+    if parent_status is not JobStatus.Completed and on_parent_failure is ParentFailure.CANCEL:
+        return ChildChange(left, JobStatus.Canceled, f"parent {parent_id} ended {parent_status.name}")
+    return ChildChange(left, JobStatus.Queued if left == 0 else None)
 
 
 #: Parent outcomes that release or cancel children.
-FINISHED: Final[frozenset[JobStatus]] = frozenset({S.Completed, S.Failed, S.Canceled})
+FINISHED: Final[frozenset[JobStatus]] = frozenset({JobStatus.Completed, JobStatus.Failed, JobStatus.Canceled})

@@ -18,20 +18,22 @@ from store.backoff import RetryPolicy
 from store.errors import InvalidTransition
 from store.statuses import EventKind, JobStatus
 
-S = JobStatus
-
 #: Legal transitions, the lifecycle's law. Anything else is refused.
 TRANSITIONS: Final[dict[JobStatus, frozenset[JobStatus]]] = {
-    S.Queued: frozenset({S.InProgress, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
-    S.Scheduled: frozenset({S.Queued, S.InProgress, S.Canceled}),
-    S.InProgress: frozenset({S.Completed, S.Failed, S.Scheduled, S.Canceled}),
-    S.Failed: frozenset({S.Queued, S.Scheduled, S.Canceled}),
-    S.Completed: frozenset({S.Canceled}),
-    S.Canceled: frozenset({S.Queued}),
+    JobStatus.Queued: frozenset(
+        {JobStatus.InProgress, JobStatus.Scheduled, JobStatus.Completed, JobStatus.Failed, JobStatus.Canceled}
+    ),
+    JobStatus.Scheduled: frozenset({JobStatus.Queued, JobStatus.InProgress, JobStatus.Canceled}),
+    JobStatus.InProgress: frozenset(
+        {JobStatus.Completed, JobStatus.Failed, JobStatus.Scheduled, JobStatus.Canceled}
+    ),
+    JobStatus.Failed: frozenset({JobStatus.Queued, JobStatus.Scheduled, JobStatus.Canceled}),
+    JobStatus.Completed: frozenset({JobStatus.Canceled}),
+    JobStatus.Canceled: frozenset({JobStatus.Queued}),
 }
 
 #: Statuses a job never leaves on its own (only an operator moves it on).
-TERMINAL: Final[frozenset[JobStatus]] = frozenset({S.Completed, S.Failed, S.Canceled})
+TERMINAL: Final[frozenset[JobStatus]] = frozenset({JobStatus.Completed, JobStatus.Failed, JobStatus.Canceled})
 
 
 def is_legal(source: JobStatus, target: JobStatus) -> bool:
@@ -131,7 +133,7 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
     # (``enqueue_target``); the job's own fields come from what enqueue takes.
     Operation.ENQUEUE: OperationRule(
         frozenset(),
-        frozenset({S.Queued, S.Scheduled}),
+        frozenset({JobStatus.Queued, JobStatus.Scheduled}),
         EventKind.ENQUEUED,
         stamps=("created_at",),
         writes=ENQUEUE_WRITES,
@@ -140,16 +142,16 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         held=("retry_delay_until",),
     ),
     Operation.CLAIM: OperationRule(
-        frozenset({S.Queued, S.Scheduled}),
-        frozenset({S.InProgress}),
+        frozenset({JobStatus.Queued, JobStatus.Scheduled}),
+        frozenset({JobStatus.InProgress}),
         EventKind.CLAIMED,
         stamps=("started_at", "last_heartbeat_at"),
         clears=("retry_delay_until",),
         writes=("worker_id", "lease_token", "lease_expires_at"),
     ),
     Operation.COMPLETE: OperationRule(
-        frozenset({S.InProgress}),
-        frozenset({S.Completed}),
+        frozenset({JobStatus.InProgress}),
+        frozenset({JobStatus.Completed}),
         EventKind.COMPLETED,
         EventKind.COMPLETION_REFUSED,
         stamps=("completed_at",),
@@ -158,8 +160,8 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
         writes=("result",),
     ),
     Operation.FAIL: OperationRule(
-        frozenset({S.InProgress}),
-        frozenset({S.Scheduled, S.Failed}),
+        frozenset({JobStatus.InProgress}),
+        frozenset({JobStatus.Scheduled, JobStatus.Failed}),
         None,
         EventKind.FAILURE_REFUSED,
         clears=("lease_expires_at",),
@@ -168,31 +170,39 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
     # A released lease is due at once: InProgress -> Scheduled with no delay
     # (InProgress -> Queued is not a legal transition).
     Operation.RELEASE: OperationRule(
-        frozenset({S.InProgress}),
-        frozenset({S.Scheduled}),
+        frozenset({JobStatus.InProgress}),
+        frozenset({JobStatus.Scheduled}),
         EventKind.RELEASED,
         EventKind.RELEASE_REFUSED,
         stamps=("due_at", "retry_delay_until"),
         clears=("worker_id", "lease_expires_at"),
     ),
     Operation.CANCEL: OperationRule(
-        frozenset({S.Queued, S.Scheduled, S.InProgress, S.Failed, S.Completed}),
-        frozenset({S.Canceled}),
+        frozenset(
+            {
+                JobStatus.Queued,
+                JobStatus.Scheduled,
+                JobStatus.InProgress,
+                JobStatus.Failed,
+                JobStatus.Completed,
+            }
+        ),
+        frozenset({JobStatus.Canceled}),
         EventKind.CANCELED,
         stamps=("completed_at",),
         clears=("lease_expires_at",),
     ),
     Operation.REQUEUE: OperationRule(
-        frozenset({S.Scheduled, S.Failed, S.Canceled}),
-        frozenset({S.Queued}),
+        frozenset({JobStatus.Scheduled, JobStatus.Failed, JobStatus.Canceled}),
+        frozenset({JobStatus.Queued}),
         EventKind.REQUEUED,
         stamps=("due_at",),
         clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
         writes=("retry_count", "lease_expirations"),  # reset to 0 when asked
     ),
     Operation.RETRY_NOW: OperationRule(
-        frozenset({S.Scheduled, S.Failed}),
-        frozenset({S.Queued}),
+        frozenset({JobStatus.Scheduled, JobStatus.Failed}),
+        frozenset({JobStatus.Queued}),
         EventKind.RETRIED_NOW,
         stamps=("due_at",),
         clears=("retry_delay_until", "worker_id", "lease_expires_at", "completed_at"),
@@ -201,8 +211,8 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
     # due at once when the last one finishes; store/flow_rules.py decides when. A
     # failed parent cancels it through CANCEL.
     Operation.UNBLOCK: OperationRule(
-        frozenset({S.Scheduled}),
-        frozenset({S.Queued}),
+        frozenset({JobStatus.Scheduled}),
+        frozenset({JobStatus.Queued}),
         EventKind.DEPENDENCIES_MET,
         stamps=("due_at",),
         clears=("retry_delay_until",),
@@ -211,8 +221,8 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
     # A due job whose expires_at has passed is not leased: the claim that
     # reaches it ends it Canceled with error type Expired (``expiry_error``).
     Operation.EXPIRE: OperationRule(
-        frozenset({S.Queued, S.Scheduled}),
-        frozenset({S.Canceled}),
+        frozenset({JobStatus.Queued, JobStatus.Scheduled}),
+        frozenset({JobStatus.Canceled}),
         EventKind.EXPIRED,
         stamps=("completed_at",),
         clears=("lease_expires_at",),
@@ -220,7 +230,9 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
     ),
     # No target: the job leaves the store. A running job is canceled first.
     Operation.DELETE: OperationRule(
-        frozenset({S.Queued, S.Scheduled, S.Completed, S.Failed, S.Canceled}),
+        frozenset(
+            {JobStatus.Queued, JobStatus.Scheduled, JobStatus.Completed, JobStatus.Failed, JobStatus.Canceled}
+        ),
         frozenset(),
         EventKind.DELETED,
     ),
@@ -230,10 +242,10 @@ OPERATIONS: Final[dict[Operation, OperationRule]] = {
 #: operators and future operations; checked against OPERATIONS at import).
 UNUSED_TRANSITIONS: Final[frozenset[tuple[JobStatus, JobStatus]]] = frozenset(
     {
-        (S.Queued, S.Completed),
-        (S.Queued, S.Failed),
-        (S.Queued, S.Scheduled),
-        (S.Failed, S.Scheduled),
+        (JobStatus.Queued, JobStatus.Completed),
+        (JobStatus.Queued, JobStatus.Failed),
+        (JobStatus.Queued, JobStatus.Scheduled),
+        (JobStatus.Failed, JobStatus.Scheduled),
     }
 )
 
@@ -267,7 +279,7 @@ def target(op: Operation) -> JobStatus:
 def enqueue_target(delay_s: float) -> JobStatus:
     """ENQUEUE's target for a job due ``delay_s`` seconds after the store's
     clock: Scheduled while a delay (> 0) holds it, else Queued."""
-    return S.Scheduled if delay_s > 0 else S.Queued
+    return JobStatus.Scheduled if delay_s > 0 else JobStatus.Queued
 
 
 def enqueue_times(now: float, delay_s: float) -> dict[str, float | None]:
@@ -279,7 +291,7 @@ def enqueue_times(now: float, delay_s: float) -> dict[str, float | None]:
     due = now + delay_s
     times: dict[str, float | None] = {field: now for field in (*row.stamps, "last_updated_at")}
     times.update({field: due for field in row.delays})
-    held = due if enqueue_target(delay_s) is S.Scheduled else None
+    held = due if enqueue_target(delay_s) is JobStatus.Scheduled else None
     times.update({field: held for field in row.held})
     return times
 
@@ -309,7 +321,7 @@ def failure_event_kind(decision_status: JobStatus, expired: bool) -> EventKind:
     else RETRY_SCHEDULED (Scheduled) or FAILED."""
     if expired:
         return EventKind.LEASE_EXPIRED
-    return EventKind.RETRY_SCHEDULED if decision_status is S.Scheduled else EventKind.FAILED
+    return EventKind.RETRY_SCHEDULED if decision_status is JobStatus.Scheduled else EventKind.FAILED
 
 
 def sources(op: Operation) -> frozenset[JobStatus]:
@@ -395,16 +407,16 @@ def decide_failure(
     ``retry_count`` unchanged while ``snoozes < again.max_snoozes``, else Failed.
     """
     if permanent:
-        return FailureDecision(S.Failed, retry_count, None)
+        return FailureDecision(JobStatus.Failed, retry_count, None)
     if again is not None and again.snooze:
         if snoozes < again.max_snoozes:
-            return FailureDecision(S.Scheduled, retry_count, again.after_s)
-        return FailureDecision(S.Failed, retry_count, None)
+            return FailureDecision(JobStatus.Scheduled, retry_count, again.after_s)
+        return FailureDecision(JobStatus.Failed, retry_count, None)
     attempt = retry_count + 1
     if attempt <= max_retries:
         delay = policy.delay_s(attempt, rng) if again is None else again.after_s
-        return FailureDecision(S.Scheduled, attempt, delay)
-    return FailureDecision(S.Failed, retry_count, None)
+        return FailureDecision(JobStatus.Scheduled, attempt, delay)
+    return FailureDecision(JobStatus.Failed, retry_count, None)
 
 
 def count_snoozes(error_types: Iterable[str | None]) -> int:

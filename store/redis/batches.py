@@ -28,8 +28,7 @@ from store.redis.flow import RedisFlowPart
 from store.redis.plumbing import op_args
 from store.spec import check_actor, resolve_times, validate_spec
 
-S = JobStatus
-_OPEN = (S.Queued, S.Scheduled, S.InProgress)
+_OPEN = (JobStatus.Queued, JobStatus.Scheduled, JobStatus.InProgress)
 
 
 class RedisBatchesPart(RedisFlowPart):
@@ -69,7 +68,7 @@ class RedisBatchesPart(RedisFlowPart):
         if not record:
             raise JobNotFound(batch_id)
         statuses = self._pipe(lambda p: [p.hget(self.keys.job(i), "status") for i in ids])
-        counts = Counter(S(int(code)).name for code in statuses if code is not None)
+        counts = Counter(JobStatus(int(code)).name for code in statuses if code is not None)
         return Batch(
             id=batch_id,
             kind=record["kind"],

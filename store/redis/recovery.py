@@ -29,8 +29,6 @@ from store.parts import Part
 from store.redis.plumbing import Failure, op_args
 from store.redis.wakeups import handed_id
 
-S = JobStatus
-
 
 class RedisRecoveryPart(Part):
     """The engine halves of ``recover_expired`` and ``preview_recovery``
@@ -48,11 +46,13 @@ class RedisRecoveryPart(Part):
         policy_of = self._handler_policies() if ids else None  # type: ignore[attr-defined]
         plan = []
         for job_id, (code, name, queue, worker, token, retries, max_retries) in zip(ids, rows, strict=True):
-            if code is None or S(int(code)) not in lifecycle.sources(Operation.FAIL):
+            if code is None or JobStatus(int(code)) not in lifecycle.sources(Operation.FAIL):
                 continue
             token, retries = token or 0, retries or 0  # absent: 0 (codec.job_from_hash)
             if (worker, job_id) in handed:
-                job = RecoveredJob(job_id, name, queue, worker, int(token), S.Scheduled, int(retries), 0.0)
+                job = RecoveredJob(
+                    job_id, name, queue, worker, int(token), JobStatus.Scheduled, int(retries), 0.0
+                )
                 plan.append((job, handed[worker, job_id]))  # released, not failed
                 continue
             assert policy_of is not None

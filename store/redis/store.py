@@ -70,8 +70,6 @@ from store.registry import RegistryRecords
 from store.shared import SharedStore
 from store.spec import unique_key_of
 
-S = JobStatus
-
 
 def _keyed(spec: JobSpec) -> bool:
     """Whether a job names an idempotency or unique key (its write can be
@@ -364,14 +362,14 @@ class RedisStore(RedisPlumbing, JobStore):
             [code] = self._fields(job_id, "status")
             if code is None:
                 raise JobNotFound(job_id)
-            lifecycle.check_operation(job_id, op, S(int(code)))
+            lifecycle.check_operation(job_id, op, JobStatus(int(code)))
             reply = self._eval(script, self._route, self._args(*op_args(op), job_id, code, actor, *extra))
             if reply[0] == 1:
                 return None if op is Operation.DELETE else codec.job_from_flat(job_id, reply[1])
             if reply[0] == -1:
                 raise JobNotFound(job_id)
             if reply[0] == 2:
-                parent = S(int(reply[2])).name
-                raise ParentUnfinished(job_id, S(int(code)).name, op.value, reply[1], parent)
+                parent = JobStatus(int(reply[2])).name
+                raise ParentUnfinished(job_id, JobStatus(int(code)).name, op.value, reply[1], parent)
         target = "deleted" if op is Operation.DELETE else lifecycle.target(op).name
-        raise InvalidTransition(job_id, S(int(code or 0)).name, target, operation=op.value)
+        raise InvalidTransition(job_id, JobStatus(int(code or 0)).name, target, operation=op.value)

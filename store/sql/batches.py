@@ -25,8 +25,7 @@ from store.sql import flow_statements as fs
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
 
-S = JobStatus
-_OPEN = (S.Queued, S.Scheduled, S.InProgress)
+_OPEN = (JobStatus.Queued, JobStatus.Scheduled, JobStatus.InProgress)
 #: Jobs one transaction of ``cancel_batch`` cancels: SQLite has one writer,
 #: so a big batch is canceled in short transactions that let other writes in
 #: between (docs/architecture.md, "Batches").
@@ -49,7 +48,7 @@ class SqlBatchesPart(Part):
         if kind == "chain":
             for before, row in itertools.pairwise(rows):
                 row["on_parent_failure"] = ParentFailure.CANCEL.value
-                self._apply_new(row, flow.ChildChange(1, S.Scheduled))
+                self._apply_new(row, flow.ChildChange(1, JobStatus.Scheduled))
                 before["has_children"] = 1
                 edges.append({"parent_id": before["id"], "child_id": row["id"], "done": 0})
         callback_id = None
@@ -58,7 +57,7 @@ class SqlBatchesPart(Part):
                 replace(callback, on_parent_failure=callback.on_parent_failure or "run", depends_on=())
             )
             cb["on_parent_failure"] = cb["on_parent_failure"] or ParentFailure.RUN.value
-            self._apply_new(cb, flow.ChildChange(len(rows), S.Scheduled))
+            self._apply_new(cb, flow.ChildChange(len(rows), JobStatus.Scheduled))
             for row in rows:
                 row["has_children"] = 1
                 edges.append({"parent_id": row["id"], "child_id": cb["id"], "done": 0})
@@ -87,7 +86,8 @@ class SqlBatchesPart(Part):
         if row is None:
             raise JobNotFound(batch_id)
         counts = {
-            S(status).name: n for status, n in conn.execute(fs.batch_counts(), {"b_id": batch_id}).all()
+            JobStatus(status).name: n
+            for status, n in conn.execute(fs.batch_counts(), {"b_id": batch_id}).all()
         }
         finished = not any(counts.get(s.name) for s in _OPEN)
         ids = conn.execute(fs.batch_job_ids(), {"b_id": batch_id, "limit": BATCH_IDS_SHOWN}).scalars()
@@ -144,8 +144,8 @@ class SqlBatchesPart(Part):
         finished: list[tuple[str, JobStatus]] = []
         events = []
         for row in conn.execute(fs.lock_jobs(), {"ids": list(ids)}).mappings().all():
-            old = S(row["status"])
-            if old not in sources(Operation.CANCEL) or old in (S.Completed, S.Failed):
+            old = JobStatus(row["status"])
+            if old not in sources(Operation.CANCEL) or old in (JobStatus.Completed, JobStatus.Failed):
                 continue
             params = {"j_id": row["id"], "pending": row["pending_parents"], "reason": row["error"]}
             job = job_from_row(conn.execute(self._f_cancel, params).mappings().one())
@@ -162,6 +162,6 @@ class SqlBatchesPart(Part):
                 )
             )
             if row["has_children"]:
-                finished.append((job.id, S.Canceled))
+                finished.append((job.id, JobStatus.Canceled))
         self.book(conn, events)  # type: ignore[attr-defined]
         self._settle(conn, finished, actor)

@@ -37,8 +37,7 @@ from store.sql.rows import job_from_row
 from store.sql.schema import handler_minutes, jobs, queues
 from store.sql.wakeups import WAKEUP_CHANNEL
 
-S = JobStatus
-_OPEN = (S.Queued, S.Scheduled, S.InProgress)
+_OPEN = (JobStatus.Queued, JobStatus.Scheduled, JobStatus.InProgress)
 #: Seconds a store handle keeps the names of the limited queues before it
 #: reads them again (``_limited_queues``): how long a claim by another
 #: process may take to reach a queue limited meanwhile.
@@ -308,7 +307,9 @@ class SqlFlowPart(SqlBatchesPart):
         """Lock the parents of a new child, decide its status
         (``flow.child_status_at_enqueue``), flag the parents, return its edges."""
         unique = sorted(set(parents))
-        found = {r["id"]: S(r["status"]) for r in conn.execute(fs.lock_jobs(), {"ids": unique}).mappings()}
+        found = {
+            r["id"]: JobStatus(r["status"]) for r in conn.execute(fs.lock_jobs(), {"ids": unique}).mappings()
+        }
         missing = [p for p in unique if p not in found]
         if missing:
             raise ValidationError("depends_on", f"no job {missing[0]}")
@@ -323,11 +324,11 @@ class SqlFlowPart(SqlBatchesPart):
 
     @staticmethod
     def _apply_new(row: dict[str, Any], change: flow.ChildChange) -> None:
-        row["status"] = int(change.status or S.Scheduled)
+        row["status"] = int(change.status or JobStatus.Scheduled)
         row["pending_parents"] = change.pending
-        if change.status is S.Scheduled:
+        if change.status is JobStatus.Scheduled:
             row["delay"], row["delay_until"] = flow.WAITING_DUE_AT, None
-        elif change.status is S.Canceled:
+        elif change.status is JobStatus.Canceled:
             row["error"] = {"type": "ParentFailed", "message": change.reason, "traceback": None}
             row["reason"] = change.reason
             row["done_in"] = 0.0
@@ -358,7 +359,7 @@ class SqlFlowPart(SqlBatchesPart):
             for row in conn.execute(fs.lock_jobs(), {"ids": child_ids}).mappings().all():
                 policy = ParentFailure(row["on_parent_failure"] or ParentFailure.CANCEL.value)
                 change = flow.on_parent_finished(
-                    S(row["status"]), row["pending_parents"] or 0, parent_id, outcome, policy
+                    JobStatus(row["status"]), row["pending_parents"] or 0, parent_id, outcome, policy
                 )
                 if change is None:
                     continue
@@ -366,7 +367,7 @@ class SqlFlowPart(SqlBatchesPart):
                 if change.status is None:
                     conn.execute(fs.set_pending(), params)
                     continue
-                if change.status is S.Queued:
+                if change.status is JobStatus.Queued:
                     job = job_from_row(conn.execute(self._f_unblock, params).mappings().one())
                     kind, message = EventKind.DEPENDENCIES_MET, f"parent {parent_id} ended {outcome.name}"
                     ready.add(job.queue)
@@ -375,11 +376,18 @@ class SqlFlowPart(SqlBatchesPart):
                     job = job_from_row(conn.execute(self._f_cancel, params).mappings().one())
                     kind, message = EventKind.CANCELED, change.reason
                     if row["has_children"]:
-                        work.append((job.id, S.Canceled))
+                        work.append((job.id, JobStatus.Canceled))
                 token = row["lease_token"]
                 events.append(
                     event_row(
-                        job.id, kind, int(S.Scheduled), int(job.status), actor, token, message, job.queue
+                        job.id,
+                        kind,
+                        int(JobStatus.Scheduled),
+                        int(job.status),
+                        actor,
+                        token,
+                        message,
+                        job.queue,
                     )
                 )
         if events:
@@ -412,9 +420,17 @@ class SqlFlowPart(SqlBatchesPart):
             job = job_from_row(found)
             done[(job_id, token)] = job
             events.append(
-                event_row(job_id, kind, int(S.InProgress), int(job.status), worker_id, token, queue=job.queue)
+                event_row(
+                    job_id,
+                    kind,
+                    int(JobStatus.InProgress),
+                    int(job.status),
+                    worker_id,
+                    token,
+                    queue=job.queue,
+                )
             )
-            finished.append((job_id, S.Completed))
+            finished.append((job_id, JobStatus.Completed))
             outcomes.append((found["name"], found["last_updated_at"], found["started_at"], SUCCEEDED))
         self.book(conn, events)  # type: ignore[attr-defined]
         dialect = self.dialect  # type: ignore[attr-defined]

@@ -46,8 +46,6 @@ from store.sql.rows import attempt_from_row, event_from_row, job_from_row
 from store.sql.schema import jobs
 from store.sql.search import SqlSearchPart
 
-S = JobStatus
-
 
 class SqlStore(SqlPlumbing, JobStore):
     """JobStore on SQLite or PostgreSQL. ``url`` is a SQLAlchemy URL."""
@@ -267,7 +265,7 @@ class SqlStore(SqlPlumbing, JobStore):
             "idempotency_key": spec.idempotency_key,
             "expires_at": spec.expires_at,
             "delay": spec.delay_s,
-            "delay_until": spec.delay_s if status is S.Scheduled else None,
+            "delay_until": spec.delay_s if status is JobStatus.Scheduled else None,
         }
 
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
@@ -304,7 +302,7 @@ class SqlStore(SqlPlumbing, JobStore):
         holder = conn.execute(ops.unique_holder(), {"key": key}).mappings().first()
         if holder is not None and holder["status"] is not None:
             held = (
-                S(holder["status"]) not in TERMINAL
+                JobStatus(holder["status"]) not in TERMINAL
                 or holder["expires_at"] > conn.execute(self._q_now).scalar_one()
             )
             if held:
@@ -373,11 +371,11 @@ class SqlStore(SqlPlumbing, JobStore):
             row = conn.execute(sql.lock_job_for_update(), {"j_id": job_id}).mappings().first()
             if row is None:
                 raise JobNotFound(job_id)
-            old = S(row["status"])
+            old = JobStatus(row["status"])
             lifecycle.check_operation(job_id, op, old)
             if op in lifecycle.AWAIT_PARENTS and row["pending_parents"] is not None:
                 parents = conn.execute(fs.parents_of(), {"j_id": job_id}).mappings()
-                waits = lifecycle.unfinished_parent((p["id"], S(p["status"])) for p in parents)
+                waits = lifecycle.unfinished_parent((p["id"], JobStatus(p["status"])) for p in parents)
                 if waits is not None:
                     raise ParentUnfinished(job_id, old.name, op.value, waits[0], waits[1].name)
             if op is Operation.DELETE:
@@ -388,8 +386,8 @@ class SqlStore(SqlPlumbing, JobStore):
                 job_id, kind, int(old), int(job.status), actor, row["lease_token"], queue=job.queue
             )
             self.book(conn, [event])
-            if row["has_children"] and job.status is S.Canceled:
-                self._settle(conn, [(job_id, S.Canceled)], actor)
+            if row["has_children"] and job.status is JobStatus.Canceled:
+                self._settle(conn, [(job_id, JobStatus.Canceled)], actor)
             return job
 
         return self.tx(body)
@@ -399,8 +397,8 @@ class SqlStore(SqlPlumbing, JobStore):
         waiting children canceled, the job removed, its event (``kind``)
         kept in the audit log when an operator deleted it, else only counted."""
         job_id, old = row["id"], int(row["status"])
-        if row["has_children"] and S(old) not in TERMINAL:
-            self._settle(conn, [(job_id, S.Canceled)], actor)
+        if row["has_children"] and JobStatus(old) not in TERMINAL:
+            self._settle(conn, [(job_id, JobStatus.Canceled)], actor)
         self.remove_jobs(conn, [(job_id, old, row["queue"])])
         if actor.startswith(sql.OPERATOR_PREFIX):  # kept in the audit log, which outlives the job
             self.book(conn, [event_row(job_id, kind, old, None, actor, row["lease_token"])])

@@ -40,6 +40,13 @@ def _unblocked(store: JobStore) -> Job:
     return store.get(child.id)
 
 
+def _expired(store: JobStore) -> Job:
+    job = store.enqueue("t", {"n": 1}, expires_in_s=10)
+    store.clock_offset_s += 11  # type: ignore[attr-defined]
+    assert store.claim("w-1", ["default"], 1) == []
+    return store.get(job.id)
+
+
 #: For each operation: put a job where it can start, run it, return the job after.
 DRIVE: dict[Operation, Callable[[JobStore], Job]] = {
     Operation.ENQUEUE: lambda store: store.enqueue("t", {"n": 1}),
@@ -51,6 +58,7 @@ DRIVE: dict[Operation, Callable[[JobStore], Job]] = {
     Operation.REQUEUE: lambda store: store.requeue(job_in(store, S.Failed).id, actor="operator:ann"),
     Operation.RETRY_NOW: lambda store: store.retry_now(job_in(store, S.Failed).id, actor="operator:ann"),
     Operation.UNBLOCK: _unblocked,
+    Operation.EXPIRE: _expired,
 }
 
 
