@@ -191,23 +191,10 @@ class SqlFlowPart(SqlBatchesPart):
         if longest is not None:
             conn.execute(self._f_prune, {"q0": queue, "period": longest})
         usage = self._usage(conn, queue, limits, now)
-        full = sorted(
-            k
-            for k in {*usage.running_by_key, *usage.starts_by_key}
-            if flow.hold(
-                k,
-                QueueLimits(per_key_concurrency=limits.per_key_concurrency, per_key_rate=limits.per_key_rate),
-                usage,
-                now,
-            )
-        )
-        cand_params = {"q0": queue, "limit": wanted * 4 + 16, **({"full": full} if full else {})}
-        candidates = conn.execute(self._f_candidates[bool(full)], cand_params).all()
-        old = {r[0]: r[1] for r in candidates}
-        admission = flow.admit([(r[0], r[2]) for r in candidates], limits, usage, now, wanted)
-        if not admission.leased:
-            return [], admission.retry_after_s
-        leased = conn.execute(self._f_lease, {**params, "ids": admission.leased}).mappings().all()
+        ids, old, retry = self._admit_queue(conn, queue, limits, usage, now, wanted)
+        if not ids:
+            return [], retry
+        leased = conn.execute(self._f_lease, {**params, "ids": ids}).mappings().all()
         if limits.rate or limits.per_key_rate:
             # The window counts the starts the lease stamped (``started_at``,
             # the store's clock when the UPDATE ran), not the decision's
@@ -224,7 +211,38 @@ class SqlFlowPart(SqlBatchesPart):
             for r in leased
         ]
         self.book(conn, events)  # type: ignore[attr-defined]
-        return list(leased), admission.retry_after_s
+        return list(leased), retry
+
+    def _admit_queue(
+        self, conn: Connection, queue: str, limits: QueueLimits, usage: Usage, now: float, wanted: int
+    ) -> tuple[list[str], dict[str, Any], float | None]:
+        """The due jobs of limited ``queue`` a claim of ``wanted`` leases
+        (``flow.admit``, ``usage`` updated), their statuses by id and the
+        rate limit's retry-after. Candidates are read a page at a time in
+        claim order without the limit keys at their per-key limit; a key
+        the admission fills is left out of the next page, so one busy key
+        with more waiting jobs than a page never hides another key's job
+        (docs/architecture.md, Flow control). Each page past the first
+        follows an admission, so there are at most ``wanted`` pages."""
+        per_key = QueueLimits(None, limits.per_key_concurrency, None, limits.per_key_rate)
+        full = {k for k in {*usage.running_by_key, *usage.starts_by_key} if flow.hold(k, per_key, usage, now)}
+        ids: list[str] = []
+        old: dict[str, Any] = {}
+        retry: float | None = None
+        while True:
+            limit = wanted * 4 + 16 + len(ids)
+            keys = {"full": sorted(full)} if full else {}
+            rows = conn.execute(self._f_candidates[bool(full)], {"q0": queue, "limit": limit, **keys}).all()
+            fresh = [r for r in rows if r[0] not in old]
+            old.update((r[0], r[1]) for r in fresh)
+            admission = flow.admit([(r[0], r[2]) for r in fresh], limits, usage, now, wanted - len(ids))
+            ids.extend(admission.leased)
+            if admission.retry_after_s is not None:
+                retry = admission.retry_after_s if retry is None else min(retry, admission.retry_after_s)
+            filled = {r[2] for r in fresh if r[2] is not None and flow.hold(r[2], per_key, usage, now)} - full
+            if len(ids) >= wanted or len(rows) < limit or not filled or not admission.leased:
+                return ids, old, retry
+            full |= filled
 
     def limit_hold(self, job: Job) -> tuple[str, str] | None:
         """The limit that holds a due job of a limited queue now, as

@@ -63,8 +63,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       if redis.call('SISMEMBER', paused, queue) == 0 then
         local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', '0', promote_text)) do
-          redis.call('ZADD', ready, '0', member)
-          redis.call('ZREM', scheduled, member)
+          promote(queue, member)
         end
         local limits = flow.limits(queue)
         if limits then
@@ -89,7 +88,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
       local id = string.sub(member, 26)
       local hash = redis.call('HGETALL', P .. 'job:' .. id)
-      local status, lease_ttl, token, name
+      local status, lease_ttl, token, name, key
       local present = {}  -- the fields of op.clears the hash has (none: no HDEL)
       for i = 1, #hash, 2 do
         local field = hash[i]
@@ -103,7 +102,12 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
           token = hash[i + 1]
         elseif field == 'name' then
           name = hash[i + 1]
+        elseif field == 'limit_key' then
+          key = hash[i + 1]
         end
+      end
+      if key then  -- out of its key's ready set too (lib/ready.lua)
+        keyed_remove(queue, key, member)
       end
       local old = tonumber(status)
       if old and op.sources[old] then
