@@ -421,6 +421,7 @@ class Scripts:
     flow_usage: Function
     cancel_batch: Function
     upgrade_counts: Function
+    upgrade_key_ready: Function
     record_change: Function
     record_hold: Function
     record_prune: Function

@@ -63,7 +63,7 @@ local function claim_jobs(op, worker, ttl, want, promote, notified, queues)
       if redis.call('SISMEMBER', paused, queue) == 0 then
         local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', '0', promote_text)) do
-          promote(queue, member)
+          promote_due(queue, member)
         end
         local limits = flow.limits(queue)
         if limits then

@@ -9,7 +9,7 @@
 -- ARGV: none of its own.
 -- Keys (store/redis/keys.py): ready:<queue>, scheduled:<queue>,
 -- key_ready:<queue>\0<limit key>, key_heads:<queue>, keyed:<queue>, job:<id> (read).
--- Returns: nothing. Defines keyed_add, keyed_remove, ready_add, ready_remove, promote.
+-- Returns: nothing. Defines keyed_add, keyed_remove, ready_add, ready_remove, promote_due.
 
 -- Add ready `member` (its rank) of a job of limit key `key` in `queue` to
 -- key_ready:<queue>\0<key> (score 0: byte order is claim order, as in
@@ -76,7 +76,7 @@ end
 
 -- Move due scheduled `member` of `queue` to ready (a claim's promotion:
 -- one HGET of its limit key more than the two writes).
-local function promote(queue, member)
+local function promote_due(queue, member)
   redis.call('ZREM', P .. 'scheduled:' .. queue, member)
   ready_add(queue, member, redis.call('HGET', P .. 'job:' .. string.sub(member, 26), 'limit_key'))
 end
