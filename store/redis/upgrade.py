@@ -34,9 +34,12 @@ works in bounded batches or one bounded call, and is safe while workers run:
     each queue of ``queue_names``, its ready zset read BATCH members a
     call in claim order (``BYLEX`` from the last one read), each member
     checked and added in lua/upgrade_key_ready.lua; then layout 6's
-    ``scan_from`` cursor goes. Until it has run, a
-    claim of a queue with per-key limits does not see those jobs of a key
-    (the claim has no fallback): run it before setting such a limit.
+    ``scan_from`` cursor goes. Until it has run (or for a job a layout-6
+    process makes ready during a rolling deploy), the claim of a queue with
+    per-key limits meets such a job among those without a key, admits it
+    by its key's limit and moves it into its key's set (lib/flow_keyed.lua):
+    the claim finds it, but not at any depth while a busy key holds the jobs
+    ahead of it.
 ``move_records`` (store/redis/upgrade_records.py, from layout 2)
     locks, the worker registry, run histories, bulk operations, schedules and
     failure windows become records of the record port.

@@ -98,3 +98,18 @@ def test_an_upgrade_from_layout_6_builds_the_sets_of_waiting_jobs(store: JobStor
     _assert_exact(redis_store)
     store.set_queue_limits("q", QueueLimits(per_key_concurrency=1))
     assert [j.id for j in store.claim("w", ["q"], 4)] == [hot[0].id, cold.id, free.id]
+
+
+def test_a_job_a_layout_6_process_made_ready_keeps_its_key_limit(store: JobStore) -> None:
+    """During a rolling upgrade a process of layout 6 makes a job with a key
+    ready without its key's set: the claim still admits it by its key, and
+    puts it in the set."""
+    redis_store = _redis(store)
+    c, k = redis_store._client, redis_store.keys
+    store.set_queue_limits("q", QueueLimits(per_key_concurrency=1))
+    jobs = store.enqueue_many([JobSpec("t", {"i": i}, queue="q", limit_key="a") for i in range(3)])
+    for key in (k.key_ready("q", "a"), k.key_heads("q"), k.keyed("q")):
+        c.delete(key)
+    assert [j.id for j in store.claim("w", ["q"], 4)] == [jobs[0].id]
+    _assert_exact(redis_store)
+    assert store.claim("w", ["q"], 4) == []

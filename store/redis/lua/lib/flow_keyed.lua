@@ -74,12 +74,15 @@ end
 -- key, so the members without one among the first i + 1 of ready:<queue>
 -- number i + 1 - ZLEXCOUNT(keyed, up to the i-th): the next one is the
 -- member at `at` when it has no key (ZSCORE; the usual case), else found by a
--- binary search on that count (2 log2(depth) reads, at any depth).
+-- binary search on that count (2 log2(depth) reads, at any depth). Each
+-- one's limit key is read: a member with a key that is not in keyed (made
+-- ready by a process of layout 6 during a rolling upgrade) is admitted by
+-- its key and added to its key's set after the walk.
 local function unkeyed_candidates(queue, wanted, bound, out)
   local ready, keyed = P .. 'ready:' .. queue, P .. 'keyed:' .. queue
   local total = redis.call('ZCARD', ready)
   local left = total - redis.call('ZCARD', keyed)
-  local at = 0
+  local at, stale = 0, {}
   for j = 1, math.min(wanted, left) do
     local member = redis.call('ZRANGE', ready, at, at)[1]
     if redis.call('ZSCORE', keyed, member) then
@@ -97,10 +100,17 @@ local function unkeyed_candidates(queue, wanted, bound, out)
       member = redis.call('ZRANGE', ready, at, at)[1]
     end
     if bound and member > bound then
-      return
+      break
     end
-    out[#out + 1] = {member, false, true}
+    local key = member_key(member)
+    out[#out + 1] = {member, key, false}
+    if key then  -- not in its key's set: a layout-6 process made it ready
+      stale[#stale + 1] = {key, member}
+    end
     at = at + 1
+  end
+  for _, s in ipairs(stale) do
+    keyed_add(queue, s[1], s[2])
   end
 end
 
