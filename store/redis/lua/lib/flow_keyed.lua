@@ -123,6 +123,9 @@ end
 -- retry-after (or nil).
 function flow.claim_keyed(queue, L, wanted, lease)
   local U = flow.usage(queue, L)
+  if L.concurrency and U.running >= L.concurrency then
+    return 0, nil  -- the queue is full: nothing to read (admit would stop at once)
+  end
   local candidates = {}
   key_candidates(queue, L, U, wanted, candidates)
   table.sort(candidates, function(a, b) return a[1] < b[1] end)
