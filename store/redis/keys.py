@@ -100,8 +100,17 @@ Key schema (``P`` = prefix):
 ``{P}:libraries``         zset: names of the Functions libraries this namespace
                           loaded, score their last load (store/redis/scripts.py
                           ``Library.unload_stale``)
-``{P}:scan_from``         hash: queue -> the ready member a claim of a queue with
-                          per-key limits stopped its walk at (lua/lib/flow_claim.lua)
+``{P}:key_ready:<queue>\0<key>`` zset, every score 0: the ready members of the
+                          queue's jobs with that limit key (byte order = claim
+                          order, as ``ready:<queue>``); kept for every job with
+                          a limit key, whatever the queue's limits (lua/lib/ready.lua)
+``{P}:key_heads:<queue>`` zset, every score 0: the first member of each
+                          ``key_ready`` set of the queue: its limit keys in the
+                          claim order of their heads (lua/lib/flow_keyed.lua)
+``{P}:keyed:<queue>``     zset, every score 0: the ready members of the queue
+                          with a limit key (the union of its ``key_ready`` sets),
+                          which a claim counts to find jobs without a key at any
+                          depth of ``ready:<queue>``
 ``{P}:parents:<id>``      set: the ids of a job's parents
 ``{P}:children:<id>``     set: the ids of a job's children (listing, purge)
 ``{P}:waiting:<id>``      set: the children still waiting for the job to end
@@ -207,6 +216,18 @@ class Keys:
 
     def scheduled(self, queue: str) -> str:
         return self._key("scheduled", queue)
+
+    def key_ready(self, queue: str, key: str) -> str:
+        """Zset: the ready members of ``queue``'s jobs of limit key ``key``."""
+        return self._key("key_ready", f"{queue}\0{key}")
+
+    def key_heads(self, queue: str) -> str:
+        """Zset: the head member of each ``key_ready`` set of ``queue``."""
+        return self._key("key_heads", queue)
+
+    def keyed(self, queue: str) -> str:
+        """Zset: the ready members of ``queue`` with a limit key."""
+        return self._key("keyed", queue)
 
     def updated(self, status: JobStatus | None = None) -> str:
         """``updated:<status>``, the zset of a status alone that layouts 1 to

@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 #: The key layout this release reads and writes (bump it when keys change shape).
+#: 7: every ready job with a limit key is also in its key's ready set
+#: (``key_ready``, ``key_heads``, ``keyed``: store/redis/keys.py), which the
+#: claim of a queue with per-key limits reads; ``scan_from`` is no longer read.
 #: 6: a job hash leaves out what its key or another field says: ``id`` (the
 #: key's), ``last_updated_at`` until the job first changes (``created_at``),
 #: ``due_at`` of a job with no delay (``created_at``), ``completed_by`` when
@@ -32,9 +35,9 @@ from typing import Any
 #: 2: the Functions library's (no all-jobs ``updated`` zset; InProgress jobs
 #: listed through ``leases``). 1: the layout before it, which kept no version
 #: key and is told by its all-jobs ``{P}:updated`` zset.
-LAYOUT_VERSION = "6"
+LAYOUT_VERSION = "7"
 #: Versions ``leasehold db upgrade`` moves to LAYOUT_VERSION (store/redis/upgrade.py).
-UPGRADABLE = ("1", "2", "3", "4", "5")
+UPGRADABLE = ("1", "2", "3", "4", "5", "6")
 
 
 def layout_key(store: Any) -> str:

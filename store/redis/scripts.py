@@ -63,10 +63,12 @@ SECTIONS = (
     "enqueue_keys",
     "counts",
     "handler_minutes",
+    "ready",
     "listing",
     "events",
     "flow",
     "flow_claim",
+    "flow_keyed",
     "dependencies",
     "expiry",
     "claim",
@@ -422,6 +424,7 @@ class Scripts:
     flow_usage: Function
     cancel_batch: Function
     upgrade_counts: Function
+    upgrade_key_ready: Function
     record_change: Function
     record_hold: Function
     record_prune: Function

@@ -28,6 +28,18 @@ works in bounded batches or one bounded call, and is safe while workers run:
     (lib/clock.lua ``micros``): SCORE_BATCH members a call, those below
     MICROS_FROM (a score in seconds) rescored with ``ZADD XX`` (a lease the
     worker renewed or dropped meanwhile is not brought back).
+``key_ready`` (from layouts 1 to 6)
+    the per-key ready sets (lib/ready.lua, docs/architecture.md Flow
+    control) for the ready jobs with a limit key that waited before them:
+    each queue of ``queue_names``, its ready zset read BATCH members a
+    call in claim order (``BYLEX`` from the last one read), each member
+    checked and added in lua/upgrade_key_ready.lua; then layout 6's
+    ``scan_from`` cursor goes. Until it has run (or for a job a layout-6
+    process makes ready during a rolling deploy), the claim of a queue with
+    per-key limits meets such a job among those without a key, admits it
+    by its key's limit and moves it into its key's set (lib/flow_keyed.lua):
+    the claim finds it, but not at any depth while a busy key holds the jobs
+    ahead of it.
 ``move_records`` (store/redis/upgrade_records.py, from layout 2)
     locks, the worker registry, run histories, bulk operations, schedules and
     failure windows become records of the record port.
@@ -62,6 +74,8 @@ from store.redis.upgrade_records import move_records
 Step = Callable[[RedisStore], dict[str, int]]
 #: Leases rescored a call.
 SCORE_BATCH = 1000
+#: Ready members put into their key's set a call.
+BATCH = 1000
 #: Lowest lease score read as microseconds (1e12 µs is 1970-01-12; 1e12 s is far beyond any lease).
 MICROS_FROM = 1e12
 
@@ -109,8 +123,27 @@ def lease_scores(store: RedisStore) -> dict[str, int]:
         rescored += int(n)
 
 
+def key_ready(store: RedisStore) -> dict[str, int]:
+    """Ready jobs with a limit key put into their key's ready set."""
+    added = 0
+    for queue in sorted(store._client.smembers(store.keys.queue_names)):
+        name = queue.decode() if isinstance(queue, bytes) else queue
+        ready, after = store.keys.ready(name), "-"
+        while True:
+            [members] = store._pipe(
+                lambda p, r=ready, a=after: p.zrange(r, a, "+", bylex=True, offset=0, num=BATCH)
+            )
+            if not members:
+                break
+            texts = [m.decode() if isinstance(m, bytes) else m for m in members]
+            added += int(store._eval(store._lua.upgrade_key_ready, store._route, [name, *texts]))
+            after = "(" + texts[-1]
+    store._pipe(lambda p: p.unlink(store.keys.route + "scan_from"))  # layout 6's cursor, read no more
+    return {"keyed": added}
+
+
 #: The upgrade's steps, in the order run (any order gives the same result).
-STEPS: tuple[Step, ...] = (listing_indexes, counts, lease_scores, move_records)
+STEPS: tuple[Step, ...] = (listing_indexes, counts, lease_scores, key_ready, move_records)
 
 
 def upgrade(store: RedisStore) -> dict[str, int]:

@@ -24,18 +24,15 @@ from sqlalchemy import Connection
 from store import flow_rules as flow
 from store.errors import ValidationError
 from store.flow_rules import ParentFailure, QueueLimits, Usage
-from store.handler_metrics import SUCCEEDED
 from store.lifecycle import EventKind, JobStatus, Operation, rule
 from store.models import Job, JobSpec
 from store.spec import check_queue_name
 from store.sql import flow_statements as fs
-from store.sql.batches import SqlBatchesPart
 from store.sql.changes import enqueue_values
-from store.sql.handler_minutes import count_outcomes
+from store.sql.dependencies import SqlDependencies
 from store.sql.plumbing import event_row
 from store.sql.rows import job_from_row
-from store.sql.schema import handler_minutes, jobs, queues
-from store.sql.wakeups import WAKEUP_CHANNEL
+from store.sql.schema import jobs, queues
 
 _OPEN = (JobStatus.Queued, JobStatus.Scheduled, JobStatus.InProgress)
 #: Seconds a store handle keeps the names of the limited queues before it
@@ -63,7 +60,7 @@ def limits_of(row: Any) -> QueueLimits:
     )
 
 
-class SqlFlowPart(SqlBatchesPart):
+class SqlFlowPart(SqlDependencies):
     """The flow half of ``SqlStore``."""
 
     supports_flow = True
@@ -190,23 +187,10 @@ class SqlFlowPart(SqlBatchesPart):
         if longest is not None:
             conn.execute(self._f_prune, {"q0": queue, "period": longest})
         usage = self._usage(conn, queue, limits, now)
-        full = sorted(
-            k
-            for k in {*usage.running_by_key, *usage.starts_by_key}
-            if flow.hold(
-                k,
-                QueueLimits(per_key_concurrency=limits.per_key_concurrency, per_key_rate=limits.per_key_rate),
-                usage,
-                now,
-            )
-        )
-        cand_params = {"q0": queue, "limit": wanted * 4 + 16, **({"full": full} if full else {})}
-        candidates = conn.execute(self._f_candidates[bool(full)], cand_params).all()
-        old = {r[0]: r[1] for r in candidates}
-        admission = flow.admit([(r[0], r[2]) for r in candidates], limits, usage, now, wanted)
-        if not admission.leased:
-            return [], admission.retry_after_s
-        leased = conn.execute(self._f_lease, {**params, "ids": admission.leased}).mappings().all()
+        ids, old, retry = self._admit_queue(conn, queue, limits, usage, now, wanted)
+        if not ids:
+            return [], retry
+        leased = conn.execute(self._f_lease, {**params, "ids": ids}).mappings().all()
         if limits.rate or limits.per_key_rate:
             # The window counts the starts the lease stamped (``started_at``,
             # the store's clock when the UPDATE ran), not the decision's
@@ -223,7 +207,38 @@ class SqlFlowPart(SqlBatchesPart):
             for r in leased
         ]
         self.book(conn, events)  # type: ignore[attr-defined]
-        return list(leased), admission.retry_after_s
+        return list(leased), retry
+
+    def _admit_queue(
+        self, conn: Connection, queue: str, limits: QueueLimits, usage: Usage, now: float, wanted: int
+    ) -> tuple[list[str], dict[str, Any], float | None]:
+        """The due jobs of limited ``queue`` a claim of ``wanted`` leases
+        (``flow.admit``, ``usage`` updated), their statuses by id and the
+        rate limit's retry-after. Candidates are read a page at a time in
+        claim order without the limit keys at their per-key limit; a key
+        the admission fills is left out of the next page, so one busy key
+        with more waiting jobs than a page never hides another key's job
+        (docs/architecture.md, Flow control). Each page past the first
+        follows an admission, so there are at most ``wanted`` pages."""
+        per_key = QueueLimits(None, limits.per_key_concurrency, None, limits.per_key_rate)
+        full = {k for k in {*usage.running_by_key, *usage.starts_by_key} if flow.hold(k, per_key, usage, now)}
+        ids: list[str] = []
+        old: dict[str, Any] = {}
+        retry: float | None = None
+        while True:
+            limit = wanted * 4 + 16 + len(ids)
+            keys = {"full": sorted(full)} if full else {}
+            rows = conn.execute(self._f_candidates[bool(full)], {"q0": queue, "limit": limit, **keys}).all()
+            fresh = [r for r in rows if r[0] not in old]
+            old.update((r[0], r[1]) for r in fresh)
+            admission = flow.admit([(r[0], r[2]) for r in fresh], limits, usage, now, wanted - len(ids))
+            ids.extend(admission.leased)
+            if admission.retry_after_s is not None:
+                retry = admission.retry_after_s if retry is None else min(retry, admission.retry_after_s)
+            filled = {r[2] for r in fresh if r[2] is not None and flow.hold(r[2], per_key, usage, now)} - full
+            if len(ids) >= wanted or len(rows) < limit or not filled or not admission.leased:
+                return ids, old, retry
+            full |= filled
 
     def limit_hold(self, job: Job) -> tuple[str, str] | None:
         """The limit that holds a due job of a limited queue now, as
@@ -340,106 +355,3 @@ class SqlFlowPart(SqlBatchesPart):
             return self._insert_flow(conn, [row], edges)[0]
 
         return self.tx(body)  # type: ignore[attr-defined,no-any-return]
-
-    # ------------------------------------------------------- dependencies
-    def _settle(self, conn: Connection, finished: Sequence[tuple[str, JobStatus]], actor: str | None) -> None:
-        """Apply parents' ends to their waiting children (``flow.on_parent_finished``),
-        in the caller's transaction: a child whose last parent finished is
-        Queued (UNBLOCK); one canceled by its parent's failure passes the
-        cancel on to its own children."""
-        work = list(finished)
-        ready: set[str] = set()
-        events: list[dict[str, Any]] = []
-        while work:
-            parent_id, outcome = work.pop(0)
-            child_ids = list(conn.execute(fs.open_children(), {"p_id": parent_id}).scalars())
-            if not child_ids:
-                continue
-            conn.execute(fs.close_edges(), {"p_id": parent_id})
-            for row in conn.execute(fs.lock_jobs(), {"ids": child_ids}).mappings().all():
-                policy = ParentFailure(row["on_parent_failure"] or ParentFailure.CANCEL.value)
-                change = flow.on_parent_finished(
-                    JobStatus(row["status"]), row["pending_parents"] or 0, parent_id, outcome, policy
-                )
-                if change is None:
-                    continue
-                params: dict[str, Any] = {"j_id": row["id"], "pending": change.pending}
-                if change.status is None:
-                    conn.execute(fs.set_pending(), params)
-                    continue
-                if change.status is JobStatus.Queued:
-                    job = job_from_row(conn.execute(self._f_unblock, params).mappings().one())
-                    kind, message = EventKind.DEPENDENCIES_MET, f"parent {parent_id} ended {outcome.name}"
-                    ready.add(job.queue)
-                else:
-                    params["reason"] = {"type": "ParentFailed", "message": change.reason, "traceback": None}
-                    job = job_from_row(conn.execute(self._f_cancel, params).mappings().one())
-                    kind, message = EventKind.CANCELED, change.reason
-                    if row["has_children"]:
-                        work.append((job.id, JobStatus.Canceled))
-                token = row["lease_token"]
-                events.append(
-                    event_row(
-                        job.id,
-                        kind,
-                        int(JobStatus.Scheduled),
-                        int(job.status),
-                        actor,
-                        token,
-                        message,
-                        job.queue,
-                    )
-                )
-        if events:
-            self.book(conn, events)  # type: ignore[attr-defined]
-        if ready and self._pg:  # idle PostgreSQL workers LISTEN: wake them as an enqueue does
-            for queue in sorted(ready):
-                conn.execute(fs.notify(), {"channel": WAKEUP_CHANNEL, "queue": queue})
-
-    def _complete_parents(
-        self, conn: Connection, acks: Sequence[tuple[str, int, str | None]], worker_id: str | None
-    ) -> dict[tuple[str, int], Job]:
-        """Acks the fast statement left because others wait for the job: each
-        completed (guarded by status and token) and its children released,
-        in this transaction. Returns the acks applied."""
-        done: dict[tuple[str, int], Job] = {}
-        events = []
-        finished: list[tuple[str, JobStatus]] = []
-        outcomes = []
-        kind = rule(Operation.COMPLETE).event
-        assert kind is not None
-        for job_id, token, text in sorted(acks):
-            params = {
-                "j_id": job_id,
-                "token": token,
-                "new_result": None if text is None else orjson.loads(text),
-            }
-            found = conn.execute(self._f_complete, params).mappings().first()
-            if found is None:
-                continue
-            job = job_from_row(found)
-            done[(job_id, token)] = job
-            events.append(
-                event_row(
-                    job_id,
-                    kind,
-                    int(JobStatus.InProgress),
-                    int(job.status),
-                    worker_id,
-                    token,
-                    queue=job.queue,
-                )
-            )
-            finished.append((job_id, JobStatus.Completed))
-            outcomes.append((found["name"], found["last_updated_at"], found["started_at"], SUCCEEDED))
-        self.book(conn, events)  # type: ignore[attr-defined]
-        dialect = self.dialect  # type: ignore[attr-defined]
-        count_outcomes(conn, dialect.upsert(handler_minutes), outcomes, dialect.shard)
-        self._settle(conn, finished, worker_id)
-        return done
-
-    def parents(self, job_id: str) -> list[Job]:
-        return [job_from_row(r) for r in self.read(fs.parents_of(), {"j_id": job_id})]  # type: ignore[attr-defined]
-
-    def children(self, job_id: str, limit: int = 100) -> list[Job]:
-        return [job_from_row(r) for r in self.read(fs.children_of(), {"j_id": job_id, "limit": limit})]  # type: ignore[attr-defined]

@@ -127,7 +127,7 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
     assert len(left) == 9  # updated, updated:100, updated:300, three lex zsets each of InProgress and Queued
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 1 to 6 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
+        "upgraded the key layout from version 1 to 7 (1 jobs indexed, 8 old indexes removed, 0 records moved)"
     )  # updated:100 went with its last member, which reindex took out
     assert not any(store._client.exists(key) for key in stale_keys(store))
     again = upgrade(store)  # idempotent: nothing left to do
@@ -137,6 +137,7 @@ def test_upgrade_then_serve_old_and_new_jobs(url_and_store: tuple[str, RedisStor
         "counters_removed": 0,
         "history_fields_moved": 0,
         "leases_rescored": 0,
+        "keyed": 0,
         "records_moved": 0,
     }
 
@@ -207,14 +208,14 @@ def test_upgrade_from_layout_2_keeps_counts_history_and_leases(url_and_store: tu
     before, events = reads(), store.event_counts()
     _as_layout_2(store)
 
-    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 6")
+    assert _cli_upgrade(url).startswith("upgraded the key layout from version 2 to 7")
     fields = store._client.hkeys(store.keys.counters)
     assert not [f for f in fields if f.startswith("s:") or f in ("e:enqueued", "e:completed", "e:failed")]
     assert reads() == before
     assert store.event_counts() == {**events, "enqueued": events["enqueued"] + EXTRA}
     assert upgrade(store) == {
         "indexed": 0, "removed": 0, "counters_removed": 0, "history_fields_moved": 0, "leases_rescored": 0,
-        "records_moved": 0,
+        "keyed": 0, "records_moved": 0,
     }  # fmt: skip
     assert reads() == before
 
@@ -303,7 +304,7 @@ def test_layout_2_records_upgrade_with_everything_kept(url_and_store: tuple[str,
     now = store.now()
     _write_layout_2(store, now)
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 2 to 6 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
+        "upgraded the key layout from version 2 to 7 (0 jobs indexed, 0 old indexes removed, 9 records moved)"
     )
     p = store.keys.route
     assert not [k for k in store._client.scan_iter(match=p.replace("{", "\\{").replace("}", "\\}") + "*")
@@ -379,7 +380,7 @@ def test_upgrade_from_layout_3_keeps_every_listing_and_count(url_and_store: tupl
     assert store.list_jobs(status=S.Queued, queue="q2").items == []  # not readable before the upgrade
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 3 to 6 "
+        "upgraded the key layout from version 3 to 7 "
         "(28 jobs indexed, 9 old indexes removed, 0 records moved)"
     )
     assert (listings(), counted(), store.counts()) == (before, counts_before, numbers)
@@ -414,7 +415,7 @@ def test_upgrade_from_layout_4_drops_the_zsets_of_a_status_alone(
     c.set(layout_key(store), "4")
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 4 to 6 (0 jobs indexed, 2 old indexes removed, 0 records moved)"
+        "upgraded the key layout from version 4 to 7 (0 jobs indexed, 2 old indexes removed, 0 records moved)"
     )
     assert not c.exists(k.updated(S.Queued), k.updated(S.Completed))
     assert listings() == before
@@ -446,7 +447,7 @@ def test_upgrade_from_layout_5_reads_full_and_lean_hashes_alike(
     assert {job.id: store.events(job.id) for job in old} == timelines
 
     assert _cli_upgrade(url) == (
-        "upgraded the key layout from version 5 to 6 (0 jobs indexed, 0 old indexes removed, 0 records moved)"
+        "upgraded the key layout from version 5 to 7 (0 jobs indexed, 0 old indexes removed, 0 records moved)"
     )
     new = store.enqueue("n", queue="q")
     stored = c.hgetall(k.job(new.id))

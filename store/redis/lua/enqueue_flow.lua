@@ -102,7 +102,7 @@ for _, spec in ipairs(specs) do
       hash[#hash + 1] = fmt(due)
       redis.call('ZADD', P .. 'scheduled:' .. queue, due, member)
     else
-      redis.call('ZADD', P .. 'ready:' .. queue, 0, member)
+      ready_add(queue, member, f.limit_key)
       ready[queue] = ready[queue] == nil and member or '*'
     end
   end

@@ -22,7 +22,7 @@
 local op = operation(ARGV[4])
 local id, expected, actor = ARGV[5], tonumber(ARGV[6]), none(ARGV[7])
 local f, refused = operator_guard(id, op, expected, 'lease_token', 'queue', 'rank', 'priority',
-  'pending_parents')
+  'pending_parents', 'limit_key')
 if not f then
   return refused
 end
@@ -45,7 +45,7 @@ if ARGV[8] == '1' then
 end
 move(id, f[3], old, op.target)
 change(id, op, op.target, set)
-redis.call('ZADD', P .. 'ready:' .. f[3], 0, member)
+ready_add(f[3], member, f[7])
 append_event(id, op.event, old, op.target, actor, tonumber(f[2]) or 0, nil)
 flush_counts()
 return {1, redis.call('HGETALL', P .. 'job:' .. id)}

@@ -70,8 +70,7 @@ function claim_jobs(op, worker, ttl, want, promote, notified, queues, rounds)
       if redis.call('SISMEMBER', paused, queue) == 0 then
         local ready, scheduled = P .. 'ready:' .. queue, P .. 'scheduled:' .. queue
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', scheduled, '-inf', now_text, 'LIMIT', '0', promote_text)) do
-          redis.call('ZADD', ready, '0', member)
-          redis.call('ZREM', scheduled, member)
+          promote_due(queue, member)
         end
         local limits = flow.limits(queue)
         if limits then
@@ -96,7 +95,7 @@ function claim_jobs(op, worker, ttl, want, promote, notified, queues, rounds)
       -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
       local id = string.sub(member, 26)
       local hash = redis.call('HGETALL', P .. 'job:' .. id)
-      local status, lease_ttl, token, name, expiry, parent
+      local status, lease_ttl, token, name, expiry, parent, key
       local present = {}  -- the fields of op.clears the hash has (none: no HDEL)
       for i = 1, #hash, 2 do
         local field = hash[i]
@@ -114,7 +113,12 @@ function claim_jobs(op, worker, ttl, want, promote, notified, queues, rounds)
           expiry = hash[i + 1]
         elseif field == 'has_children' then
           parent = true
+        elseif field == 'limit_key' then
+          key = hash[i + 1]
         end
+      end
+      if key then  -- out of its key's ready set too (lib/ready.lua)
+        keyed_remove(queue, key, member)
       end
       local old = tonumber(status)
       if old and op.sources[old] and expiry and now >= tonumber(expiry) then

@@ -47,7 +47,8 @@ function flow.waits_on(found, policy)
 end
 
 -- Make waiting child `id` (fields `f`: status, pending_parents,
--- on_parent_failure, queue, rank, lease_token, has_children, priority) due
+-- on_parent_failure, queue, rank, lease_token, has_children, priority,
+-- limit_key) due
 -- now: UNBLOCK's row of the lifecycle table.
 local function unblock(id, f, message, actor)
   local op, queue = OPERATIONS['unblock'], f[4]
@@ -55,7 +56,7 @@ local function unblock(id, f, message, actor)
   unqueue(f[5], queue)
   move(id, queue, tonumber(f[1]), op.target)
   change(id, op, op.target, {'pending_parents', 0, 'rank', member})
-  redis.call('ZADD', P .. 'ready:' .. queue, 0, member)
+  ready_add(queue, member, f[9])
   append_event(id, op.event, tonumber(f[1]), op.target, actor, tonumber(f[6]) or 0, message)
   local wakeup = P .. 'wakeup:' .. queue
   if redis.call('RPUSH', wakeup, member) > FLOW.wakeup_kept then
@@ -91,7 +92,7 @@ function flow.finished(id, outcome, actor)
     table.sort(children)
     for _, child in ipairs(children) do
       local f = redis.call('HMGET', P .. 'job:' .. child, 'status', 'pending_parents', 'on_parent_failure',
-        'queue', 'rank', 'lease_token', 'has_children', 'priority')
+        'queue', 'rank', 'lease_token', 'has_children', 'priority', 'limit_key')
       local status = tonumber(f[1])
       if status then
         local left, to, reason = flow.on_parent_finished(status, tonumber(f[2]) or 0, parent, ended, f[3])

@@ -7,7 +7,7 @@
 -- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV: none of its own.
 -- Keys (store/redis/keys.py): limits, running, running_keys:<queue>,
--- starts:<queue>, key_starts:<queue>\0<limit key>, rate_keys:<queue>, scan_from,
+-- starts:<queue>, key_starts:<queue>\0<limit key>, rate_keys:<queue>,
 -- children:<id>, waiting:<id>, parents:<id>, wakeup:<queue>, and the job keys
 -- lib/job.lua writes.
 -- Returns: nothing. Defines the table `flow` and its limits: `limits`,

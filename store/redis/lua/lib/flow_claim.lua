@@ -1,17 +1,11 @@
--- lib/flow_claim.lua: the claim of a queue with limits: walk its ready set from where the last claim stopped, admit by the limits, count what starts; a section of the library's top level after
+-- lib/flow_claim.lua: the claim of a queue with limits: walk its ready set, admit by the limits, count what starts; a section of the library's top level after
 -- lib/flow.lua, whose table `flow` it extends (store/redis/scripts.py
 -- SECTIONS; docs/architecture.md, Flow control). No per-call state.
 --
 -- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV: none of its own.
--- Keys (store/redis/keys.py): ready:<queue>, scan_from, running, running_keys:<queue>, starts:<queue>, key_starts:<queue>\0<limit key>, rate_keys:<queue>, leases.
--- Returns: nothing. Defines `flow.claim_queue`, `flow.left`, `flow.recount`.
-
--- Most ready members one limited claim reads beyond its first page (a bound
--- on its cost when per-key limits hold the head of the queue); the walk
--- goes on from where the last one stopped (scan_from), so every member is
--- read within ceil(depth / SCAN_MOST) claims (docs/architecture.md, Flow control).
-local SCAN_MOST = 1000
+-- Keys (store/redis/keys.py): ready:<queue>, running, running_keys:<queue>, starts:<queue>, key_starts:<queue>\0<limit key>, rate_keys:<queue>, leases.
+-- Returns: nothing. Defines `flow.claim_queue`, `flow.take`, `flow.left`, `flow.recount`.
 
 -- Record a leased job of a limited queue: running counts (the job's
 -- `counted` field says which: 'q' the queue's, 'k' the queue's and its
@@ -42,69 +36,59 @@ end
 
 -- Claim up to `wanted` jobs of limited `queue` (limits `L`): walk its ready
 -- members in claim order, page by page, admitting by `flow.admit`; `lease`
--- (member, queue) leases one and returns its id and token, or nil. The
--- first page is read from the head (new urgent jobs first); the rest of the
--- walk, at most SCAN_MOST members, from the member the previous claim's
--- walk stopped at (scan_from) when that is further on, back to the head
--- once it reached the end. Returns how many were leased and the rate
--- limit's retry-after (or nil).
+-- (member, queue) leases one and returns its id and token, or nil. A queue
+-- with per-key limits is claimed by `flow.claim_keyed` (lib/flow_keyed.lua).
+-- Without them a limit holds every job alike, so the walk stops at the
+-- first held job. Returns how many were leased and the rate limit's
+-- retry-after (or nil).
 function flow.claim_queue(queue, L, wanted, lease)
+  if L.per_key_concurrency or L.per_key_rate then
+    return flow.claim_keyed(queue, L, wanted, lease)
+  end
   local U = flow.usage(queue, L)
   local ready, page = P .. 'ready:' .. queue, wanted * 4 + 16
-  local keyed = L.per_key_concurrency or L.per_key_rate
-  local got, retry, read, after = 0, nil, 0, nil
-  local resumed = false
-  while got < wanted and read < SCAN_MOST + page do
+  local got, retry, after = 0, nil, nil
+  while got < wanted do
     local members
     if after then
       members = redis.call('ZRANGE', ready, '(' .. after, '+', 'BYLEX', 'LIMIT', 0, page)
     else
       members = redis.call('ZRANGE', ready, 0, page - 1)
     end
-    read = read + #members
     local candidates = {}
     for i, member in ipairs(members) do
-      local key = false
-      if keyed then
-        -- the id follows the rank's 24 digits and ':' (store/redis/keys.py RANK_HEAD)
-        key = redis.call('HGET', P .. 'job:' .. string.sub(member, 26), 'limit_key') or false
-      end
-      candidates[i] = {member, key}
+      candidates[i] = {member, false}
     end
-    flow.load_keys(U, queue, L, candidates)
-    local admitted, wait, stopped = flow.admit(candidates, L, U, now, wanted - got)
-    for _, c in ipairs(admitted) do
-      local id, token = lease(c[1], queue)
-      if id then
-        got = got + 1
-        started(id, queue, c[2] or nil, L, token)
-      end
-    end
+    local n, wait, stopped = flow.take(queue, L, U, candidates, wanted - got, lease)
+    got = got + n
     if wait and (not retry or wait < retry) then
       retry = wait
     end
-    if stopped or got >= wanted then
-      return got, retry
-    end
-    if #members < page then  -- the end: the next claim's walk starts again after the head
-      if keyed then
-        redis.call('HDEL', P .. 'scan_from', queue)
-      end
+    if stopped or got >= wanted or #members < page then
       return got, retry
     end
     after = members[#members]
-    if not resumed then
-      resumed = true
-      local from = keyed and redis.call('HGET', P .. 'scan_from', queue)
-      if from and from > after then
-        after = from
-      end
-    end
-  end
-  if keyed and after then
-    redis.call('HSET', P .. 'scan_from', queue, after)
   end
   return got, retry
+end
+
+-- Admit `candidates` ({{member, key or false}, ...} in claim order) of
+-- `queue` by its limits `L` and usage `U`, at most `wanted`, and lease each
+-- admitted one (`lease` as `claim_queue`'s), counting its start. Returns how
+-- many were leased, the rate limit's retry-after (or nil) and true when a
+-- queue-wide limit stopped the walk (`flow.admit`).
+function flow.take(queue, L, U, candidates, wanted, lease)
+  flow.load_keys(U, queue, L, candidates)
+  local admitted, wait, stopped = flow.admit(candidates, L, U, now, wanted)
+  local got = 0
+  for _, c in ipairs(admitted) do
+    local id, token = lease(c[1], queue)
+    if id then
+      got = got + 1
+      started(id, queue, c[2] or nil, L, token)
+    end
+  end
+  return got, wait, stopped
 end
 
 -- A job counted in its queue's running jobs (its `counted` field, read by

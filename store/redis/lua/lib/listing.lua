@@ -116,10 +116,9 @@ local function operator_guard(id, op, expected, ...)
 end
 
 -- Take a job's `member` (its rank; nil when it has none) out of the ready and
--- scheduled zsets of `queue`.
+-- scheduled zsets of `queue` (and its key's ready set: lib/ready.lua).
 local function unqueue(member, queue)
-  if member then
-    redis.call('ZREM', P .. 'ready:' .. queue, member)
+  if member and not ready_remove(queue, member) then
     redis.call('ZREM', P .. 'scheduled:' .. queue, member)
   end
 end
