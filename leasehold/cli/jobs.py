@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from datetime import datetime
 from typing import Any
 
 import click
@@ -191,6 +192,25 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
         raise click.BadParameter(f"not valid JSON ({exc})", param=param) from None
 
 
+def _time_option(_ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | float | None:
+    """``--run-at``/``--expires-at``: an ISO 8601 time with its UTC offset, or epoch seconds."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            "not an ISO 8601 time (2030-01-01T09:00:00Z) or epoch seconds", param=param
+        ) from None
+    if when.tzinfo is None:
+        raise click.BadParameter("give its UTC offset, e.g. 2030-01-01T09:00:00Z", param=param)
+    return when
+
+
 @click.command("enqueue", cls=OneLineCommand)
 @click.argument("name")
 @click.option("--payload", default=None, callback=_payload_option, help="Job payload as JSON.")
@@ -203,6 +223,24 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
     help="Execution timeout, seconds.",
 )
 @click.option("--delay", type=click.FloatRange(min=0), default=0.0, help="Seconds before it is due.")
+@click.option(
+    "--run-at",
+    callback=_time_option,
+    default=None,
+    help="Earliest start (store clock): ISO 8601 with its UTC offset, or epoch seconds. Not with --delay.",
+)
+@click.option(
+    "--expires-at",
+    callback=_time_option,
+    default=None,
+    help="Not started by then, it never runs (Canceled, Expired): ISO 8601 with its offset, or epoch s.",
+)
+@click.option(
+    "--expires-in",
+    type=click.FloatRange(min=0.001, max=MAX_DELAY_S),
+    default=None,
+    help="--expires-at as seconds from now.",
+)
 @click.option(
     "--priority",
     type=click.IntRange(-MAX_PRIORITY, MAX_PRIORITY),
@@ -246,6 +284,9 @@ def enqueue_command(
     max_retries: int | None,
     timeout: float | None,
     delay: float,
+    run_at: datetime | float | None,
+    expires_at: datetime | float | None,
+    expires_in: float | None,
     priority: int,
     unique_for: float | None,
     unique_key: str | None,
@@ -264,6 +305,9 @@ def enqueue_command(
         "max_retries": max_retries,
         "timeout_s": timeout,
         "delay_s": delay,
+        "run_at": run_at,
+        "expires_at": expires_at,
+        "expires_in_s": expires_in,
         "priority": priority,
         "unique_for": unique_for,
         "unique_key": unique_key,

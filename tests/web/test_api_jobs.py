@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from flask.testing import FlaskClient
@@ -52,6 +53,26 @@ def test_enqueue_with_a_delay_starts_scheduled(api_client: FlaskClient) -> None:
     job = enqueue(api_client, delay_s=60)
     assert job["status"] == "Scheduled"
     assert job["retry_delay_until"] is not None
+
+
+def test_enqueue_at_a_time_and_with_an_expiry(api_client: FlaskClient, store: JobStore) -> None:
+    """run_at (ISO 8601 with an offset, or epoch seconds) starts the job
+    Scheduled until then by the store's clock; expires_in_s is answered as
+    expires_at; a job past it is ended by the claim, Canceled Expired."""
+    now = store.now()
+    at = enqueue(api_client, run_at=now + 120)
+    assert at["status"] == "Scheduled"
+    assert abs(store.get(at["id"]).retry_delay_until.timestamp() - (now + 120)) < 1
+    later = datetime.fromtimestamp(round(now) + 3600, timezone(timedelta(hours=2)))
+    iso = enqueue(api_client, run_at=later.isoformat())
+    due = store.get(iso["id"]).retry_delay_until.timestamp()
+    assert round(now) + 3600 <= due < round(now) + 3600.05  # never earlier; later by the call's own time
+    job = enqueue(api_client, expires_in_s=30, queue="expiring")
+    assert job["expires_at"] is not None and job["expires_at"].endswith("Z")
+    store.clock_offset_s += 31  # type: ignore[attr-defined]
+    assert store.claim("w", ["expiring"], 1) == []
+    got = api_client.get(f"/api/jobs/{job['id']}", headers=OPERATOR).json
+    assert got["status"] == "Canceled" and got["error"]["type"] == "Expired"
 
 
 def test_an_idempotency_key_replay_answers_202_with_the_first_job(

@@ -84,7 +84,7 @@ def test_time_fields_are_date_time(doc: dict[str, Any]) -> None:
     assert {("JobOut", "created_at"), ("JobOut", "retry_delay_until"), ("EventOut", "at")} <= found
     assert {("WorkerOut", "last_seen_at"), ("ProgressOut", "at"), ("ScheduleOut", "next_run_at")} <= found
     for model, name, prop in time_fields(doc):
-        variants = prop.get("anyOf", [prop])
+        variants = [w for v in prop.get("anyOf", [prop]) for w in v.get("oneOf", [v])]  # a time or epoch s
         strings = [v for v in variants if v.get("type") == "string"]
         assert strings and all(v.get("format") == "date-time" for v in strings), (model, name, prop)
 

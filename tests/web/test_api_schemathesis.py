@@ -3,12 +3,15 @@ from the document for every operation and checks each answer (no 5xx, no
 schema-valid request refused, status codes, headers and bodies as
 documented) against the app on SQLite, in process.
 
-Four things are set by hand, each for a reason the document cannot carry:
+Five things are set by hand, each for a reason the document cannot carry:
 ``cursor``/``before`` of ``GET /api/jobs`` are opaque tokens a client only
 passes back (a random string matching their pattern is refused as malformed;
 paging has its own tests), every ``Idempotency-Key`` is fresh (a key reused
 for a different body is refused by design), ``depends_on`` is dropped
 from job bodies (ids of jobs that exist cannot be generated; dependencies
+have their own tests), so are the times on enqueue (``run_at``,
+``expires_at``, ``expires_in_s``: bounded by the server's clock, within a
+year of it and after one another, rules the document states in prose; they
 have their own tests), and a unique key is dropped from a job that also has
 a flow option (a limit key, or a batch: refused with a 422 naming
 ``unique_key``, a rule across fields the document states in prose)."""
@@ -56,7 +59,8 @@ def property_test(operation: schemathesis.APIOperation) -> Callable[[], None]:
             batch = "jobs" in case.body
             for job in [case.body, case.body.get("callback"), *(case.body.get("jobs") or [])]:
                 if isinstance(job, dict):
-                    job.pop("depends_on", None)
+                    for field in ("depends_on", "run_at", "expires_at", "expires_in_s"):
+                        job.pop(field, None)
                     flow = job.get("limit_key") is not None or job.get("on_parent_failure") is not None
                     if batch or flow:  # a unique job takes no flow option
                         job.pop("unique_key", None)

@@ -76,6 +76,13 @@ def test_max_content_length_is_configurable(handle) -> None:
         ({"name": "x", "lease_ttl_s": 0.01}, "lease_ttl_s"),
         ({"name": "x", "delay_s": -1}, "delay_s"),
         ({"name": "x", "delay_s": 1e12}, "delay_s"),
+        ({"name": "x", "run_at": "2030-01-01T00:00:00"}, "run_at"),  # no UTC offset: which clock?
+        ({"name": "x", "run_at": "soon"}, "run_at"),
+        ({"name": "x", "run_at": 1e12}, "run_at"),
+        ({"name": "x", "run_at": 2e9, "delay_s": 5}, "run_at"),
+        ({"name": "x", "expires_in_s": 0}, "expires_in_s"),
+        ({"name": "x", "expires_in_s": 5, "expires_at": 2e9}, "expires_in_s"),
+        ({"name": "x", "run_at": 2e9, "expires_at": 2e9 - 1}, "expires_at"),
         ({"name": "x", "payload": {"k": "nul\u0000"}}, "payload.k"),
         ({"name": "x", "payload": {"nul\u0000": 1}}, "payload"),
         ({"name": "x", "payload": list(range(MAX_JSON_ITEMS + 1))}, "payload"),

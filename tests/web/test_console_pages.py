@@ -156,6 +156,17 @@ def test_job_page_shows_everything_and_escapes_job_data(viewer: ConsoleClient, s
     assert "Timeline" in html and "w-1" in html
 
 
+def test_an_expired_job_says_why_it_never_ran(viewer: ConsoleClient, store: JobStore) -> None:
+    waiting = store.enqueue("t", {}, expires_in_s=3600)
+    assert "not run if not started by then" in viewer.get(f"/jobs/{waiting.id}").text
+    job = store.enqueue("t", {}, queue="late", expires_in_s=5)
+    store.clock_offset_s += 6  # type: ignore[attr-defined]
+    assert store.claim("w-1", ["late"], 1) == []
+    html = viewer.get(f"/jobs/{job.id}").text
+    assert 'data-status="Canceled"' in html and "<strong>Expired</strong>" in html
+    assert "reached before it started: canceled by a claim, never run" in html
+
+
 def test_running_job_polls_and_a_terminal_one_stops(viewer: ConsoleClient, store: JobStore) -> None:
     job = store.enqueue("t", {})
     worker(store, jobs=[job.id])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,11 @@ def test_enqueue_prints_the_new_id_alone(handle: StoreHandle, cli: Invoke) -> No
 
     delayed = handle.store.get(cli("enqueue", "noop", "--delay", "60").stdout.strip())
     assert delayed.status.name == "Scheduled" and delayed.payload is None
+    now = handle.store.now()
+    at = datetime.fromtimestamp(round(now) + 600, UTC).isoformat()
+    timed = handle.store.get(cli("enqueue", "noop", "--run-at", at, "--expires-in", "900").stdout.strip())
+    assert timed.status.name == "Scheduled" and timed.retry_delay_until.timestamp() >= round(now) + 600
+    assert timed.expires_at is not None and 890 < timed.expires_at.timestamp() - now < 910
     # A registered handler's decorator options are the defaults.
     defaults = handle.store.get(cli("enqueue", "defaults").stdout.strip())
     assert (defaults.queue, defaults.max_retries, defaults.timeout_seconds) == ("special", 7, 42.0)
@@ -90,6 +96,9 @@ def test_enqueue_prints_the_new_id_alone(handle: StoreHandle, cli: Invoke) -> No
         (["enqueue", "noop", "--payload", "{bad"], "--payload"),
         (["enqueue", "noop", "--max-retries", "-1"], "--max-retries"),
         (["enqueue", "noop", "--priority", "high"], "--priority"),
+        (["enqueue", "noop", "--run-at", "2030-01-01T09:00:00"], "--run-at"),  # which clock?
+        (["enqueue", "noop", "--expires-at", "soon"], "--expires-at"),
+        (["enqueue", "noop", "--expires-in", "0"], "--expires-in"),
         (["enqueue"], "NAME"),
         (["worker", "--queues", "a:x"], "--queues"),
         (["worker", "--queues", "a:0"], "--queues"),

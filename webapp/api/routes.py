@@ -179,7 +179,8 @@ ROUTES: tuple[Route, ...] = (
         "/api/handlers/<path:name>/metrics",
         handler_metrics_view,
         query=HandlerMetricsQuery,
-        responses={"HTTP_200": HandlerMetricsOut, **_READ},
+        # 404: a name the path cannot carry (a line break in it)
+        responses={"HTTP_200": HandlerMetricsOut, "HTTP_404": E, **_READ},
         tags=_OPS,
     ),
     Route("/api/periodic", ops.list_periodic, responses={"HTTP_200": ScheduleList, **_READ}, tags=_PERIODIC),
@@ -256,7 +257,13 @@ ROUTES: tuple[Route, ...] = (
         responses={"HTTP_200": flow.LimitsOut, **_ACT, **_BODY},
         tags=_QUEUES,
     ),
-    Route(f"{QUEUE}/limits", flow.get_limits, responses={"HTTP_200": flow.LimitsOut, **_READ}, tags=_QUEUES),
+    Route(
+        f"{QUEUE}/limits",
+        flow.get_limits,
+        # 404: a queue name the path cannot carry (a line break in it)
+        responses={"HTTP_200": flow.LimitsOut, "HTTP_404": E, **_READ},
+        tags=_QUEUES,
+    ),
     Route(
         "/api/batches",
         flow.create_batch,

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import enum
 import typing
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -38,6 +40,7 @@ from store.models import (
     MAX_TIMEOUT_S,
     MIN_LEASE_TTL_S,
 )
+from store.spec import MAX_EPOCH_S
 
 #: Printable text with at least one non-space character, no control characters.
 _TEXT = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
@@ -72,6 +75,40 @@ StatusQuery = Annotated[
 ]
 #: A time in a response: ISO 8601 UTC (``2025-01-31T12:00:00.123456Z``).
 DateTime = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+def _moment(value: Any) -> float:
+    """A time in a request as epoch seconds: an ISO 8601 text with its UTC
+    offset (a time without one names no clock) or a number of seconds, within
+    [0, MAX_EPOCH_S]. Raises ValueError saying which."""
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 time with its UTC offset, or epoch seconds") from None
+        if when.tzinfo is None or when.utcoffset() is None:
+            raise ValueError("must have a UTC offset, e.g. 2030-01-01T09:00:00Z")
+        value = when.timestamp()
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be an ISO 8601 time with its UTC offset, or epoch seconds")
+    if not 0.0 <= float(value) <= MAX_EPOCH_S:  # NaN and infinities fail too
+        raise ValueError(f"must be within [0, {MAX_EPOCH_S:g}] epoch seconds")
+    return float(value)
+
+
+#: A time: ISO 8601 with its UTC offset, or epoch seconds (``_moment``).
+Moment = Annotated[
+    Any,
+    BeforeValidator(_moment),
+    WithJsonSchema(
+        {
+            "oneOf": [
+                {"type": "string", "format": "date-time"},
+                {"type": "number", "minimum": 0, "maximum": MAX_EPOCH_S},
+            ]
+        }
+    ),
+]
 
 
 def _takes_int(annotation: Any) -> bool:
@@ -114,6 +151,19 @@ class EnqueueRequest(_Body):
     timeout_s: float | None = Field(None, ge=0.001, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     lease_ttl_s: float | None = Field(None, ge=MIN_LEASE_TTL_S, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     delay_s: float = Field(0.0, ge=0.0, le=MAX_DELAY_S, allow_inf_nan=False, description="start Scheduled")
+    run_at: Moment | None = Field(
+        None,
+        description="earliest start, by the store's clock: an ISO 8601 time with its UTC offset or "
+        "epoch seconds; not with delay_s",
+    )
+    expires_at: Moment | None = Field(
+        None,
+        description="a job not started by then never runs: a claim ends it Canceled with error type "
+        "Expired (ISO 8601 with its UTC offset, or epoch seconds); not with expires_in_s",
+    )
+    expires_in_s: float | None = Field(
+        None, ge=0.001, le=MAX_DELAY_S, allow_inf_nan=False, description="expires_at as seconds from now"
+    )
     unique_for: float | None = Field(
         None,
         ge=0.0,
@@ -262,6 +312,9 @@ class JobOut(BaseModel):
     last_heartbeat_at: DateTime | None = None
     timeout_seconds: float
     lease_ttl_seconds: float | None = None
+    expires_at: DateTime | None = Field(
+        None, description="not started by then: never run (Canceled, Expired)"
+    )
     created_at: DateTime | None = None
     started_at: DateTime | None = None
     completed_at: DateTime | None = None
