@@ -39,6 +39,7 @@ from store.lifecycle import (
     JobStatus,
     Operation,
     RetryPolicy,
+    RunAgain,
     decide_failure,
     enqueue_target,
     is_expired,
@@ -66,6 +67,7 @@ class MJob:
     limit_key: str | None = None
     retry_count: int = 0
     lease_expirations: int = 0
+    snoozes: int = 0  # failed attempts of type Snooze, never reset (lifecycle.count_snoozes)
     token: int = 0
     error_type: str | None = None
     lease_expires_at: float | None = None
@@ -100,7 +102,10 @@ class Model:
     paused: set[str] = field(default_factory=set)
     idempotency: dict[str, str] = field(default_factory=dict)
     unique: dict[str, str] = field(default_factory=dict)
-    #: Starts by queue: (model time, limit key), for the rate windows.
+    #: Starts by queue: (model time, limit key), for the rate windows. A
+    #: start is recorded only while its queue has a rate or a per-key rate
+    #: (either): an unlimited queue's claim writes no history, so a rate set
+    #: later counts the starts from then on, on every store.
     starts: dict[str, list[tuple[float, str | None]]] = field(default_factory=dict)
     batches: dict[str, MBatch] = field(default_factory=dict)
 
@@ -224,7 +229,9 @@ class Model:
             job.status, job.token = S.InProgress, job.token + 1
             assert token == job.token, (job_id, token, job.token)
             job.lease_expires_at = self.t + self.lease_ttl_s
-            self.starts.setdefault(job.queue, []).append((self.t, job.limit_key))
+            limits = self.limits.get(job.queue, QueueLimits())
+            if limits.rate is not None or limits.per_key_rate is not None:
+                self.starts.setdefault(job.queue, []).append((self.t, job.limit_key))
 
     # ------------------------------------------------------------ worker
     def complete(self, job_id: str) -> None:
@@ -240,12 +247,26 @@ class Model:
         error_type: str = HANDLER_ERROR,
         expired: bool = False,
         policy: RetryPolicy | None = None,
+        again: RunAgain | None = None,
     ) -> JobStatus:
-        """A failure by the retry decision, with ``policy`` (a handler's own,
-        as a worker passes it to ``store.fail``) or the store's."""
+        """A failed attempt through ``decide_failure``, with ``policy`` (a
+        handler's own, as a worker passes it to ``store.fail``) or the store's:
+        a nack, a lease expired, or a handler's Retry or Snooze (``again``,
+        its error type the attempt's); every Snooze attempt counts, the one
+        that fails too."""
         job = self.jobs[job_id]
-        decision = decide_failure(job.retry_count, job.max_retries, policy or self.retry, permanent=permanent)
+        decision = decide_failure(
+            job.retry_count,
+            job.max_retries,
+            policy or self.retry,
+            permanent=permanent,
+            again=again,
+            snoozes=job.snoozes,
+        )
         assert decision.status in OPERATIONS[Operation.FAIL].targets
+        if again is not None:
+            error_type = again.error_type
+            job.snoozes += again.snooze
         job.status, job.retry_count, job.error_type = decision.status, decision.retry_count, error_type
         job.lease_expires_at = None
         if expired:
@@ -307,6 +328,21 @@ class Model:
         if op is Operation.REQUEUE and reset_retries:
             job.retry_count = job.lease_expirations = 0
         return None
+
+    def bulk(self, op: Operation, walk: Sequence[str], read: dict[str, JobStatus]) -> tuple[int, int]:
+        """A bulk operation's batch (store/bulk.py ``run_batch``): ``op`` on
+        each job of ``walk`` in the store's order (order among them is free,
+        as in a claim); one whose status as the batch read it (``read``) is
+        outside the sources, or that the operation refuses now (a parent
+        unfinished, changed by an earlier one of the batch), is skipped.
+        Returns (changed, skipped)."""
+        changed = skipped = 0
+        for job_id in walk:
+            if read[job_id] not in OPERATIONS[op].sources or self.operator(op, job_id) is not None:
+                skipped += 1
+            else:
+                changed += 1
+        return changed, skipped
 
     def forget(self, job_id: str) -> None:
         job = self.jobs.pop(job_id)

@@ -2,7 +2,8 @@
 (the stateful comparison with the reference model, tests/store/test_contract_model.py,
 found or confirms them): a Completed job keeps no error; requeue and retry-now
 never make a job run before an unfinished parent; a batch lists its job ids; a
-busy limit key never starves another key of its queue at any depth."""
+busy limit key never starves another key of its queue at any depth; a
+start made under a queue rate counts in a per-key rate set after it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy import event
 from store.base import JobStore
 from store.contract_flow import BATCH_IDS_SHOWN
 from store.errors import InvalidTransition, ParentUnfinished, ValidationError
-from store.flow_rules import QueueLimits
+from store.flow_rules import QueueLimits, Rate
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from tests.backends import StoreHandle
@@ -115,6 +116,19 @@ def test_a_busy_limit_key_never_starves_another_key_at_any_depth(store: JobStore
     waiting = store.list_jobs(status=S.Queued, queue="k", limit=1).items[0]
     kind, why = store.limit_hold(waiting)
     assert kind == "per_key_concurrency" and "'hot'" in why
+
+
+def test_a_start_under_a_queue_rate_counts_in_a_per_key_rate_set_later(store: JobStore) -> None:
+    """Found by the model on Redis: starts were kept per window, so a key's
+    start made while only the queue's rate was set was not counted once a
+    per-key rate replaced it (SQL keeps one row a start for both windows)."""
+    store.set_queue_limits("r", QueueLimits(rate=Rate(3, 20.0)))
+    store.enqueue("t", None, queue="r", limit_key="x")
+    [job] = store.claim("w", ["r"], 1)
+    limits = QueueLimits(per_key_rate=Rate(2, 20.0))
+    store.set_queue_limits("r", limits)
+    assert store.limit_usage("r").in_use(limits) == {"per_key_rate": 1}
+    assert job.limit_key == "x"
 
 
 def test_sql_cancels_a_big_batch_in_short_transactions(handle: StoreHandle) -> None:

@@ -32,11 +32,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from store import StoreSettings
-from store.base import JobStore
+from store import StoreSettings, bulk
+from store.base import MAX_PAGE_SIZE, JobStore
+from store.bulk_select import ACTIONS
+from store.cursor import encode_cursor
 from store.errors import InvalidTransition, JobNotFound, LeaseLost, ValidationError
 from store.flow_rules import ParentFailure, QueueLimits, Rate
-from store.lifecycle import JobStatus, Operation, RetryPolicy
+from store.lifecycle import JobStatus, Operation, RetryPolicy, RunAgain
 from store.models import JobSpec, Lease
 from tests.backends import StoreHandle
 from tests.model.model import HANDLER_ERROR, LEASE_EXPIRED, MJob, Model
@@ -57,6 +59,9 @@ TICKS = [1.0, 5.0, 10.0, 20.0]
 PHASES = [p for p in Phase if p is not Phase.shrink or os.environ.get("LEASEHOLD_MODEL_SHRINK") != "0"]
 #: What the store's clock moves more than the model's at each tick.
 TIE_S = 0.05
+#: A handler's request to run again (``raise Retry``/``raise Snooze``), or None: a plain failure.
+SNOOZES = [RunAgain(5.0, snooze=True, max_snoozes=n) for n in (0, 1, 2)]
+AGAIN = st.sampled_from([None, None, RunAgain(5.0), RunAgain(15.0), *SNOOZES])
 LIMITS = st.builds(
     QueueLimits,
     concurrency=st.sampled_from([None, 2]),
@@ -193,11 +198,14 @@ class StoreAgainstModel(RuleBasedStateMachine):
         self.model.complete(job_id)
 
     @precondition(lambda self: self._running())
-    @rule(data=st.data(), permanent=st.booleans(), policy=st.sampled_from([None, HANDLER_RETRY]))
-    def fail(self, data, permanent, policy) -> None:
+    @rule(data=st.data(), permanent=st.booleans(), policy=st.sampled_from([None, HANDLER_RETRY]), again=AGAIN)
+    def fail(self, data, permanent, policy, again) -> None:
         job_id = self._pick(data, self._running())
-        self.store.fail(job_id, self.model.jobs[job_id].token, ERROR, permanent=permanent, policy=policy)
-        self.model.fail(job_id, permanent, policy=policy)
+        permanent = permanent and again is None  # a handler raises one or the other
+        error = ERROR if again is None else {**ERROR, "type": again.error_type}
+        token = self.model.jobs[job_id].token
+        self.store.fail(job_id, token, error, permanent=permanent, policy=policy, again=again)
+        self.model.fail(job_id, permanent, policy=policy, again=again)
 
     @precondition(lambda self: self._running())
     @rule(data=st.data())
@@ -238,6 +246,51 @@ class StoreAgainstModel(RuleBasedStateMachine):
         with pytest.raises(refused) as raised:
             calls[op]()
         assert type(raised.value) is refused, (op, status, raised.value)
+
+    @precondition(lambda self: self.model.jobs)
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(sorted(ACTIONS)),
+        by=st.sampled_from(["queue", "status", "ids"]),
+        status=st.sampled_from([S.Queued, S.Scheduled, S.Failed, S.Canceled, S.Completed]),
+        queue=st.integers(0, 1),
+    )
+    def bulk_operation(self, data, action, by, status, queue) -> None:
+        """A bulk operation (store/bulk.py) by queue, by queue and status, or
+        on selected ids, run to its end in one batch as a worker runs it."""
+        filter_: dict = {"queue": self.queues[queue]}
+        if by == "status":
+            filter_["status"] = status.name
+        elif by == "ids":
+            ids = self._ids()
+            picks = data.draw(st.lists(st.integers(0, len(ids) - 1), min_size=1, max_size=6, unique=True))
+            filter_ = {"ids": [ids[i] for i in picks]}
+        operation = bulk.start(self.store, action, filter_, "operator:model", expected=0)
+        if by == "ids":
+            walk = filter_["ids"]
+        else:  # the page run_batch reads: the listing from the operation's creation on
+            assert operation.created_at is not None
+            page = self.store.list_jobs(
+                status=status if by == "status" else None, queue=filter_["queue"], limit=MAX_PAGE_SIZE,
+                cursor=encode_cursor(operation.created_at.timestamp(), "~"),
+            )  # fmt: skip
+            walk = [j.id for j in page.items]
+            want = [i for i, j in self.model.jobs.items() if j.queue == filter_["queue"]]
+            if by == "status":
+                want = [i for i in want if self.model.jobs[i].status is status]
+            assert sorted(walk) == sorted(want), (filter_, walk, want)
+        read = {i: self.model.jobs[i].status for i in walk}
+        done = bulk.run_batch(self.store, operation, batch=MAX_PAGE_SIZE)
+        assert done.state == "done", done
+        changed, skipped = self.model.bulk(ACTIONS[action], walk, read)
+        assert (done.changed, done.skipped) == (changed, skipped), (action, filter_, done)
+
+    @rule(queue=st.integers(0, 1), limits=LIMITS)
+    def change_limits(self, queue, limits) -> None:
+        """A queue's limits set, changed or cleared while its jobs run."""
+        name = self.queues[queue]
+        self.store.set_queue_limits(name, limits, actor="operator:model")
+        self.model.limits[name] = limits
 
     @rule(queue=st.integers(0, 1), paused=st.booleans())
     def pause(self, queue, paused) -> None:
@@ -282,6 +335,10 @@ class StoreAgainstModel(RuleBasedStateMachine):
             assert (job.error or {}).get("type") == m.error_type, (job_id, job.error, m.error_type)
         counts = self.store.counts().by_queue
         for queue in self.queues:
+            limits = self.model.limits.get(queue, QueueLimits())
+            if limits.any:
+                got_use = self.store.limit_usage(queue).in_use(limits)
+                assert got_use == self.model.usage(queue).in_use(limits), (queue, limits)
             assert counts.get(queue, {}) == self.model.counts(queue), queue
             for status in S:
                 page = self.store.list_jobs(status=status, queue=queue, limit=500)

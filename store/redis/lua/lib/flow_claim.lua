@@ -18,19 +18,22 @@ local function started(id, queue, key, L, token)
     counted = 'k'
   end
   redis.call('HSET', P .. 'job:' .. id, 'counted', counted)
-  local member = id .. ':' .. token
-  if L.rate then
+  -- A start counts in both windows while either rate is set (as the SQL
+  -- store's rate_starts rows do): a per-key rate set later counts it too.
+  if L.rate or L.per_key_rate then
+    local member = id .. ':' .. token
+    local longest = math.max(L.rate and L.rate.period_s or 0, L.per_key_rate and L.per_key_rate.period_s or 0)
+    local ms = math.ceil(longest * 1000) + 1000
     local window_key = P .. 'starts:' .. queue
     redis.call('ZADD', window_key, now_text, member)
-    redis.call('PEXPIRE', window_key, math.ceil(L.rate.period_s * 1000) + 1000)
-  end
-  if key and L.per_key_rate then
-    local ms = math.ceil(L.per_key_rate.period_s * 1000) + 1000
-    local by_key, keys = P .. 'key_starts:' .. queue .. '\0' .. key, P .. 'rate_keys:' .. queue
-    redis.call('ZADD', by_key, now_text, member)
-    redis.call('PEXPIRE', by_key, ms)
-    redis.call('ZADD', keys, now_text, key)
-    redis.call('PEXPIRE', keys, ms)
+    redis.call('PEXPIRE', window_key, ms)
+    if key then
+      local by_key, keys = P .. 'key_starts:' .. queue .. '\0' .. key, P .. 'rate_keys:' .. queue
+      redis.call('ZADD', by_key, now_text, member)
+      redis.call('PEXPIRE', by_key, ms)
+      redis.call('ZADD', keys, now_text, key)
+      redis.call('PEXPIRE', keys, ms)
+    end
   end
 end
 
@@ -48,6 +51,7 @@ function flow.claim_queue(queue, L, wanted, lease)
   local U = flow.usage(queue, L)
   local ready, page = P .. 'ready:' .. queue, wanted * 4 + 16
   local got, retry, after = 0, nil, nil
+  local unread = L.rate ~= nil  -- a start's key goes into the windows too
   while got < wanted do
     local members
     if after then
@@ -57,7 +61,7 @@ function flow.claim_queue(queue, L, wanted, lease)
     end
     local candidates = {}
     for i, member in ipairs(members) do
-      candidates[i] = {member, false}
+      candidates[i] = {member, false, unread}  -- no per-key limit: the key is read once leased
     end
     local n, wait, stopped = flow.take(queue, L, U, candidates, wanted - got, lease)
     got = got + n
@@ -72,7 +76,7 @@ function flow.claim_queue(queue, L, wanted, lease)
   return got, retry
 end
 
--- Admit `candidates` ({{member, key or false}, ...} in claim order) of
+-- Admit `candidates` ({{member, key or false[, true: key not read]}, ...} in claim order) of
 -- `queue` by its limits `L` and usage `U`, at most `wanted`, and lease each
 -- admitted one (`lease` as `claim_queue`'s), counting its start. Returns how
 -- many were leased, the rate limit's retry-after (or nil) and true when a
@@ -85,7 +89,11 @@ function flow.take(queue, L, U, candidates, wanted, lease)
     local id, token = lease(c[1], queue)
     if id then
       got = got + 1
-      started(id, queue, c[2] or nil, L, token)
+      local key = c[2] or nil
+      if c[3] then
+        key = redis.call('HGET', P .. 'job:' .. id, 'limit_key') or nil
+      end
+      started(id, queue, key, L, token)
     end
   end
   return got, wait, stopped
