@@ -63,7 +63,7 @@ MODEL_EXAMPLES ?= 500
 MODEL_STEPS ?= 60
 model-nightly: $(STAMP)
 	$(SERVICES) LEASEHOLD_MODEL_EXAMPLES=$(MODEL_EXAMPLES) LEASEHOLD_MODEL_STEPS=$(MODEL_STEPS) \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/store/test_contract_model.py $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --timeout 7200 tests/store/test_contract_model.py $(PYTEST_ARGS)
 
 # The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
 # the standard library indexed. STORE=postgresql+psycopg://… or redis://… for another store.
