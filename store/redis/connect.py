@@ -20,7 +20,7 @@ from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from store.errors import StoreUnavailable, ValidationError
+from store.errors import StoreUnavailable
 from store.redis.keys import DEFAULT_PREFIX
 
 #: Errors that mean "Redis did not answer": the operation may or may not have
@@ -70,13 +70,9 @@ def unavailable() -> Iterator[None]:
 
 
 def split_url(url: str) -> tuple[str, str | None, bool]:
-    """``(url for redis-py, prefix from the URL or None, is_cluster)``.
-    Raises ValidationError (field ``store_url``) for ``shards``, which this
-    release does not implement."""
+    """``(url for redis-py, prefix from the URL or None, is_cluster)``."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(k == "shards" for k, _ in query):  # never passed on to redis-py, which would ignore it
-        raise ValidationError("store_url", "shards: a sharded Redis namespace is not in this release")
     prefixes = [v for k, v in query if k == "prefix"]
     rest = urlencode([(k, v) for k, v in query if k != "prefix"])
     scheme = parts.scheme.lower()

@@ -1,6 +1,6 @@
 """``from leasehold import open_store``: with no URL it opens the store
 LEASEHOLD_STORE_URL names (docs/handlers.md), through the one settings model
-(a bad variable is refused by name); a Redis URL asking for shards is refused."""
+(a bad variable is refused by name)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import pytest
 
 import leasehold
 from leasehold.settings import ConfigError
-from store.errors import ValidationError
-from store.redis.connect import split_url
 from store.sql import migrate
 
 
@@ -47,11 +45,3 @@ def test_open_store_refuses_a_bad_variable_by_name(clean_env: pytest.MonkeyPatch
     clean_env.setenv("LEASEHOLD_STORE_URL", "mysql://nope")
     with pytest.raises(ConfigError, match="LEASEHOLD_STORE_URL"):
         leasehold.open_store()
-
-
-def test_a_redis_url_asking_for_shards_is_refused_not_ignored() -> None:
-    """redis-py would ignore an unknown ``shards`` parameter: one namespace
-    on one slot while the operator believes it sharded."""
-    with pytest.raises(ValidationError, match="shards"):
-        split_url("redis://127.0.0.1:6379/0?prefix=x&shards=3")
-    assert split_url("redis://127.0.0.1:6379/0?prefix=x") == ("redis://127.0.0.1:6379/0", "x", False)
