@@ -6,13 +6,17 @@ exists. Ids made for a shard carry it in their last byte."""
 from __future__ import annotations
 
 import uuid
+from zlib import crc32
 
 import pytest
+from redis.crc import key_slot
 
 from store import open_store
 from store.errors import ValidationError
 from store.ids import ID_TEXT, new_id_on_shard, shard_of_id
 from store.redis.connect import MAX_SHARDS, split_url, url_shards
+from store.redis.keys import Keys
+from store.redis.shards import shard_of_queue, shard_prefix
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
 
@@ -72,3 +76,17 @@ def test_ids_made_for_shards_still_sort_in_order() -> None:
 def test_a_shard_outside_one_byte_is_refused() -> None:
     with pytest.raises(ValueError, match="shard 256"):
         new_id_on_shard(256)
+
+
+def test_a_queue_maps_to_one_shard_in_every_process() -> None:
+    assert [shard_of_queue(q, 3) for q in ("default", "emails", "reports")] == [
+        crc32(q.encode()) % 3 for q in ("default", "emails", "reports")
+    ]
+    assert {shard_of_queue(f"q{k}", 3) for k in range(30)} == {0, 1, 2}
+    assert all(shard_of_queue(f"q{k}", 1) == 0 for k in range(30))
+
+
+def test_each_shard_has_its_own_hash_tag() -> None:
+    tags = [Keys(shard_prefix("leasehold", k)).route for k in range(3)]
+    assert tags == ["{leasehold:0}:", "{leasehold:1}:", "{leasehold:2}:"]
+    assert len({key_slot(tag.encode()) for tag in tags}) == 3
