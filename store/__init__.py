@@ -36,9 +36,6 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
         return SqlStore(url, settings, **options)
     if options.pop("engine", None) is not None:
         raise ValidationError("engine", "only a PostgreSQL store runs on an application's engine")
-    from store.redis.connect import url_shards
     from store.redis.store import RedisStore
 
-    if url_shards(url) > 1:
-        raise ValidationError("shards", "a sharded Redis store (above 1 shard) is not built yet")
     return RedisStore(url, settings, **options)

@@ -105,7 +105,11 @@ def url_shards(url: str) -> int:
 def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[Redis | RedisCluster, str]:
     """The client for ``url`` and the deployment prefix (argument, else URL,
     else DEFAULT_PREFIX). A cluster client connects at once (it reads the slot
-    map); a single-server client connects on first use. Raises StoreUnavailable."""
+    map); a single-server client connects on first use. Raises StoreUnavailable,
+    and ValidationError (``shards``) for a shard count other than 1: the
+    sharded store is not built yet (docs/architecture.md, Shards)."""
+    if url_shards(url) > 1:
+        raise ValidationError("shards", "a sharded Redis store (above 1 shard) is not built yet")
     clean, url_prefix, cluster = split_url(url)
     kwargs: dict[str, Any] = {
         "socket_timeout": options.socket_timeout_s,

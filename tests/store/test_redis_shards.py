@@ -6,6 +6,7 @@ exists. Ids made for a shard carry it in their last byte."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from zlib import crc32
 
 import pytest
@@ -17,6 +18,7 @@ from store.ids import ID_TEXT, new_id_on_shard, shard_of_id
 from store.redis.connect import MAX_SHARDS, split_url, url_shards
 from store.redis.keys import Keys
 from store.redis.shards import shard_of_queue, shard_prefix
+from store.redis.store import RedisStore
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
 
@@ -53,9 +55,10 @@ def test_shards_1_is_todays_store() -> None:
         delete_redis_prefix(url, prefix)
 
 
-def test_shards_above_1_is_refused_until_built() -> None:
+@pytest.mark.parametrize("opener", [open_store, RedisStore])
+def test_shards_above_1_is_refused_until_built(opener: Callable[[str], object]) -> None:
     with pytest.raises(ValidationError) as caught:
-        open_store("redis://127.0.0.1:6379/0?shards=3")
+        opener("redis://127.0.0.1:6379/0?shards=3")
     assert caught.value.field == "shards"
 
 
