@@ -26,6 +26,22 @@ def new_id() -> str:
     return str(uuid7())
 
 
+def new_id_on_shard(shard: int) -> str:
+    """A new id (as ``new_id``) whose last byte is ``shard`` (0 to 255), so a
+    sharded store routes it with ``shard_of_id`` alone. The last byte is
+    random in a UUIDv7 of uuid-utils (its counter sits in higher bits), so
+    the id stays valid UUIDv7 text and ids made in order still sort in order."""
+    if not 0 <= shard <= 0xFF:
+        raise ValueError(f"shard {shard} is not from 0 to 255")
+    return f"{new_id()[:-2]}{shard:02x}"
+
+
+def shard_of_id(job_id: str, shards: int) -> int:
+    """The shard (0 to ``shards`` - 1) of an id made by ``new_id_on_shard``
+    for a store of ``shards`` shards: its last byte, modulo ``shards``."""
+    return int(job_id[-2:], 16) % shards
+
+
 def is_whole_id(text: str) -> bool:
     """Whether ``text`` (lowercase) is a whole id: every job id is one, so
     the only id that contains it is itself."""

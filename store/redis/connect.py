@@ -3,7 +3,9 @@
 URLs: ``redis://host:port/db``, ``rediss://…``, ``unix:///path.sock`` (one
 server) and ``redis+cluster://host:port`` / ``rediss+cluster://…`` (Redis
 Cluster, any node as the seed). The query parameter ``prefix`` names the
-deployment (default ``leasehold``); other query parameters go to redis-py.
+deployment (default ``leasehold``); ``shards`` (an integer from 1 to
+MAX_SHARDS, default 1) splits it into shards (docs/architecture.md, Shards);
+other query parameters go to redis-py.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from store.errors import StoreUnavailable
+from store.errors import StoreUnavailable, ValidationError
 from store.redis.keys import DEFAULT_PREFIX
+
+#: Most shards of one deployment: a job id carries its shard in its last
+#: byte (store/ids.py), so 256 at most.
+MAX_SHARDS = 256
 
 #: Errors that mean "Redis did not answer": the operation may or may not have
 #: been applied (every write script is guarded, so retrying is safe).
@@ -74,7 +80,7 @@ def split_url(url: str) -> tuple[str, str | None, bool]:
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefixes = [v for k, v in query if k == "prefix"]
-    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    rest = urlencode([(k, v) for k, v in query if k not in ("prefix", "shards")])
     scheme = parts.scheme.lower()
     cluster = scheme.endswith("+cluster")
     if cluster:
@@ -83,10 +89,27 @@ def split_url(url: str) -> tuple[str, str | None, bool]:
     return clean, (prefixes[-1] if prefixes else None), cluster
 
 
+def url_shards(url: str) -> int:
+    """The ``shards`` query parameter of a Redis store URL (the last one
+    given), 1 when absent. Raises ValidationError (field ``shards``, one line)
+    unless it is an integer from 1 to MAX_SHARDS."""
+    given = [v for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True) if k == "shards"]
+    if not given:
+        return 1
+    text = given[-1].strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_SHARDS:
+        raise ValidationError("shards", f"shards={given[-1]!r} is not an integer from 1 to {MAX_SHARDS}")
+    return int(text)
+
+
 def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[Redis | RedisCluster, str]:
     """The client for ``url`` and the deployment prefix (argument, else URL,
     else DEFAULT_PREFIX). A cluster client connects at once (it reads the slot
-    map); a single-server client connects on first use. Raises StoreUnavailable."""
+    map); a single-server client connects on first use. Raises StoreUnavailable,
+    and ValidationError (``shards``) for a shard count other than 1: the
+    sharded store is not built yet (docs/architecture.md, Shards)."""
+    if url_shards(url) > 1:
+        raise ValidationError("shards", "a sharded Redis store (above 1 shard) is not built yet")
     clean, url_prefix, cluster = split_url(url)
     kwargs: dict[str, Any] = {
         "socket_timeout": options.socket_timeout_s,
