@@ -121,8 +121,9 @@ class Handler:
         self, payload: Any = None, *, store: JobStore | None = None, session: Any = None, **options: Any
     ) -> Job | Pending[Job]:
         """Enqueue one job for this handler. ``options`` are JobSpec fields
-        (queue, priority, max_retries, timeout_s, lease_ttl_s, delay_s,
-        idempotency_key, unique_key, unique_for); omitted ones take the
+        (queue, priority, max_retries, timeout_s, lease_ttl_s, delay_s or
+        run_at, expires_at or expires_in_s, idempotency_key, unique_key,
+        unique_for; times: aware datetimes or epoch seconds); omitted ones take the
         handler's declared defaults, then the store's. Returns the job (with
         an idempotency or unique key already held: the job holding it).
         ``session``: a SQLAlchemy session (Flask-SQLAlchemy's ``db.session``)

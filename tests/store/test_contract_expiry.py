@@ -170,3 +170,16 @@ def test_an_expired_job_of_a_limited_queue_is_never_run(store: JobStore) -> None
     assert _claim_ids(store, "lim") == [live.id]
     assert _claim_ids(store, "lim") == []
     _assert_expired(store, dead.id)
+
+
+def test_a_batch_takes_run_at_and_expiry(store: JobStore) -> None:
+    if not store.supports_flow:
+        pytest.skip("flow control")
+    batch = store.create_batch(
+        [JobSpec("t", {"i": 1}, expires_in_s=5), JobSpec("t", {"i": 2}, run_at=store.now() + 30)]
+    )
+    first, second = (store.get(i) for i in batch.job_ids)
+    assert first.expires_at is not None and second.status is S.Scheduled
+    store.clock_offset_s += 31
+    assert _claim_ids(store) == [second.id]
+    _assert_expired(store, first.id)

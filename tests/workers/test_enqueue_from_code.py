@@ -115,3 +115,18 @@ def test_the_design_example_works_as_documented(handle: StoreHandle) -> None:
         assert handle.store.get(batch[1].id).name == "index-source"
     finally:
         jobs.close()
+
+
+def test_a_handler_enqueues_with_run_at_and_an_expiry(handle: StoreHandle) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    store = handle.store
+    at = datetime.fromtimestamp(store.now() + 60, tz=UTC)
+    job = countdown.enqueue({"n": 1}, store=store, run_at=at, expires_in_s=120)
+    assert job.status.name == "Scheduled" and job.expires_at is not None
+    assert job.retry_delay_until is not None and job.retry_delay_until >= at - timedelta(milliseconds=1)
+    store.clock_offset_s += 200  # past both: due, then expired before any worker took it
+    assert store.claim("w-1", [job.queue]) == []
+    expired = store.get(job.id)
+    assert expired.status.name == "Canceled" and expired.error is not None
+    assert expired.error["type"] == "Expired"
