@@ -4,7 +4,8 @@ URLs: ``redis://host:port/db``, ``rediss://…``, ``unix:///path.sock`` (one
 server) and ``redis+cluster://host:port`` / ``rediss+cluster://…`` (Redis
 Cluster, any node as the seed). The query parameter ``prefix`` names the
 deployment (default ``leasehold``); ``shards`` (an integer from 1 to
-MAX_SHARDS, default 1) splits it into shards (docs/architecture.md, Shards);
+MAX_SHARDS, default 1) is the count of shards, of which only 1 is built so
+far (a count above 1 is refused; docs/architecture.md, Shards);
 other query parameters go to redis-py.
 """
 
