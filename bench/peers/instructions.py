@@ -43,9 +43,16 @@ POLL_S = 0.25
 
 def _dump() -> int:
     """Dump callgrind's counts; the instructions since the previous dump."""
-    pid = os.environ["BENCH_PEERS_CALLGRIND_PID"]
-    out = Path(os.environ["BENCH_PEERS_CALLGRIND_OUT"])
-    subprocess.run(["callgrind_control", "--dump", pid], check=True, capture_output=True)
+    return dump_instructions(
+        int(os.environ["BENCH_PEERS_CALLGRIND_PID"]), Path(os.environ["BENCH_PEERS_CALLGRIND_OUT"])
+    )
+
+
+def dump_instructions(pid: int, out: Path) -> int:
+    """Dump the counts of the server under callgrind with ``pid`` (its
+    ``--callgrind-out-file`` is ``out``; dumps are ``<out>.<n>``): the
+    instructions since its previous dump."""
+    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True, capture_output=True)
     dumps = out.parent.glob(f"{out.name}.*")
     newest = max(dumps, key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else -1)
     with newest.open() as f:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import redis
 
+from bench.peers.instructions import dump_instructions
 from store import open_store
 from store.models import JobSpec
 from tests.redis_cluster import free_ports as free_cluster_ports
@@ -52,14 +53,7 @@ class Server:
 
     def dump(self) -> int:
         """Instructions since the previous dump (callgrind_control --dump)."""
-        subprocess.run(["callgrind_control", "--dump", str(self.proc.pid)], check=True, capture_output=True)
-        dumps = self.out.parent.glob(f"{self.out.name}.*")
-        newest = max(dumps, key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else -1)
-        with newest.open() as f:
-            for line in f:
-                if line.startswith(("summary:", "totals:")):
-                    return int(line.split()[1])
-        raise RuntimeError(f"no totals in {newest}")
+        return dump_instructions(self.proc.pid, self.out)
 
 
 def start_cluster(folder: Path) -> list[Server]:
