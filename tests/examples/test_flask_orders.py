@@ -7,6 +7,7 @@ invoice run by a real worker; the console at /ops behind the shop's login."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -97,8 +98,10 @@ def test_the_shop_and_leasehold_migrate_side_by_side(url: str, monkeypatch: pyte
     assert "orders" not in names and {n for n in names if n.startswith("leasehold_")} == leasehold
     assert versions == {"alembic_version": [], "leasehold_alembic_version": [ours]}
 
+    leasehold_logger = logging.getLogger("workers.scheduler")  # made before the shop's env.py runs
     with app.app_context():
         flask_migrate.upgrade()
+    assert not leasehold_logger.disabled  # the shop's logging set-up leaves other loggers on
     command.downgrade(alembic_config(url), "base")  # Leasehold's history alone
     names, versions = tables(url)
     assert "orders" in names and {n for n in names if n.startswith("leasehold_")} == {

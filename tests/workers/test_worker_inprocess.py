@@ -164,7 +164,8 @@ def test_jobs_claimed_ahead_wait_for_a_slot_and_are_given_back_at_stop(handle: S
         wait_until(
             lambda: all(job_is(store, j.id, "InProgress") for j in (hold, *ahead)), what="claims ahead"
         )
-        assert worker.runner.busy() == 4  # one running, three waiting for the slot
+        # the claim commits before the worker hands its jobs to the runner: wait for the hand-over
+        wait_until(lambda: worker.runner.busy() == 4, what="one running, three waiting for the slot")
     for job in ahead:
         back = store.get(job.id)
         assert (back.status.name, back.retry_count, back.worker_id) == ("Scheduled", 0, None)

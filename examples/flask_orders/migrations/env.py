@@ -8,9 +8,10 @@ from flask import current_app
 # access to the values within the .ini file in use.
 config = context.config
 
-# Interpret the config file for Python logging.
-# This line sets up loggers basically.
-fileConfig(config.config_file_name)
+# Interpret the config file for Python logging. Loggers made before this
+# (the app's, Leasehold's) stay enabled: `flask_migrate.upgrade()` may run
+# in a process that already logs.
+fileConfig(config.config_file_name, disable_existing_loggers=False)
 logger = logging.getLogger("alembic.env")
 
 
