@@ -17,8 +17,8 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
     ``sqlite:///path.db`` (default ``sqlite:///instance/leasehold.db``; the
     public ``leasehold.open_store`` reads ``LEASEHOLD_STORE_URL`` instead),
     ``postgresql+psycopg://user@host/db``, ``redis://host:port/db`` or
-    ``redis+cluster://host:port`` (``shards=N`` in a Redis URL: ValidationError
-    unless N is 1, the only count built so far). ``options`` go to the store's constructor;
+    ``redis+cluster://host:port`` (``shards=N`` in a Redis URL, N from 2:
+    the sharded store, store/redis/shards/). ``options`` go to the store's constructor;
     ``engine=`` (PostgreSQL) is an application's SQLAlchemy engine of the same
     database whose pool the store uses instead of opening its own.
     The SQL schema must exist (``leasehold db upgrade`` or
@@ -36,6 +36,12 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
         return SqlStore(url, settings, **options)
     if options.pop("engine", None) is not None:
         raise ValidationError("engine", "only a PostgreSQL store runs on an application's engine")
+    from store.redis.connect import url_shards
+
+    if url_shards(url) > 1:
+        from store.redis.shards.store import ShardedRedisStore
+
+        return ShardedRedisStore(url, settings, **options)
     from store.redis.store import RedisStore
 
     return RedisStore(url, settings, **options)

@@ -53,6 +53,10 @@ def _engine(store: JobStore) -> Any:
         from store.redis import job_logs as redis
 
         return redis
+    if "store.redis.shards.store" in kinds:
+        from store.redis.shards import job_logs as sharded
+
+        return sharded
     raise TypeError(f"{type(store).__name__} keeps no job logs")
 
 

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -31,16 +32,24 @@ PG_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("LEASEHOLD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Backends the contract suite runs on (comma-separated). ``redis-cluster``
-#: (a throwaway 3-master cluster, tests/redis_cluster.py) runs the contract
-#: suite only (tests/store/test_contract_*.py); every other test that takes
-#: the ``store`` fixture runs on the rest.
+#: (a throwaway 3-master cluster, tests/redis_cluster.py) and the sharded
+#: stores (``shards=3``, store/redis/shards/) on one server
+#: (``redis-shards``) and on that cluster (``redis-cluster-shards``) run the
+#: contract suite only (tests/store/test_contract_*.py, CONTRACT_ONLY); every
+#: other test that takes the ``store`` fixture runs on the rest.
 BACKENDS = [
     b
-    for b in os.environ.get("LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql,redis,redis-cluster").split(",")
+    for b in os.environ.get(
+        "LEASEHOLD_TEST_BACKENDS", "sqlite,postgresql,redis,redis-cluster,redis-shards,redis-cluster-shards"
+    ).split(",")
     if b
 ]
 #: The backends served by the Redis store (layout, notices and limits alike).
-REDIS_BACKENDS = ("redis", "redis-cluster")
+REDIS_BACKENDS = ("redis", "redis-cluster", "redis-shards", "redis-cluster-shards")
+#: The backends that run the contract suite alone.
+CONTRACT_ONLY = ("redis-cluster", "redis-shards", "redis-cluster-shards")
+#: Shards of the sharded test backends.
+TEST_SHARDS = 3
 
 
 @dataclass
@@ -136,6 +145,22 @@ def delete_redis_prefix(url: str, prefix: str) -> None:
     try:
         keys = list(client.scan_iter(match=f"*{prefix}*", count=1000))
         for i in range(0, len(keys), 500):
-            client.delete(*keys[i : i + 500])
+            pipe = client.pipeline(transaction=False)  # one DEL a key: a sharded prefix spans slots
+            for key in keys[i : i + 500]:
+                pipe.delete(key)
+            pipe.execute()
     finally:
         client.close()
+
+
+def redis_engine(store: Any, *, queue: str | None = None, job_id: str | None = None) -> Any:
+    """The RedisStore namespace holding ``queue``'s or ``job_id``'s keys
+    (else the records'): ``store`` itself unless it is sharded (then the
+    shard's, store/redis/shards/)."""
+    if not hasattr(store, "shards"):
+        return store
+    if queue is not None:
+        return store.of_queue(queue)
+    if job_id is not None:
+        return store.of_id(job_id)
+    return store.records

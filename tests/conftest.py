@@ -10,6 +10,8 @@ import pytest
 from store import StoreSettings, open_store
 from tests.backends import (
     BACKENDS,
+    CONTRACT_ONLY,
+    TEST_SHARDS,
     PgTemplate,
     SqliteTemplate,
     StoreHandle,
@@ -53,13 +55,13 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``redis-cluster`` backend runs the contract suite only
-    (tests/store/test_contract_*.py): its other parametrisations are
-    deselected."""
+    """The CONTRACT_ONLY backends (the cluster, the sharded stores) run the
+    contract suite only (tests/store/test_contract_*.py): their other
+    parametrisations are deselected."""
     keep, drop = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
-        on_cluster = callspec is not None and callspec.params.get("handle") == "redis-cluster"
+        on_cluster = callspec is not None and callspec.params.get("handle") in CONTRACT_ONLY
         contract = item.path.name.startswith("test_contract_")
         (drop if on_cluster and not contract else keep).append(item)
     if drop:
@@ -84,9 +86,17 @@ def make_handle(
         handle = StoreHandle(backend, url, open_store(url, settings))
         handle.cleanups.append(lambda: delete_redis_prefix(url, prefix))
         return handle
-    if backend == "redis-cluster":
+    if backend == "redis-shards":
+        url, prefix = redis_url_with_prefix()
+        url = f"{url}&shards={TEST_SHARDS}"
+        handle = StoreHandle(backend, url, open_store(url, settings))
+        handle.cleanups.append(lambda: delete_redis_prefix(url, prefix))
+        return handle
+    if backend in ("redis-cluster", "redis-cluster-shards"):
         cluster: Cluster = request.getfixturevalue("redis_cluster")
         url, prefix = cluster.url_with_prefix()
+        if backend == "redis-cluster-shards":
+            url = f"{url}&shards={TEST_SHARDS}"
         handle = StoreHandle(backend, url, open_store(url, settings))
         handle.cleanups.append(lambda: cluster.delete_prefix(prefix))
         return handle

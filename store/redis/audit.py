@@ -38,6 +38,18 @@ def _cursor(cursor: str | None) -> tuple[str, int]:
     return score, seen
 
 
+def audit_cursor_after(read: list[tuple[str, float]], cursor: str | None) -> str:
+    """The cursor past ``read`` (entries read after ``cursor``, newest
+    first, at least one): the last score and how many of its entries are
+    read (those skipped by ``cursor`` too when it is of that score)."""
+    last = read[-1][1]
+    same = sum(1 for _, score in read if score == last)
+    top, skip = _cursor(cursor)
+    if cursor and float(top) == last:
+        same += skip
+    return f"{last!r}:{same}"
+
+
 class RedisAuditPart(Part):
     """``audit_page``, ``prune_audit`` and ``prune_failures``."""
 
@@ -56,29 +68,22 @@ class RedisAuditPart(Part):
     def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:
         if not 1 <= limit <= MAX_AUDIT_PAGE:
             raise ValidationError("limit", f"must be within [1, {MAX_AUDIT_PAGE}]")
+        rows = self._audit_rows(cursor, limit + 1)
+        page = rows[:limit]
+        items = [codec.event_from_json(text) for text, _ in page]
+        return AuditPage(items, audit_cursor_after(page, cursor) if len(rows) > limit else None)
+
+    def _audit_rows(self, cursor: str | None, count: int) -> list[tuple[str, float]]:
+        """The next ``count`` entries after ``cursor``, newest first, as
+        ``(JSON text, score)``. Raises ValidationError for a bad cursor."""
         top, skip = _cursor(cursor)
         self._migrate_audit()
         [rows] = self._pipe(
             lambda p: p.zrange(
-                self.keys.audit,
-                top,
-                "-inf",
-                desc=True,
-                byscore=True,
-                offset=skip,
-                num=limit + 1,
-                withscores=True,
+                self.keys.audit, top, "-inf", desc=True, byscore=True, offset=skip, num=count, withscores=True
             )
         )
-        page = rows[:limit]
-        items = [codec.event_from_json(text) for text, _ in page]
-        if len(rows) <= limit:
-            return AuditPage(items, None)
-        last = page[-1][1]
-        same = sum(1 for _, score in page if score == last)
-        if cursor and float(top) == last:
-            same += skip
-        return AuditPage(items, f"{last!r}:{same}")
+        return list(rows)
 
     def prune_audit(self, older_than_s: float, limit: int = 1000) -> int:
         """The oldest ``limit`` entries older than the cutoff, read then

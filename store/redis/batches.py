@@ -20,7 +20,6 @@ from dataclasses import replace
 from store.contract_flow import BATCH_IDS_SHOWN, Batch
 from store.errors import JobNotFound
 from store.flow_rules import ParentFailure, check_batch
-from store.ids import new_id
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import Job, JobSpec
 from store.redis import codec
@@ -37,21 +36,28 @@ class RedisBatchesPart(RedisFlowPart):
     def create_batch(
         self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
     ) -> Batch:
+        return self._create_batch(specs, callback, kind, "")
+
+    def _create_batch(
+        self, specs: Sequence[JobSpec], callback: JobSpec | None, kind: str, callback_elsewhere: str
+    ) -> Batch:
+        """create_batch; ``callback_elsewhere``: the id of a callback a sharded
+        store writes on another shard (store/redis/shards/), named by the batch."""
         check_batch(specs, kind)
-        batch_id = new_id()
+        batch_id = self._new_id()
         checked = resolve_times([validate_spec(replace(s, batch_id=batch_id)) for s in specs], self.now)
-        ids = [new_id() for _ in checked]
+        ids = [self._new_id() for _ in checked]
         rows: list[tuple[JobSpec, str, Sequence[str]]] = [(checked[0], ids[0], ())]
         for (before, _), (job_id, spec) in itertools.pairwise(zip(ids, checked, strict=True)):
             parents = (before,) if kind == "chain" else ()
             if kind == "chain":
                 spec = replace(spec, depends_on=parents, on_parent_failure=ParentFailure.CANCEL.value)
             rows.append((spec, job_id, parents))
-        callback_id = ""
+        callback_id = callback_elsewhere
         if callback is not None:
             [callback] = resolve_times([validate_spec(callback)], self.now)
             policy = callback.on_parent_failure or ParentFailure.RUN.value
-            callback_id = new_id()
+            callback_id = self._new_id()
             cb = replace(callback, depends_on=tuple(ids), on_parent_failure=policy)
             rows.append((cb, callback_id, ids))
         self.index_batch(batch_id)  # type: ignore[attr-defined]  # store/redis/batch_list.py

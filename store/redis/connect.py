@@ -4,9 +4,9 @@ URLs: ``redis://host:port/db``, ``rediss://…``, ``unix:///path.sock`` (one
 server) and ``redis+cluster://host:port`` / ``rediss+cluster://…`` (Redis
 Cluster, any node as the seed). The query parameter ``prefix`` names the
 deployment (default ``leasehold``); ``shards`` (an integer from 1 to
-MAX_SHARDS, default 1) is the count of shards, of which only 1 is built so
-far (a count above 1 is refused; docs/architecture.md, Shards);
-other query parameters go to redis-py.
+MAX_SHARDS, default 1) is the count of shards (above 1: the sharded store,
+store/redis/shards/; docs/architecture.md, Shards); other query
+parameters go to redis-py.
 """
 
 from __future__ import annotations
@@ -107,10 +107,8 @@ def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[R
     """The client for ``url`` and the deployment prefix (argument, else URL,
     else DEFAULT_PREFIX). A cluster client connects at once (it reads the slot
     map); a single-server client connects on first use. Raises StoreUnavailable,
-    and ValidationError (``shards``) for a shard count other than 1: the
-    sharded store is not built yet (docs/architecture.md, Shards)."""
-    if url_shards(url) > 1:
-        raise ValidationError("shards", "a sharded Redis store (above 1 shard) is not built yet")
+    and ValidationError (``shards``) for a bad shard count."""
+    url_shards(url)
     clean, url_prefix, cluster = split_url(url)
     kwargs: dict[str, Any] = {
         "socket_timeout": options.socket_timeout_s,

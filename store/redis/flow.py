@@ -19,7 +19,6 @@ from typing import Any
 from store import flow_rules as flow
 from store.errors import ValidationError
 from store.flow_rules import QueueLimits, Usage
-from store.ids import new_id
 from store.lifecycle import EventKind
 from store.models import Job, JobSpec
 from store.parts import Part
@@ -103,8 +102,12 @@ class RedisFlowPart(Part):
         return replies
 
     # ------------------------------------------------------------ enqueue
-    def _flow_specs(self, specs: Sequence[tuple[JobSpec, str, Sequence[str]]]) -> list[str]:
-        """ARGV of lua/enqueue_flow.lua for ``(spec, id, parent ids)``."""
+    def _flow_specs(
+        self, specs: Sequence[tuple[JobSpec, str, Sequence[str]]], remote: dict[str, int] | None = None
+    ) -> list[str]:
+        """ARGV of lua/enqueue_flow.lua for ``(spec, id, parent ids)``;
+        ``remote``: the statuses of parents on other shards, linked there
+        (store/redis/shards/), of a single job."""
         out = []
         for spec, job_id, parents in specs:
             fields = {**codec.spec_fields(spec, job_id, self.settings), **codec.flow_fields(spec)}
@@ -112,7 +115,8 @@ class RedisFlowPart(Part):
                 raise ValidationError(
                     "unique_for", "cannot be combined with depends_on, limit_key or a batch"
                 )
-            out.append(codec.dumps({"f": fields, "d": float(spec.delay_s), "p": sorted(set(parents))}))
+            row = {"f": fields, "d": float(spec.delay_s), "p": sorted(set(parents))}
+            out.append(codec.dumps({**row, "r": remote} if remote else row))
         return out
 
     def _write_flow(self, jobs: list[str], batch: Sequence[str] = ("", "", "")) -> tuple[str, Any]:
@@ -123,11 +127,15 @@ class RedisFlowPart(Part):
             raise ValidationError("depends_on", f"no job {reply[1]}")
         return reply[0], reply[1:]
 
-    def _enqueue_flow(self, spec: JobSpec) -> tuple[list[Job], str | None]:
+    def _enqueue_flow(
+        self, spec: JobSpec, job_id: str | None = None, remote: dict[str, int] | None = None
+    ) -> tuple[list[Job], str | None]:
         """One job with flow options (``([job], None)``), or the id of the
-        job holding its idempotency key (``([], id)``): SharedStore._insert."""
-        parents, job_id = list(spec.depends_on or ()), new_id()
-        status, rest = self._write_flow(self._flow_specs([(spec, job_id, parents)]))
+        job holding its idempotency key (``([], id)``): SharedStore._insert.
+        A sharded store names the id and its parents on other shards
+        (``_flow_specs``)."""
+        parents, job_id = list(spec.depends_on or ()), job_id or self._new_id()
+        status, rest = self._write_flow(self._flow_specs([(spec, job_id, parents)], remote))
         if status == "duplicate":
             return [], rest[1]
         return [codec.job_from_flat(job_id, rest[0])], None

@@ -114,6 +114,18 @@ Key schema (``P`` = prefix):
 ``{P}:parents:<id>``      set: the ids of a job's parents
 ``{P}:children:<id>``     set: the ids of a job's children (listing, purge)
 ``{P}:waiting:<id>``      set: the children still waiting for the job to end
+``{P}:remote_waiting:<id>`` set: children on other shards still waiting for the
+                          job to end (store/redis/shards/); its end leaves an
+                          ``outbox`` entry for each
+``{P}:outbox``            list: ``[child, parent, outcome, actor]`` JSON entries
+                          of parents that ended, to apply on the children's
+                          shards (lua/parent_done.lua), removed once applied
+``{P}:remote_pending:<id>`` set: a child's parents on other shards it still
+                          waits for (an entry applied once: SREM)
+``{P}:linked``            string: set on shard 0 once a child was linked to a
+                          parent of another shard (then writes drain outboxes)
+``{P}:parent_done:<id>``  hash: parent -> outcome, of an entry that came before
+                          its child was written (expires after a day)
 ``{P}:batch:<id>``        hash: a batch or chain: id, kind, size, created_at,
                           callback_job_id, canceled_at, canceled_by
 ``{P}:batch_jobs:<id>``   list: its jobs' ids in order (not the callback)
@@ -265,8 +277,18 @@ class Keys:
         return self._key("libraries")
 
     def related(self, kind: str, job_id: str) -> str:
-        """A job's ``parents``, ``children`` or ``waiting`` set (flow control)."""
+        """A job's ``parents``, ``children``, ``waiting`` or ``remote_pending`` set (flow control)."""
         return self._key(kind, job_id)
+
+    @property
+    def linked(self) -> str:
+        """Set once a sharded store linked a child to a parent of another shard (shard 0's)."""
+        return self._key("linked")
+
+    @property
+    def outbox(self) -> str:
+        """Entries of parents that ended for children on other shards (store/redis/shards/)."""
+        return self._key("outbox")
 
     def batch(self, batch_id: str, part: str = "") -> str:
         """``batch:<id>``, or ``batch_<part>:<id>`` (``jobs``: its jobs' list)."""

@@ -118,7 +118,7 @@ def start_rank(pipe: Pipe, index: str, after: Entry, ascending: bool) -> int:
     return start_ranks(pipe, [index], after, ascending)[0]
 
 
-def _merged(runs: list[list[Entry]], count: int, ascending: bool) -> list[Entry]:
+def merged_entries(runs: list[list[Entry]], count: int, ascending: bool) -> list[Entry]:
     """The first ``count`` entries of ``runs`` (each in the page order), merged."""
     if len(runs) == 1:
         return runs[0]
@@ -152,7 +152,7 @@ class RedisListingPart(Part):
             runs = [self._read_merged(indexes, ranks, count, ascending)]
         if status is None:
             runs.append(self._leased(queue, name, after, ascending)[:count])
-        return _merged(runs, count, ascending)
+        return merged_entries(runs, count, ascending)
 
     def _read_merged(self, indexes: list[str], ranks: list[int], count: int, ascending: bool) -> list[Entry]:
         """The first ``count`` entries, in the page order, of ``indexes``
@@ -183,11 +183,11 @@ class RedisListingPart(Part):
                 runs[i].extend(entry_of(job_id, score) for job_id, score in read)
                 if len(read) == n:
                     more.append(i)  # it may hold more
-            merged = _merged(runs, count, ascending)
+            merged = merged_entries(runs, count, ascending)
             cut = merged[count - 1] if len(merged) >= count else None
             # an index whose last entry is the cut or past it holds nothing the page needs
             want = {i: want[i] * 2 for i in more if cut is None or _after(cut, runs[i][-1], ascending)}
-        return _merged(runs, count, ascending)[:count]
+        return merged_entries(runs, count, ascending)[:count]
 
     def _indexes(self, statuses: list[JobStatus], queue: str | None, name: str | None) -> list[str]:
         """The listing zsets of ``statuses``: that of ``queue`` or of ``name``
@@ -303,17 +303,34 @@ class RedisListingPart(Part):
         after = decode_cursor(cursor) if cursor else None
         entries = self._entries(status, queue, name, limit + 1, after, ascending)
         hashes = self._pipe(lambda p: [p.hgetall(self.keys.job(job_id)) for _, job_id in entries[:limit]])
-        items: list[Job] = []
-        for (_, job_id), fields in zip(entries, hashes, strict=False):
-            if not fields:
-                continue  # deleted since the index was read
-            job = job_from_hash(job_id, fields)
-            if (
-                (status is None or job.status is status)
-                and (queue is None or job.queue == queue)
-                and (name is None or job.name == name)
-            ):
-                items.append(job)  # else: changed since the index was read
-        more = len(entries) > limit
-        first = encode_cursor(*entries[0]) if cursor and entries else None
-        return Page(items, encode_cursor(*entries[limit - 1]) if more else None, first)
+        return listed_page(entries, hashes, status, queue, name, limit, bool(cursor))
+
+
+def listed_page(
+    entries: list[Entry],
+    hashes: list[dict[str, str]],
+    status: JobStatus | None,
+    queue: str | None,
+    name: str | None,
+    limit: int,
+    after_cursor: bool,
+) -> Page:
+    """A listing's page from its next ``limit`` + 1 index ``entries`` and the
+    hashes of the first ``limit`` (empty: deleted since the index was read):
+    the jobs that still match, ``next_cursor`` when an entry is left over,
+    ``prev_cursor`` the first entry's key when the page was read
+    ``after_cursor``."""
+    items: list[Job] = []
+    for (_, job_id), fields in zip(entries, hashes, strict=False):
+        if not fields:
+            continue  # deleted since the index was read
+        job = job_from_hash(job_id, fields)
+        if (
+            (status is None or job.status is status)
+            and (queue is None or job.queue == queue)
+            and (name is None or job.name == name)
+        ):
+            items.append(job)  # else: changed since the index was read
+    more = len(entries) > limit
+    first = encode_cursor(*entries[0]) if after_cursor and entries else None
+    return Page(items, encode_cursor(*entries[limit - 1]) if more else None, first)

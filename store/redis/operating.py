@@ -27,12 +27,27 @@ class RedisOperatingPart(Part):
         by status then oldest first), then guarded deletes (lua/purge.lua,
         SCRIPT_BATCH jobs a script call). With ``limit`` None: ZCOUNT of the
         statuses' zsets by queue below now - age (lua/purge_count.lua)."""
-        age = repr(float(older_than_s))
         if limit is None:
-            args = [self._offset(), age, codes(statuses)]
+            args = [self._offset(), repr(float(older_than_s)), codes(statuses)]
             return int(self._eval(self._lua.purge_count, self._route, args))
-        args = [self._offset(), age, codes(statuses), limit]
-        ids = self._eval(self._lua.purge_candidates, self._route, args)
+        candidates = self._purge_candidates(older_than_s, statuses, limit)
+        return self._purge_ids(older_than_s, statuses, [job_id for _, _, job_id in candidates])
+
+    def _purge_candidates(
+        self, older_than_s: float, statuses: tuple[int, ...], limit: int
+    ) -> list[tuple[int, int, str]]:
+        """Up to ``limit`` jobs purge would take, in its order, as ``(place
+        of the status in statuses, last update in µs, id)``."""
+        args = [self._offset(), repr(float(older_than_s)), codes(statuses), limit]
+        flat = self._eval(self._lua.purge_candidates, self._route, args)
+        place = {str(code): i for i, code in enumerate(statuses)}
+        triples = zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+        return [(place[status], int(score), job_id) for job_id, score, status in triples]
+
+    def _purge_ids(self, older_than_s: float, statuses: tuple[int, ...], ids: list[str]) -> int:
+        """Delete ``ids`` (purge candidates), each guarded by lua/purge.lua
+        (finished with one of ``statuses``, older than the age); how many went."""
+        age = repr(float(older_than_s))
         deleted = 0
         for chunk in chunks(ids):
             deleted += int(self._eval(self._lua.purge, self._route, self._args(age, codes(statuses), *chunk)))

@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from redis import Redis
@@ -20,11 +21,12 @@ from redis.cluster import RedisCluster
 
 from store import lifecycle
 from store.base import StoreSettings
-from store.errors import LeaseLost
+from store.errors import LeaseLost, ValidationError
+from store.ids import new_id, new_id_on_shard
 from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
 from store.models import failure_event, refusal_message, trimmed_error
 from store.redis import codec
-from store.redis.connect import ClientOptions, open_client, unavailable
+from store.redis.connect import ClientOptions, open_client, unavailable, url_shards
 from store.redis.keys import Keys
 from store.redis.scripts import Scripts
 from store.statuses import refusal_recorded
@@ -67,6 +69,16 @@ def refusal(op: Operation) -> EventKind:
 
 
 @dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard ``index`` of a sharded store: the client it shares with the
+    other shards and its namespace's prefix (store/redis/shards/)."""
+
+    client: Redis | RedisCluster
+    prefix: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """One retry decision to apply, with the state it was decided from:
     ``token`` and ``retry_count`` are the guard, ``expired`` marks recovery."""
@@ -85,13 +97,28 @@ class RedisPlumbing:
     """The client and scripts of one store handle (see RedisStore)."""
 
     def __init__(
-        self, url: str, settings: StoreSettings | None = None, *, prefix: str | None = None, **client: Any
+        self,
+        url: str,
+        settings: StoreSettings | None = None,
+        *,
+        prefix: str | None = None,
+        shard: Shard | None = None,
+        **client: Any,
     ) -> None:
         self.url = url
         self.settings = settings or StoreSettings()
         #: Seconds added to Redis TIME; tests move time with it.
         self.clock_offset_s = 0.0
-        self._client, name = open_client(url, prefix, ClientOptions(**client))
+        if shard is None:
+            if url_shards(url) > 1:
+                raise ValidationError(
+                    "shards", "a sharded store is opened with open_store (store/redis/shards/)"
+                )
+            self._client, name = open_client(url, prefix, ClientOptions(**client))
+            self._new_id: Callable[[], str] = new_id
+        else:  # one shard of a sharded store (store/redis/shards/): its client, its prefix
+            self._client, name = shard.client, shard.prefix
+            self._new_id = partial(new_id_on_shard, shard.index)
         self.keys = Keys(name)
         #: KEYS of every function call: the prefix (lua/lib/keys.lua).
         self._route = [self.keys.route]

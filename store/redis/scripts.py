@@ -430,6 +430,9 @@ class Scripts:
     record_prune: Function
     idle: Function
     job_fields: Function
+    link_children: Function
+    parent_done: Function
+    shard_key: Function
 
     @classmethod
     def load(cls, client: Any, registry: str | None = None) -> Scripts:

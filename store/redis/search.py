@@ -19,7 +19,7 @@ the scan limit is reached before the page fills.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -152,23 +152,39 @@ class RedisSearchPart(RedisListingPart):
         return passed
 
     def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
-        streams = self._streams(query)
-        stream = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
-        found, scanned = [], 0
-        while len(found) < limit and scanned < scan_limit:
-            chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
-            if not chunk:
-                break
-            scanned += len(chunk)
-            ids = [job_id for _, job_id in chunk]
-            if query.id_part is not None:
-                ids = [job_id for job_id in ids if query.id_part in job_id.lower()]
-            if ids and (query.error is not None or query.payload is not None):
-                ids = self._probe(ids, query)
-            if not ids:
-                continue
-            hashes = self._pipe(lambda p, c=ids: [p.hgetall(self.keys.job(job_id)) for job_id in c])
-            jobs = (job_from_hash(i, h) for i, h in zip(ids, hashes, strict=True) if h)
-            found += [job for job in jobs if matches(job, query)]
-        complete = len(found) >= limit or scanned < scan_limit or next(stream, None) is None
-        return SearchPage(found[:limit], complete, scanned)
+        def read(ids: list[str]) -> list[dict[str, str]]:
+            return self._pipe(lambda p: [p.hgetall(self.keys.job(job_id)) for job_id in ids])
+
+        return searched(self._streams(query), query, limit, scan_limit, self._probe, read)
+
+
+def searched(
+    streams: list[Iterator[Entry]],
+    query: SearchQuery,
+    limit: int,
+    scan_limit: int,
+    probe: Callable[[list[str], SearchQuery], list[str]],
+    read: Callable[[list[str]], list[dict[str, str]]],
+) -> SearchPage:
+    """A search page from ``streams`` (index entries, each newest first),
+    merged and scanned CHUNK entries at a time, at most ``scan_limit``:
+    ids filtered by ``query.id_part``, by ``probe`` (error and payload),
+    then the jobs ``read`` whole and tested with ``matches``."""
+    stream = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
+    found, scanned = [], 0
+    while len(found) < limit and scanned < scan_limit:
+        chunk = list(islice(stream, min(CHUNK, scan_limit - scanned)))
+        if not chunk:
+            break
+        scanned += len(chunk)
+        ids = [job_id for _, job_id in chunk]
+        if query.id_part is not None:
+            ids = [job_id for job_id in ids if query.id_part in job_id.lower()]
+        if ids and (query.error is not None or query.payload is not None):
+            ids = probe(ids, query)
+        if not ids:
+            continue
+        jobs = (job_from_hash(i, h) for i, h in zip(ids, read(ids), strict=True) if h)
+        found += [job for job in jobs if matches(job, query)]
+    complete = len(found) >= limit or scanned < scan_limit or next(stream, None) is None
+    return SearchPage(found[:limit], complete, scanned)

@@ -45,7 +45,6 @@ from store.base import JobStore
 from store.bookings import Bookings
 from store.errors import InvalidTransition, JobNotFound, ParentUnfinished
 from store.group_commit import GroupCommit
-from store.ids import new_id
 from store.lifecycle import JobStatus, Operation
 from store.models import Attempt, Job, JobEvent, JobSpec, ts
 from store.parts import assemble, delegate
@@ -174,6 +173,7 @@ class RedisStore(RedisPlumbing, JobStore):
     cancel_batch = delegate("flow")
     children = delegate("flow")
     claim_retry_after = delegate("flow")
+    _create_batch = delegate("flow")
     create_batch = delegate("flow")
     get_batch = delegate("flow")
     limit_hold = delegate("flow")
@@ -190,10 +190,13 @@ class RedisStore(RedisPlumbing, JobStore):
     _audit_migrated = delegate("audit")
     _migrate_audit = delegate("audit")
     _record_audit = delegate("audit")
+    _audit_rows = delegate("audit")
     audit_page = delegate("audit")
     prune_audit = delegate("audit")
     # operating: RedisOperatingPart
     _purge = delegate("operating")
+    _purge_candidates = delegate("operating")
+    _purge_ids = delegate("operating")
     _set_paused = delegate("operating")
     queue_states = delegate("operating")
     # history: RedisHistoryPart
@@ -255,7 +258,7 @@ class RedisStore(RedisPlumbing, JobStore):
         if specs[0].uses_flow and len(specs) == 1:
             return self._enqueue_flow(specs[0])
         if any(spec.uses_flow for spec in specs):  # limit keys, no keys: one lua/enqueue_flow.lua call
-            ids = [new_id() for _ in specs]
+            ids = [self._new_id() for _ in specs]
             self._write_flow(self._flow_specs([(spec, i, ()) for spec, i in zip(specs, ids, strict=True)]))
             found = self._pipe(lambda p: [p.hgetall(self.keys.job(i)) for i in ids])
             return [codec.job_from_hash(i, h) for i, h in zip(ids, found, strict=True)], None
@@ -268,13 +271,16 @@ class RedisStore(RedisPlumbing, JobStore):
         """Single plain enqueues of concurrent threads in one call (store/group_commit.py)."""
         return GroupCommit(lambda specs: self._write_jobs(specs, self._writer())[0])
 
-    def _write_jobs(self, specs: Sequence[JobSpec], client: Any = None) -> tuple[list[Job], str | None]:
+    def _write_jobs(
+        self, specs: Sequence[JobSpec], client: Any = None, ids: Sequence[str] = ()
+    ) -> tuple[list[Job], str | None]:
         """One lua/enqueue.lua call for ``specs`` (on ``client``, default the
-        pooled one): the jobs, or none and the holder of a key one of them names."""
+        pooled one; ``ids``: theirs, named by a sharded store): the jobs, or
+        none and the holder of a key one of them names."""
         rows = []
         args = self._args()
-        for spec in specs:
-            job_id = new_id()
+        for i, spec in enumerate(specs):
+            job_id = ids[i] if ids else self._new_id()
             status = lifecycle.enqueue_target(spec.delay_s)
             fields = codec.spec_fields(spec, job_id, self.settings)
             unique_for = None if spec.unique_for is None else repr(float(spec.unique_for))

@@ -44,8 +44,13 @@ def expire_leases(store: JobStore, seconds: float | None = None) -> None:
 def redis_status_ids(store: JobStore, status: JobStatus) -> list[str]:
     """The ids a Redis store lists under ``status`` (not InProgress): the
     members of the status's listing zsets of every queue (store/redis/listing.py)."""
-    c, k = store._client, store.keys  # type: ignore[attr-defined]
-    return [i for q in sorted(c.smembers(k.queue_names)) for i in c.zrange(k.by_queue(status, q), 0, -1)]
+    shards = getattr(store, "shards", [store])  # a sharded store (store/redis/shards/): every shard's
+    return [
+        i
+        for shard in shards
+        for q in sorted(shard._client.smembers(shard.keys.queue_names))
+        for i in shard._client.zrange(shard.keys.by_queue(status, q), 0, -1)
+    ]
 
 
 def as_layout_5_hash(store: JobStore, job_id: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from store.base import JobStore
 from store.errors import ValidationError
 from store.lifecycle import EventKind
 from store.maintenance import AUDIT_TASK, prune_closed_failures, run_audit_retention
-from tests.backends import REDIS_BACKENDS, StoreHandle
+from tests.backends import REDIS_BACKENDS, StoreHandle, redis_engine
 from workers.services import MaintenanceService
 
 DAY = 86400.0
@@ -129,7 +129,8 @@ def test_redis_moves_the_audit_list_of_an_earlier_release(handle: StoreHandle) -
     if handle.backend not in REDIS_BACKENDS:
         pytest.skip("the Redis audit list of earlier releases")
     store = handle.store
-    client, keys = store._client, store.keys  # type: ignore[attr-defined]
+    engine = redis_engine(store)
+    client, keys = engine._client, engine.keys
     now = store.now()
     old = [
         {"at": repr(now - 10 + i), "kind": "canceled", "actor": "operator:old", "job": str(uuid.uuid4())}
@@ -148,7 +149,8 @@ def test_redis_pages_split_entries_of_one_time_exactly(handle: StoreHandle) -> N
     if handle.backend not in REDIS_BACKENDS:
         pytest.skip("entries sharing a score exist on Redis only (one script, one time)")
     store = handle.store
-    client, keys = store._client, store.keys  # type: ignore[attr-defined]
+    engine = redis_engine(store)
+    client, keys = engine._client, engine.keys
     at = store.now()
     for i in range(7):  # what one script deleting 7 jobs writes: one time, 7 entries
         entry = {"at": repr(at), "kind": "deleted", "actor": "operator:ann", "job": f"job-{i}"}

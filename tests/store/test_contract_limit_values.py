@@ -15,7 +15,7 @@ from store.base import JobStore
 from store.errors import ValidationError
 from store.flow_rules import MAX_LIMIT, QueueLimits, Rate
 from store.spec import MAX_QUEUE_LEN
-from tests.backends import REDIS_BACKENDS, StoreHandle
+from tests.backends import REDIS_BACKENDS, StoreHandle, redis_engine
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def write_bad_limits(handle: StoreHandle, queue: str) -> None:
     store.set_queue_limits(queue, QueueLimits(concurrency=2, rate=Rate(5, 60.0)))
     if handle.backend in REDIS_BACKENDS:
         text = '{"concurrency": 99999999999, "rate": {"limit": 5, "period_s": 60.0}}'
-        store._client.hset(store.keys.limits, queue, text)  # type: ignore[attr-defined]
+        (shard := redis_engine(store, queue=queue))._client.hset(shard.keys.limits, queue, text)  # type: ignore[attr-defined]
         return
     from store.sql.schema import queues
 
@@ -95,13 +95,15 @@ def test_stored_limits_that_are_not_json_are_reported_on_redis(handle: StoreHand
     store = handle.store
     store.set_queue_limits("good", QueueLimits(concurrency=1))
     store.set_queue_limits("bad", QueueLimits(concurrency=1))
-    store._client.hset(store.keys.limits, "bad", "{" + "9" * 5000)  # type: ignore[attr-defined]
+    (shard := redis_engine(store, queue="bad"))._client.hset(shard.keys.limits, "bad", "{" + "9" * 5000)  # type: ignore[attr-defined]
     limits = store.queue_limits()
     assert limits["good"] == QueueLimits(concurrency=1)
     assert not limits["bad"].any and "not JSON" in (limits["bad"].invalid or "")
     # The claim reads the limits in Lua as store.flow_rules reads them: what does not
     # pass is not applied, and no claim fails for it (nor a claim of other queues).
-    store._client.hset(store.keys.limits, "odd", '{"concurrency": "two", "rate": {"limit": 0}}')  # type: ignore[attr-defined]
+    (shard := redis_engine(store, queue="odd"))._client.hset(
+        shard.keys.limits, "odd", '{"concurrency": "two", "rate": {"limit": 0}}'
+    )  # type: ignore[attr-defined]
     for queue in ("good", "good", "bad", "bad", "odd", "odd"):
         store.enqueue("t", None, queue=queue)
     assert len(store.claim("w", ["bad"], 5)) == 2

@@ -17,7 +17,7 @@ import pytest
 from store.base import JobStore, Notice, Wakeups
 from store.flow_rules import QueueLimits
 from store.models import JobSpec
-from tests.backends import REDIS_BACKENDS, StoreHandle
+from tests.backends import REDIS_BACKENDS, StoreHandle, redis_engine
 
 #: Seconds a wait may block in these tests (each returns as soon as a notice is there).
 WAIT_S = 5.0
@@ -183,7 +183,11 @@ def test_redis_notices_nobody_reads_are_bounded_and_coalesce(handle: StoreHandle
     store = redis_only(handle)
     for _ in range(WAKEUP_KEPT + 10):
         store.enqueue("noop")
-    assert WAKEUP_KEPT // 2 <= store._client.llen(store.keys.wakeup("default")) <= WAKEUP_KEPT
+    assert (
+        WAKEUP_KEPT // 2
+        <= (shard := redis_engine(store, queue="default"))._client.llen(shard.keys.wakeup("default"))
+        <= WAKEUP_KEPT
+    )
     wakeups = store.wakeups(["default"])
     # Everything waiting comes as one notice naming no single job: claim as usual.
     assert wakeups.wait(1.0) == Notice("default", None)

@@ -1,12 +1,11 @@
-"""``shards=N`` in a Redis store URL (docs/architecture.md, Shards): what is
-built so far. The parameter is validated with one line naming it; shards=1
-is today's store; a count above 1 is refused until the sharded engine
-exists. Ids made for a shard carry it in their last byte."""
+"""``shards=N`` in a Redis store URL (docs/architecture.md, Shards): the
+parameter is validated with one line naming it; shards=1 is the one-shard
+store; above 1, open_store opens the sharded store and RedisStore (one
+shard's engine) refuses it. Ids made for a shard carry it in their last byte."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from zlib import crc32
 
 import pytest
@@ -18,6 +17,7 @@ from store.ids import ID_TEXT, new_id_on_shard, shard_of_id
 from store.redis.connect import MAX_SHARDS, split_url, url_shards
 from store.redis.keys import Keys
 from store.redis.shards import shard_of_queue, shard_prefix
+from store.redis.shards.store import ShardedRedisStore
 from store.redis.store import RedisStore
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
@@ -55,11 +55,18 @@ def test_shards_1_is_todays_store() -> None:
         delete_redis_prefix(url, prefix)
 
 
-@pytest.mark.parametrize("opener", [open_store, RedisStore])
-def test_shards_above_1_is_refused_until_built(opener: Callable[[str], object]) -> None:
+def test_shards_above_1_opens_the_sharded_store_and_one_shards_engine_refuses_it() -> None:
     with pytest.raises(ValidationError) as caught:
-        opener("redis://127.0.0.1:6379/0?shards=3")
+        RedisStore("redis://127.0.0.1:6379/0?shards=3")
     assert caught.value.field == "shards"
+    url, prefix = redis_url_with_prefix()
+    store = open_store(f"{url}&shards=3")
+    try:
+        assert isinstance(store, ShardedRedisStore)
+        assert [s.keys.route for s in store.shards] == [f"{{{prefix}:{k}}}:" for k in range(3)]
+    finally:
+        store.close()
+        delete_redis_prefix(url, prefix)
 
 
 @pytest.mark.parametrize("shards", [1, 2, 3, 7, MAX_SHARDS])

@@ -34,7 +34,7 @@ if f[7] then
   flow.finished(id, FLOW.status.Canceled, actor)
   redis.call('DEL', P .. 'children:' .. id)
 end
-redis.call('DEL', P .. 'parents:' .. id)
+redis.call('DEL', P .. 'parents:' .. id, P .. 'remote_pending:' .. id)
 remove_job(id, old, f[2], f[5], f[6])
 audit_event(id, op.event, old, nil, actor, tonumber(f[4]) or 0, nil)
 flush_counts()

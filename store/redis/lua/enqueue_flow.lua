@@ -14,7 +14,10 @@
 -- ARGV[7]      the batch's callback job id ('' for none)
 -- ARGV[8..]    one JSON object per job, in order: {"f": the hash fields of
 --              store/redis/codec.py spec_fields and flow_fields, "d": delay s,
---              "p": [parent ids, sorted, each enqueued before or earlier here]}
+--              "p": [parent ids, sorted, each enqueued before or earlier here],
+--              "r": {parent id: status} (optional) parents on other shards of a
+--              sharded store, linked there first (lua/link_children.lua): not
+--              looked up here; how one ended since is in parent_done:<id>}
 -- A child with an unfinished parent is Scheduled, due_at = now +
 -- WAITING_DUE_AT (never due by time), in no ready or scheduled zset, with
 -- `pending_parents`; it is in children:<p> of each parent and waiting:<p> of
@@ -52,7 +55,7 @@ for _, spec in ipairs(specs) do
     end
   end
   for _, parent in ipairs(spec.p) do
-    if not ids[parent] and redis.call('EXISTS', P .. 'job:' .. parent) == 0 then
+    if not ids[parent] and not (spec.r and spec.r[parent]) and redis.call('EXISTS', P .. 'job:' .. parent) == 0 then
       return {'missing', parent}
     end
   end
@@ -62,9 +65,14 @@ local ready, written = {}, {}  -- written: status of each job of this call
 for _, spec in ipairs(specs) do
   local f = spec.f
   local id, queue = f.id, f.queue
-  local found = {}
+  local found, remote = {}, spec.r or {}
   for i, parent in ipairs(spec.p) do
-    found[i] = {parent, written[parent] or tonumber(redis.call('HGET', P .. 'job:' .. parent, 'status'))}
+    if remote[parent] then  -- on another shard: its status when linked, or how it ended since
+      local ended = redis.call('HGET', P .. 'parent_done:' .. id, parent)
+      found[i] = {parent, tonumber(ended or remote[parent])}
+    else
+      found[i] = {parent, written[parent] or tonumber(redis.call('HGET', P .. 'job:' .. parent, 'status'))}
+    end
   end
   local pending, status, reason = flow.waits_on(found, f.on_parent_failure)
   local due = now + tonumber(spec.d)
@@ -112,14 +120,24 @@ for _, spec in ipairs(specs) do
     redis.call('SADD', P .. 'parents:' .. id, unpack(spec.p, i, math.min(i + 999, #spec.p)))
   end
   for i, parent in ipairs(spec.p) do
-    redis.call('SADD', P .. 'children:' .. parent, id)
     local st = found[i][2]
-    if pending > 0 and st ~= S.Completed and st ~= S.Failed and st ~= S.Canceled then
-      redis.call('SADD', P .. 'waiting:' .. parent, id)
-      if not parent_here[parent] then
-        redis.call('HSET', P .. 'job:' .. parent, 'has_children', 1)
+    local unfinished = pending > 0 and st ~= S.Completed and st ~= S.Failed and st ~= S.Canceled
+    if remote[parent] then  -- linked on its shard (lua/link_children.lua); its end comes by lua/parent_done.lua
+      if unfinished then
+        redis.call('SADD', P .. 'remote_pending:' .. id, parent)
+      end
+    else
+      redis.call('SADD', P .. 'children:' .. parent, id)
+      if unfinished then
+        redis.call('SADD', P .. 'waiting:' .. parent, id)
+        if not parent_here[parent] then
+          redis.call('HSET', P .. 'job:' .. parent, 'has_children', 1)
+        end
       end
     end
+  end
+  if spec.r then
+    redis.call('DEL', P .. 'parent_done:' .. id)
   end
   if f.idempotency_key then
     redis.call('HSET', P .. 'idempotency', f.idempotency_key, id)

@@ -26,7 +26,8 @@ for i = 1, #ARGV - 5 do
   local status = tonumber(f[1])
   -- last_updated_at absent: not changed since its enqueue (store/redis/layout.py 6)
   if status and finished[status] and tonumber(f[3] or f[7]) < before and not (f[6] and flow.keeps(id)) then
-    redis.call('DEL', P .. 'children:' .. id, P .. 'waiting:' .. id, P .. 'parents:' .. id)
+    redis.call('DEL', P .. 'children:' .. id, P .. 'waiting:' .. id, P .. 'parents:' .. id,
+      P .. 'remote_pending:' .. id)
     remove_job(id, status, f[2], f[4], f[5])
     deleted = deleted + 1
   end

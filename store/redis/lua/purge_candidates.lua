@@ -10,7 +10,7 @@
 -- ARGV[4]      most ids returned
 -- A status's oldest jobs are the oldest of its queues' zsets: up to the ids
 -- still wanted from each queue, merged by score (then id), cut to that many.
--- Returns:     {id_1, id_2, ...}
+-- Returns:     {id_1, score_1, status_1, id_2, ...} (score: last_updated_at, µs)
 --
 -- @include lib/clock.lua
 
@@ -34,6 +34,8 @@ for status in string.gmatch(ARGV[3], '%d+') do
   end)
   for j = 1, math.min(left, #found) do
     out[#out + 1] = found[j][2]
+    out[#out + 1] = string.format('%d', found[j][1])
+    out[#out + 1] = status
   end
   left = left - math.min(left, #found)
 end

@@ -4,8 +4,10 @@
 --
 -- KEYS: none of its own (KEYS[1] is the prefix, lib/keys.lua).
 -- ARGV: none of its own.
--- Keys (store/redis/keys.py): children:<id>, waiting:<id>, parents:<id>, wakeup:<queue>, and the job keys lib/job.lua writes.
--- Returns: nothing. Defines `flow.finished`, `flow.waits_on` (store.flow_rules.child_status_at_enqueue), `flow.keeps`.
+-- Keys (store/redis/keys.py): children:<id>, waiting:<id>, remote_waiting:<id>, outbox,
+-- parents:<id>, wakeup:<queue>, and the job keys lib/job.lua writes.
+-- Returns: nothing. Defines `flow.finished`, `flow.settle`, `flow.waits_on`
+-- (store.flow_rules.child_status_at_enqueue), `flow.keeps`.
 
 local S = FLOW.status
 
@@ -76,11 +78,35 @@ local function cancel_child(id, f, left, reason, actor)
   append_event(id, op.event, tonumber(f[1]), op.target, actor, tonumber(f[6]) or 0, reason)
 end
 
--- Parent `id` ended `outcome` (Completed, Failed or Canceled): apply
--- flow.on_parent_finished to each child still waiting for it (waiting:<id>,
--- emptied: a parent ends once for its children), in this call; a child
--- canceled by it passes the cancel on to its own children. `actor` is
--- the worker or operator whose change ended the parent.
+-- Apply flow.on_parent_finished to waiting child `child` of `parent`,
+-- which ended `ended`: release it, cancel it, or count one parent less.
+-- True when it was canceled and has children of its own (the cascade).
+function flow.settle(child, parent, ended, actor)
+  local f = redis.call('HMGET', P .. 'job:' .. child, 'status', 'pending_parents', 'on_parent_failure',
+    'queue', 'rank', 'lease_token', 'has_children', 'priority', 'limit_key')
+  local status = tonumber(f[1])
+  if not status then
+    return false
+  end
+  local left, to, reason = flow.on_parent_finished(status, tonumber(f[2]) or 0, parent, ended, f[3])
+  if left and to == S.Queued then
+    unblock(child, f, 'parent ' .. parent .. ' ended ' .. FLOW.name[ended], actor)
+  elseif left and to == S.Canceled then
+    cancel_child(child, f, left, reason, actor)
+    return f[7] ~= false and f[7] ~= nil
+  elseif left then
+    redis.call('HSET', P .. 'job:' .. child, 'pending_parents', left)
+  end
+  return false
+end
+
+-- Parent `id` ended `outcome` (Completed, Failed or Canceled): settle each
+-- child still waiting for it (waiting:<id>, emptied: a parent ends once for
+-- its children), in this call; a child canceled by it passes the cancel on
+-- to its own children. A child on another shard (remote_waiting:<id>,
+-- store/redis/shards/) gets an entry in this shard's outbox, which the store
+-- applies on the child's shard (lua/parent_done.lua). `actor` is the worker
+-- or operator whose change ended the parent.
 function flow.finished(id, outcome, actor)
   local work, i = {{id, outcome}}, 1
   while i <= #work do
@@ -91,22 +117,17 @@ function flow.finished(id, outcome, actor)
     redis.call('DEL', waiting)
     table.sort(children)
     for _, child in ipairs(children) do
-      local f = redis.call('HMGET', P .. 'job:' .. child, 'status', 'pending_parents', 'on_parent_failure',
-        'queue', 'rank', 'lease_token', 'has_children', 'priority', 'limit_key')
-      local status = tonumber(f[1])
-      if status then
-        local left, to, reason = flow.on_parent_finished(status, tonumber(f[2]) or 0, parent, ended, f[3])
-        local message = 'parent ' .. parent .. ' ended ' .. FLOW.name[ended]
-        if left and to == S.Queued then
-          unblock(child, f, message, actor)
-        elseif left and to == S.Canceled then
-          cancel_child(child, f, left, reason, actor)
-          if f[7] then
-            work[#work + 1] = {child, S.Canceled}
-          end
-        elseif left then
-          redis.call('HSET', P .. 'job:' .. child, 'pending_parents', left)
-        end
+      if flow.settle(child, parent, ended, actor) then
+        work[#work + 1] = {child, S.Canceled}
+      end
+    end
+    local remote = P .. 'remote_waiting:' .. parent
+    local others = redis.call('SMEMBERS', remote)
+    if #others > 0 then
+      redis.call('DEL', remote)
+      table.sort(others)
+      for _, child in ipairs(others) do
+        redis.call('RPUSH', P .. 'outbox', cjson.encode({child, parent, ended, actor or ''}))
       end
     end
   end

@@ -1,0 +1,557 @@
+"""The sharded Redis store (docs/architecture.md, Shards): N RedisStore
+namespaces under the hash tags ``{NAME:0}`` … ``{NAME:N-1}``, one client
+shared by them, behind one JobStore.
+
+Routing: a job lives on its queue's shard (``shard_of_queue``) and its id
+carries that shard (``store/ids.py``), so every write of one job (ack,
+nack, heartbeat, operator actions) goes to one shard from the id alone,
+in one Functions call as on one shard. Records (locks, the worker
+registry, schedules, operations, recovery runs, alerts, the catalogue) live on
+shard 0. A claim over queues on several shards visits the shards in the
+order of its queues (a worker's weighted turn first), one call per shard
+visited. Counts, history and listings merge the shards (``merge.py``).
+
+A job's parents and a batch's jobs must sit on its shard: a dependency or
+batch across shards is refused (ValidationError ``depends_on`` /
+``queue``) until its release across shards is exact. Unique and
+idempotency keys are held per shard: the same key on queues of two
+shards names two jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import replace
+from typing import Any
+
+from store.base import JobStore
+from store.contract_flow import Batch
+from store.contract_operating import ProgressReport
+from store.cursor import decode_cursor
+from store.defaults import StoreSettings
+from store.errors import InvalidTransition, JobNotFound, ValidationError
+from store.flow_rules import ParentFailure, QueueLimits, Usage
+from store.ids import shard_of_id
+from store.lifecycle import JobStatus, Operation
+from store.models import AuditPage, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, RecoveredJob
+from store.notices import Notice
+from store.parts import assemble, delegate
+from store.redis.connect import ClientOptions, open_client, url_shards
+from store.redis.listing import listed_page, merged_entries
+from store.redis.plumbing import Shard
+from store.redis.search import searched
+from store.redis.shards import merge, shard_of_queue, shard_prefix
+from store.redis.shards.keys import Keys
+from store.redis.shards.links import Links, read_hashes
+from store.redis.shards.wakeups import ShardedWakeups
+from store.redis.store import RedisStore
+from store.search import SearchPage, SearchQuery
+from store.shared import CheckedProgress, EncodedAck, SharedStore
+from store.spec import resolve_times, unique_key_of, validate_spec
+
+
+class on_records:  # noqa: N801 - read as a declaration in the class body, as store.parts.delegate
+    """``name = on_records()``: the store's ``name`` is shard 0's (records,
+    the registry, locks and holds live there)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, store: Any, owner: type | None = None) -> Any:
+        if store is None:
+            return self
+        return getattr(store.shards[0], self.name)
+
+
+class ShardedRedisStore(JobStore):
+    """JobStore on ``shards`` RedisStore namespaces of one server or cluster.
+
+    ``url``: a Redis store URL with ``shards=N`` (2..MAX_SHARDS) and
+    optionally ``prefix=NAME`` (the ``prefix`` argument wins); ``client``:
+    fields of ``ClientOptions``. Thread-safe. Raises StoreUnavailable when a
+    cluster cannot be reached, ValidationError for a bad ``shards``."""
+
+    parts = {"shared": SharedStore}
+
+    # shared: SharedStore (front halves; the engine halves below route)
+    _changed = delegate("shared")
+    _enqueue_one = delegate("shared")
+    _handler_policies = delegate("shared")
+    _recovery_limit = delegate("shared")
+    _search_by_id = delegate("shared")
+    cancel = delegate("shared")
+    command_worker = delegate("shared")
+    complete_many = delegate("shared")
+    count_jobs = delegate("shared")
+    count_purgeable = delegate("shared")
+    counts = delegate("shared")
+    delete = delegate("shared")
+    enqueue = delegate("shared")
+    enqueue_idempotent = delegate("shared")
+    enqueue_many = delegate("shared")
+    event_counts = delegate("shared")
+    expired_lease_count = delegate("shared")
+    list_jobs = delegate("shared")
+    pause_queue = delegate("shared")
+    preview_recovery = delegate("shared")
+    purge = delegate("shared")
+    queue_event_counts = delegate("shared")
+    record_action = delegate("shared")
+    record_audit = delegate("shared")
+    recover_expired = delegate("shared")
+    report_progress_many = delegate("shared")
+    requeue = delegate("shared")
+    resume_queue = delegate("shared")
+    retry_now = delegate("shared")
+    search_jobs = delegate("shared")
+
+    #: complete_and_claim is one call when the acks and the claim are of one shard.
+    fetches_next = True
+    supports_flow = True
+
+    def __init__(
+        self, url: str, settings: StoreSettings | None = None, *, prefix: str | None = None, **client: Any
+    ) -> None:
+        count = url_shards(url)
+        if count < 2:
+            raise ValidationError("shards", "a sharded store has 2 shards or more")
+        assemble(self)
+        self.url = url
+        self.settings = settings or StoreSettings()
+        redis, name = open_client(url, prefix, ClientOptions(**client))
+        self.prefix = name
+        self.shards = [
+            RedisStore(url, self.settings, shard=Shard(redis, shard_prefix(name, k), k)) for k in range(count)
+        ]
+        for shard in self.shards[1:]:
+            shard.workers = self.shards[0].workers  # type: ignore[method-assign]  # the registry's
+        self.enqueue_chunk = self.shards[0].enqueue_chunk
+        self.links = Links(self)
+        self.job_keys = Keys(self)
+
+    # ------------------------------------------------------------ routing
+    @property
+    def records(self) -> RedisStore:
+        """Shard 0: the records' shard."""
+        return self.shards[0]
+
+    def of_queue(self, queue: str) -> RedisStore:
+        return self.shards[shard_of_queue(queue, len(self.shards))]
+
+    def of_id(self, job_id: str) -> RedisStore:
+        """The shard of a job or batch id (shard 0 for a text that is no id:
+        it then answers JobNotFound as any store does)."""
+        try:
+            return self.shards[shard_of_id(job_id, len(self.shards))]
+        except ValueError:
+            return self.shards[0]
+
+    def _by_shard(self, items: Sequence[Any], job_id: Any) -> dict[int, list[int]]:
+        """Positions of ``items`` by the shard of ``job_id(item)``, in order."""
+        out: dict[int, list[int]] = {}
+        for i, item in enumerate(items):
+            out.setdefault(self.shards.index(self.of_id(job_id(item))), []).append(i)
+        return out
+
+    def _spread(self, items: Sequence[Any], job_id: Any, call: Any) -> list[Any]:
+        """``call(shard, its items)`` per shard, answers put back in order."""
+        out: list[Any] = [None] * len(items)
+        for k, positions in self._by_shard(items, job_id).items():
+            answers = call(self.shards[k], [items[i] for i in positions])
+            for i, answer in zip(positions, answers, strict=True):
+                out[i] = answer
+        return out
+
+    # -------------------------------------------------------------- clock
+    @property
+    def clock_offset_s(self) -> float:
+        return self.shards[0].clock_offset_s
+
+    @clock_offset_s.setter
+    def clock_offset_s(self, value: float) -> None:
+        for shard in self.shards:
+            shard.clock_offset_s = value
+
+    def now(self) -> float:
+        return self.records.now()
+
+    def close(self) -> None:
+        self.records.close()  # the client the shards share
+
+    # ------------------------------------------------------------ enqueue
+    def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
+        """SharedStore._insert per shard: a chunk whose jobs are of one
+        shard is one atomic call, as on one shard; across shards, one call a
+        shard (each all or nothing). A job with parents on other shards
+        (it comes alone) is linked to them first (``links.py``)."""
+        if len(specs) == 1:
+            spec = specs[0]
+            shard = self.of_queue(spec.queue)
+            remote = bool(spec.depends_on) and bool(self.links.remote_parents(shard, spec.depends_on or ()))
+
+            def write(job_id: str | None = None) -> tuple[list[Job], str | None]:
+                if remote:
+                    return self.links.enqueue(spec, job_id)
+                if spec.uses_flow:
+                    return shard._enqueue_flow(spec, job_id)
+                return shard._write_jobs([spec], ids=[job_id] if job_id else ())
+
+            if spec.idempotency_key is not None or unique_key_of(spec) is not None:
+                return self.job_keys.enqueue(spec, write)
+            if remote:
+                return write()
+        groups: dict[int, list[int]] = {}
+        for i, spec in enumerate(specs):
+            groups.setdefault(shard_of_queue(spec.queue, len(self.shards)), []).append(i)
+        out: list[Any] = [None] * len(specs)
+        for k, positions in groups.items():
+            jobs, holder = self.shards[k]._insert([specs[i] for i in positions])
+            if not jobs:
+                return [], holder
+            for i, job in zip(positions, jobs, strict=True):
+                out[i] = job
+        return out, None
+
+    # --------------------------------------------------------------- read
+    def get(self, job_id: str) -> Job:
+        return self.of_id(job_id).get(job_id)
+
+    def events(self, job_id: str, limit: int = 200) -> list[JobEvent]:
+        return self.of_id(job_id).events(job_id, limit)
+
+    def attempts(self, job_id: str) -> list[Any]:
+        return self.of_id(job_id).attempts(job_id)
+
+    def _list(
+        self,
+        status: JobStatus | None,
+        queue: str | None,
+        name: str | None,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
+    ) -> Page:
+        """A listing merged from the shards' next entries after ``cursor``
+        (a keyset position, the same on every shard; one queue: its shard)."""
+        if queue is not None:
+            return self.of_queue(queue)._list(status, queue, name, limit, cursor, ascending)
+        after = decode_cursor(cursor) if cursor else None
+        runs = [s._entries(status, queue, name, limit + 1, after, ascending) for s in self.shards]
+        entries = merged_entries(runs, limit + 1, ascending)
+        ids = [job_id for _, job_id in entries[:limit]]
+        hashes = self._spread(
+            ids, str, lambda s, mine: s._pipe(lambda p: [p.hgetall(s.keys.job(i)) for i in mine])
+        )
+        return listed_page(entries, hashes, status, queue, name, limit, bool(cursor))
+
+    def _counter_rows(self) -> list[tuple[str, int]]:
+        return merge.summed_rows(self.shards)
+
+    def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
+        shards = [self.of_queue(queue)] if queue is not None else self.shards
+        return sum(s._count_named(status, queue, name) for s in shards)
+
+    def _search(self, query: SearchQuery, limit: int, scan_limit: int) -> SearchPage:
+        """The shards' index streams merged into one scan (``scan_limit``
+        counts entries of every shard); probes and reads go to each id's shard."""
+        shards = [self.of_queue(query.queue)] if query.queue is not None else self.shards
+        streams = [stream for s in shards for stream in s._streams(query)]
+
+        def probe(ids: list[str], q: SearchQuery) -> list[str]:
+            kept: set[str] = set()
+            for k, at in self._by_shard(ids, str).items():
+                kept.update(self.shards[k]._probe([ids[i] for i in at], q))
+            return [i for i in ids if i in kept]
+
+        return searched(
+            streams, query, limit, scan_limit, probe, lambda ids: self._spread(ids, str, read_hashes)
+        )
+
+    def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
+        if queue is not None:
+            return self.of_queue(queue).history(width_s, since, queue)
+        return merge.summed_buckets(s.history(width_s, since) for s in self.shards)
+
+    def handler_minutes(self, name: str, since: float) -> dict[int, dict[str, int]]:
+        answers = [s.handler_minutes(name, since) for s in self.shards]
+        return merge.summed_buckets(answers)  # type: ignore[return-value]
+
+    def trim_history(self) -> int:
+        return sum(s.trim_history() for s in self.shards)
+
+    def audit_page(self, limit: int = 100, cursor: str | None = None) -> AuditPage:
+        self.records.audit_page(limit)  # checks the limit as every store does
+        return merge.merged_audit(self.shards, limit, cursor)
+
+    def prune_audit(self, older_than_s: float, limit: int = 1000) -> int:
+        done = 0
+        for shard in self.shards:
+            done += shard.prune_audit(older_than_s, limit - done) if done < limit else 0
+        return done
+
+    def queue_states(self) -> list[Any]:
+        return sorted((q for s in self.shards for q in s.queue_states()), key=lambda q: q.name)
+
+    # ------------------------------------------------------------- worker
+    def claim(
+        self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
+    ) -> list[Job]:
+        """The shards of ``queues`` in the order of their first queue, one
+        call each, until ``limit`` jobs are leased."""
+        if not queues:
+            raise ValidationError("queues", "name at least one queue")
+        jobs: list[Job] = []
+        visited = []
+        for shard, names in self._visits(queues):
+            if len(jobs) >= limit:
+                break
+            visited.append(shard)
+            jobs += shard.claim(worker_id, names, limit - len(jobs), lease_ttl_s)
+        self.links.after_write(visited)  # a claim ends expired jobs (lib/expiry.lua)
+        return jobs
+
+    def _visits(self, queues: Sequence[str]) -> list[tuple[RedisStore, list[str]]]:
+        """``queues`` grouped by shard, shards in the order of their first queue."""
+        groups: dict[int, list[str]] = {}
+        for queue in dict.fromkeys(queues):
+            groups.setdefault(shard_of_queue(queue, len(self.shards)), []).append(queue)
+        return [(self.shards[k], names) for k, names in groups.items()]
+
+    def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
+        shard = self.of_queue(notice.queue)
+        jobs = shard.claim_notified(worker_id, notice, lease_ttl_s)
+        self.links.after_write([shard])
+        return jobs
+
+    def claim_retry_after(self, worker_id: str) -> float | None:
+        hints = [h for s in self.shards if (h := s.claim_retry_after(worker_id)) is not None]
+        return min(hints, default=None)
+
+    def heartbeat(
+        self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
+    ) -> HeartbeatResult:
+        out = HeartbeatResult([], [])
+        for k, positions in self._by_shard(leases, lambda lease: lease.job_id).items():
+            got = self.shards[k].heartbeat(worker_id, [leases[i] for i in positions], lease_ttl_s)
+            out.renewed.extend(got.renewed)
+            out.refused.extend(got.refused)
+            out.deferred.extend(got.deferred)
+        return out
+
+    def _complete(
+        self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
+    ) -> list[Job | Any]:
+        out = self._spread(acks, lambda a: a[0], lambda s, mine: s._complete(mine, worker_id, return_jobs))
+        self.links.after_write(self.of_id(a[0]) for a in acks)
+        return out
+
+    def _report_progress(self, reports: Sequence[CheckedProgress], worker_id: str | None) -> list[Any]:
+        return self._spread(reports, lambda r: r[0], lambda s, mine: s._report_progress(mine, worker_id))
+
+    def report_progress(
+        self,
+        job_id: str,
+        token: int,
+        fraction: float,
+        message: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.of_id(job_id).report_progress(job_id, token, fraction, message, worker_id)
+
+    def complete_and_claim(
+        self,
+        acks: Sequence[tuple[str, int, Any]],
+        worker_id: str,
+        queues: Sequence[Sequence[str]],
+        limit: int,
+        lease_ttl_s: float | None = None,
+        progress: Sequence[ProgressReport] = (),
+    ) -> tuple[list[Any], list[Job]]:
+        """One call when the acks and the worker's queues are of one shard;
+        else each shard's acks (with their progress) in one call of that
+        shard, the claim's first shard's folded into its claim, then the
+        claim over the other shards (``claim``, by group)."""
+        named = {(job_id, token) for job_id, token, _ in acks}
+        if any((job_id, token) not in named for job_id, token, _, _ in progress):
+            raise ValidationError("progress", "every report must be of a run being acked")
+        if limit > 0 and not any(queues):
+            raise ValidationError("queues", "name at least one queue")
+        first = next((g for g in queues if g), None) if limit > 0 else None
+        turn = self.of_queue(first[0]) if first else None
+        outcomes: list[Any] = [None] * len(acks)
+        by_shard = self._by_shard(acks, lambda a: a[0])
+        jobs: list[Job] = []
+        for k, positions in by_shard.items():
+            shard = self.shards[k]
+            mine = [acks[i] for i in positions]
+            ids = {a[0] for a in mine}
+            reports = [r for r in progress if r[0] in ids]
+            if shard is turn:
+                groups = [[q for q in g if self.of_queue(q) is shard] for g in queues]
+                answers, jobs = shard.complete_and_claim(mine, worker_id, groups, limit, lease_ttl_s, reports)
+            else:
+                answers, _ = shard.complete_and_claim(mine, worker_id, [], 0, lease_ttl_s, reports)
+            for i, answer in zip(positions, answers, strict=True):
+                outcomes[i] = answer
+        self.links.after_write(self.shards[k] for k in by_shard)
+        if limit > 0 and not jobs:
+            for group in queues:
+                if group and (jobs := self.claim(worker_id, group, limit, lease_ttl_s)):
+                    break
+        return outcomes, jobs
+
+    def fail(self, job_id: str, token: int, error: Any, *args: Any, **kwargs: Any) -> Job:
+        shard = self.of_id(job_id)
+        try:
+            return shard.fail(job_id, token, error, *args, **kwargs)  # type: ignore[no-any-return]
+        finally:
+            self.links.after_write([shard])
+
+    def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
+        return self.of_id(job_id).release(job_id, token, worker_id)
+
+    def wakeups(
+        self, queues: Sequence[str], worker_id: str | None = None, lease_ttl_s: float | None = None
+    ) -> ShardedWakeups:
+        """One listener per shard of ``queues`` (without hand-over: a
+        notice names a job, claimed by ``claim_notified``)."""
+        return ShardedWakeups([(s, names) for s, names in self._visits(queues)])
+
+    # ----------------------------------------------------------- operator
+    def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
+        shard = self.of_id(job_id)
+        self.links.check_parents(job_id, op)
+        job = shard._operator_change(job_id, op, actor, reset_retries=reset_retries)
+        self.links.after_write([shard])
+        return job
+
+    def _set_paused(self, queue: str, paused: bool, actor: str) -> Any:
+        return self.of_queue(queue)._set_paused(queue, paused, actor)
+
+    def _record_audit(self, kind: Any, actor: str, message: str) -> None:
+        self.records._record_audit(kind, actor, message)
+
+    def _command_worker(self, worker_id: str, command: str, actor: str) -> Any:
+        return self.records._command_worker(worker_id, command, actor)
+
+    def _purge(self, older_than_s: float, limit: int | None, statuses: tuple[int, ...]) -> int:
+        """The oldest candidates of every shard merged in purge's order (by
+        status, then oldest), the first ``limit`` deleted on their shards."""
+        if limit is None:
+            return sum(s._purge(older_than_s, None, statuses) for s in self.shards)
+        runs = [s._purge_candidates(older_than_s, statuses, limit) for s in self.shards]
+        ids = [job_id for _, _, job_id in merge.first_merged(runs, limit, lambda c: c, False)]
+        by_shard = self._by_shard(ids, str)
+        return sum(
+            self.shards[k]._purge_ids(older_than_s, statuses, [ids[i] for i in at])
+            for k, at in by_shard.items()
+        )
+
+    def _recover(self, limit: int | None, owner: str | None) -> tuple[list[RecoveredJob], int]:
+        """Each shard's expired leases in turn until ``limit`` are read."""
+        done: list[RecoveredJob] = []
+        read = 0
+        for shard in self.shards:
+            if limit is not None and read >= limit:
+                break
+            got, n = shard._recover(None if limit is None else limit - read, owner)
+            done += got
+            read += n
+        if owner is not None:  # the safety net: entries a process left when it died
+            self.links.drain()
+        return done, read
+
+    # --------------------------------------------------------------- flow
+    def set_queue_limits(self, queue: str, limits: QueueLimits, *, actor: str = "operator") -> QueueLimits:
+        return self.of_queue(queue).set_queue_limits(queue, limits, actor=actor)
+
+    def queue_limits(self) -> dict[str, QueueLimits]:
+        return {q: limits for s in self.shards for q, limits in s.queue_limits().items()}
+
+    def limit_usage(self, queue: str) -> Usage:
+        return self.of_queue(queue).limit_usage(queue)
+
+    def limit_hold(self, job: Job) -> tuple[str, str] | None:
+        return self.of_id(job.id).limit_hold(job)
+
+    def create_batch(
+        self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
+    ) -> Batch:
+        """On the shard of the jobs' queues (ValidationError ``queue`` when
+        they are of queues on different shards); a callback of another shard
+        is enqueued there after the batch, waiting for its jobs as a child
+        with parents on another shard does (``links.py``)."""
+        shards = {shard_of_queue(s.queue, len(self.shards)) for s in specs} or {0}
+        if len(shards) > 1:
+            raise ValidationError("queue", "a batch's jobs must be of queues on one shard")
+        home = self.shards[shards.pop()]
+        if callback is None or self.of_queue(callback.queue) is home:
+            return home.create_batch(specs, callback, kind=kind)
+        [callback] = resolve_times([validate_spec(callback)], self.now)
+        there = self.of_queue(callback.queue)
+        callback_id = there._new_id()
+        batch = home._create_batch(specs, None, kind, callback_id)
+        policy = callback.on_parent_failure or ParentFailure.RUN.value
+        parents = tuple(j.id for j in home.batch_jobs(batch.id, limit=len(specs)))
+        self.links.enqueue(replace(callback, depends_on=parents, on_parent_failure=policy), callback_id)
+        return home.get_batch(batch.id)
+
+    def get_batch(self, batch_id: str) -> Batch:
+        return self.of_id(batch_id).get_batch(batch_id)
+
+    def batch_jobs(self, batch_id: str, limit: int = 100) -> list[Job]:
+        return self.of_id(batch_id).batch_jobs(batch_id, limit)
+
+    def cancel_batch(self, batch_id: str, *, actor: str = "operator") -> Batch:
+        """A callback on another shard is canceled first (then its parents'
+        cancels find it ended), the batch's jobs in one call of their shard."""
+        home = self.of_id(batch_id)
+        callback = home.get_batch(batch_id).callback_job_id
+        if callback and self.of_id(callback) is not home:
+            with suppress(InvalidTransition, JobNotFound):
+                self.cancel(callback, actor=actor)
+        batch = home.cancel_batch(batch_id, actor=actor)
+        self.links.after_write([home])
+        return batch
+
+    def list_batches(self, limit: int = 50, cursor: str | None = None) -> tuple[list[Batch], str | None]:
+        return merge.merged_batches([s.list_batches(limit, cursor) for s in self.shards], limit)
+
+    def parents(self, job_id: str) -> list[Job]:
+        return self.links.parents(job_id)
+
+    def children(self, job_id: str, limit: int = 100) -> list[Job]:
+        return self.links.related("children", job_id, limit)
+
+    # ------------------------------------------------- records (shard 0)
+    acquire_lock = on_records()
+    clear_failures = on_records()
+    failure_count = on_records()
+    get_operation = on_records()
+    held = on_records()
+    hold = on_records()
+    lock_info = on_records()
+    maintenance_runs = on_records()
+    operations = on_records()
+    prune_failures = on_records()
+    prune_workers = on_records()
+    record_change = on_records()
+    record_drop = on_records()
+    record_failure = on_records()
+    record_get = on_records()
+    record_maintenance_run = on_records()
+    record_page = on_records()
+    record_prune = on_records()
+    record_recovery_run = on_records()
+    record_tick = on_records()
+    recovery_runs = on_records()
+    release_lock = on_records()
+    remove_worker = on_records()
+    save_operation = on_records()
+    save_schedules = on_records()
+    schedules = on_records()
+    set_schedule_enabled = on_records()
+    unhold = on_records()
+    worker_heartbeat = on_records()
+    workers = on_records()
