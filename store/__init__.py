@@ -39,7 +39,7 @@ def open_store(url: str | None = None, settings: StoreSettings | None = None, **
     from store.redis.connect import url_shards
 
     if url_shards(url) > 1:
-        from store.redis.shards.store import ShardedRedisStore
+        from store.redis.shards.sharded_store import ShardedRedisStore
 
         return ShardedRedisStore(url, settings, **options)
     from store.redis.store import RedisStore

@@ -53,7 +53,7 @@ def _engine(store: JobStore) -> Any:
         from store.redis import job_logs as redis
 
         return redis
-    if "store.redis.shards.store" in kinds:
+    if "store.redis.shards.sharded_store" in kinds:
         from store.redis.shards import job_logs as sharded
 
         return sharded

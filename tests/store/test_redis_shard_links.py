@@ -1,5 +1,5 @@
 """Dependencies and keys across the shards of a sharded Redis store
-(docs/architecture.md, Shards; store/redis/shards/links.py, keys.py):
+(docs/architecture.md, Shards; store/redis/shards/links.py, key_owners.py):
 released at least once and exactly in effect, also when the process that
 ended the parent dies before the second shard's call."""
 
@@ -16,7 +16,7 @@ from store.errors import ParentUnfinished
 from store.lifecycle import JobStatus
 from store.models import JobSpec
 from store.redis.shards import shard_of_queue
-from store.redis.shards.store import ShardedRedisStore
+from store.redis.shards.sharded_store import ShardedRedisStore
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
 SHARDS = 3

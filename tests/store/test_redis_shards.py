@@ -17,7 +17,7 @@ from store.ids import ID_TEXT, new_id_on_shard, shard_of_id
 from store.redis.connect import MAX_SHARDS, split_url, url_shards
 from store.redis.keys import Keys
 from store.redis.shards import shard_of_queue, shard_prefix
-from store.redis.shards.store import ShardedRedisStore
+from store.redis.shards.sharded_store import ShardedRedisStore
 from store.redis.store import RedisStore
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 

@@ -23,7 +23,7 @@ for i = 4, #ARGV, 4 do
   local child, parent, outcome, actor = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), none(ARGV[i + 3])
   if redis.call('EXISTS', P .. 'job:' .. child) == 0 then
     redis.call('HSET', P .. 'parent_done:' .. child, parent, outcome)
-    redis.call('EXPIRE', P .. 'parent_done:' .. child, 86400)
+    redis.call('PEXPIRE', P .. 'parent_done:' .. child, 86400000)
   elseif redis.call('SREM', P .. 'remote_pending:' .. child, parent) == 1 then
     applied = applied + 1
     if flow.settle(child, parent, outcome, actor) then

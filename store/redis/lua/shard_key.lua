@@ -1,5 +1,5 @@
 -- shard_key: the owner of an idempotency or unique key of a sharded store
--- (store/redis/shards/keys.py, docs/architecture.md "Shards"), kept on the
+-- (store/redis/shards/key_owners.py, docs/architecture.md "Shards"), kept on the
 -- key's shard whatever queue, so whatever shard, its jobs are on.
 --
 -- KEYS[1]      the prefix (lib/keys.lua); keys built from it: key_owner:<kind>

@@ -21,34 +21,29 @@ shards names two jobs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import suppress
-from dataclasses import replace
 from typing import Any
 
 from store.base import JobStore
-from store.contract_flow import Batch
-from store.contract_operating import ProgressReport
 from store.cursor import decode_cursor
 from store.defaults import StoreSettings
-from store.errors import InvalidTransition, JobNotFound, ValidationError
-from store.flow_rules import ParentFailure, QueueLimits, Usage
+from store.errors import ValidationError
 from store.ids import shard_of_id
 from store.lifecycle import JobStatus, Operation
-from store.models import AuditPage, HeartbeatResult, Job, JobEvent, JobSpec, Lease, Page, RecoveredJob
-from store.notices import Notice
+from store.models import AuditPage, Job, JobEvent, JobSpec, Page, RecoveredJob
 from store.parts import assemble, delegate
 from store.redis.connect import ClientOptions, open_client, url_shards
 from store.redis.listing import listed_page, merged_entries
 from store.redis.plumbing import Shard
 from store.redis.search import searched
 from store.redis.shards import merge, shard_of_queue, shard_prefix
-from store.redis.shards.keys import Keys
+from store.redis.shards.claims import ShardedClaimsPart
+from store.redis.shards.flow_routing import ShardedFlowPart
+from store.redis.shards.key_owners import Keys
 from store.redis.shards.links import Links, read_hashes
-from store.redis.shards.wakeups import ShardedWakeups
 from store.redis.store import RedisStore
 from store.search import SearchPage, SearchQuery
-from store.shared import CheckedProgress, EncodedAck, SharedStore
-from store.spec import resolve_times, unique_key_of, validate_spec
+from store.shared import SharedStore
+from store.spec import unique_key_of
 
 
 class on_records:  # noqa: N801 - read as a declaration in the class body, as store.parts.delegate
@@ -72,7 +67,7 @@ class ShardedRedisStore(JobStore):
     fields of ``ClientOptions``. Thread-safe. Raises StoreUnavailable when a
     cluster cannot be reached, ValidationError for a bad ``shards``."""
 
-    parts = {"shared": SharedStore}
+    parts = {"shared": SharedStore, "claims": ShardedClaimsPart, "flow": ShardedFlowPart}
 
     # shared: SharedStore (front halves; the engine halves below route)
     _changed = delegate("shared")
@@ -105,6 +100,30 @@ class ShardedRedisStore(JobStore):
     resume_queue = delegate("shared")
     retry_now = delegate("shared")
     search_jobs = delegate("shared")
+    # claims: ShardedClaimsPart
+    _complete = delegate("claims")
+    _report_progress = delegate("claims")
+    _visits = delegate("claims")
+    claim = delegate("claims")
+    claim_notified = delegate("claims")
+    claim_retry_after = delegate("claims")
+    complete_and_claim = delegate("claims")
+    fail = delegate("claims")
+    heartbeat = delegate("claims")
+    release = delegate("claims")
+    wakeups = delegate("claims")
+    # flow: ShardedFlowPart
+    batch_jobs = delegate("flow")
+    cancel_batch = delegate("flow")
+    children = delegate("flow")
+    create_batch = delegate("flow")
+    get_batch = delegate("flow")
+    limit_hold = delegate("flow")
+    limit_usage = delegate("flow")
+    list_batches = delegate("flow")
+    parents = delegate("flow")
+    queue_limits = delegate("flow")
+    set_queue_limits = delegate("flow")
 
     #: complete_and_claim is one call when the acks and the claim are of one shard.
     fetches_next = True
@@ -293,131 +312,6 @@ class ShardedRedisStore(JobStore):
     def queue_states(self) -> list[Any]:
         return sorted((q for s in self.shards for q in s.queue_states()), key=lambda q: q.name)
 
-    # ------------------------------------------------------------- worker
-    def claim(
-        self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
-    ) -> list[Job]:
-        """The shards of ``queues`` in the order of their first queue, one
-        call each, until ``limit`` jobs are leased."""
-        if not queues:
-            raise ValidationError("queues", "name at least one queue")
-        jobs: list[Job] = []
-        visited = []
-        for shard, names in self._visits(queues):
-            if len(jobs) >= limit:
-                break
-            visited.append(shard)
-            jobs += shard.claim(worker_id, names, limit - len(jobs), lease_ttl_s)
-        self.links.after_write(visited)  # a claim ends expired jobs (lib/expiry.lua)
-        return jobs
-
-    def _visits(self, queues: Sequence[str]) -> list[tuple[RedisStore, list[str]]]:
-        """``queues`` grouped by shard, shards in the order of their first queue."""
-        groups: dict[int, list[str]] = {}
-        for queue in dict.fromkeys(queues):
-            groups.setdefault(shard_of_queue(queue, len(self.shards)), []).append(queue)
-        return [(self.shards[k], names) for k, names in groups.items()]
-
-    def claim_notified(self, worker_id: str, notice: Notice, lease_ttl_s: float | None = None) -> list[Job]:
-        shard = self.of_queue(notice.queue)
-        jobs = shard.claim_notified(worker_id, notice, lease_ttl_s)
-        self.links.after_write([shard])
-        return jobs
-
-    def claim_retry_after(self, worker_id: str) -> float | None:
-        hints = [h for s in self.shards if (h := s.claim_retry_after(worker_id)) is not None]
-        return min(hints, default=None)
-
-    def heartbeat(
-        self, worker_id: str, leases: Sequence[Lease], lease_ttl_s: float | None = None
-    ) -> HeartbeatResult:
-        out = HeartbeatResult([], [])
-        for k, positions in self._by_shard(leases, lambda lease: lease.job_id).items():
-            got = self.shards[k].heartbeat(worker_id, [leases[i] for i in positions], lease_ttl_s)
-            out.renewed.extend(got.renewed)
-            out.refused.extend(got.refused)
-            out.deferred.extend(got.deferred)
-        return out
-
-    def _complete(
-        self, acks: Sequence[EncodedAck], worker_id: str | None, return_jobs: bool
-    ) -> list[Job | Any]:
-        out = self._spread(acks, lambda a: a[0], lambda s, mine: s._complete(mine, worker_id, return_jobs))
-        self.links.after_write(self.of_id(a[0]) for a in acks)
-        return out
-
-    def _report_progress(self, reports: Sequence[CheckedProgress], worker_id: str | None) -> list[Any]:
-        return self._spread(reports, lambda r: r[0], lambda s, mine: s._report_progress(mine, worker_id))
-
-    def report_progress(
-        self,
-        job_id: str,
-        token: int,
-        fraction: float,
-        message: str | None = None,
-        worker_id: str | None = None,
-    ) -> None:
-        self.of_id(job_id).report_progress(job_id, token, fraction, message, worker_id)
-
-    def complete_and_claim(
-        self,
-        acks: Sequence[tuple[str, int, Any]],
-        worker_id: str,
-        queues: Sequence[Sequence[str]],
-        limit: int,
-        lease_ttl_s: float | None = None,
-        progress: Sequence[ProgressReport] = (),
-    ) -> tuple[list[Any], list[Job]]:
-        """One call when the acks and the worker's queues are of one shard;
-        else each shard's acks (with their progress) in one call of that
-        shard, the claim's first shard's folded into its claim, then the
-        claim over the other shards (``claim``, by group)."""
-        named = {(job_id, token) for job_id, token, _ in acks}
-        if any((job_id, token) not in named for job_id, token, _, _ in progress):
-            raise ValidationError("progress", "every report must be of a run being acked")
-        if limit > 0 and not any(queues):
-            raise ValidationError("queues", "name at least one queue")
-        first = next((g for g in queues if g), None) if limit > 0 else None
-        turn = self.of_queue(first[0]) if first else None
-        outcomes: list[Any] = [None] * len(acks)
-        by_shard = self._by_shard(acks, lambda a: a[0])
-        jobs: list[Job] = []
-        for k, positions in by_shard.items():
-            shard = self.shards[k]
-            mine = [acks[i] for i in positions]
-            ids = {a[0] for a in mine}
-            reports = [r for r in progress if r[0] in ids]
-            if shard is turn:
-                groups = [[q for q in g if self.of_queue(q) is shard] for g in queues]
-                answers, jobs = shard.complete_and_claim(mine, worker_id, groups, limit, lease_ttl_s, reports)
-            else:
-                answers, _ = shard.complete_and_claim(mine, worker_id, [], 0, lease_ttl_s, reports)
-            for i, answer in zip(positions, answers, strict=True):
-                outcomes[i] = answer
-        self.links.after_write(self.shards[k] for k in by_shard)
-        if limit > 0 and not jobs:
-            for group in queues:
-                if group and (jobs := self.claim(worker_id, group, limit, lease_ttl_s)):
-                    break
-        return outcomes, jobs
-
-    def fail(self, job_id: str, token: int, error: Any, *args: Any, **kwargs: Any) -> Job:
-        shard = self.of_id(job_id)
-        try:
-            return shard.fail(job_id, token, error, *args, **kwargs)  # type: ignore[no-any-return]
-        finally:
-            self.links.after_write([shard])
-
-    def release(self, job_id: str, token: int, worker_id: str | None = None) -> Job:
-        return self.of_id(job_id).release(job_id, token, worker_id)
-
-    def wakeups(
-        self, queues: Sequence[str], worker_id: str | None = None, lease_ttl_s: float | None = None
-    ) -> ShardedWakeups:
-        """One listener per shard of ``queues`` (without hand-over: a
-        notice names a job, claimed by ``claim_notified``)."""
-        return ShardedWakeups([(s, names) for s, names in self._visits(queues)])
-
     # ----------------------------------------------------------- operator
     def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
         shard = self.of_id(job_id)
@@ -461,68 +355,6 @@ class ShardedRedisStore(JobStore):
         if owner is not None:  # the safety net: entries a process left when it died
             self.links.drain()
         return done, read
-
-    # --------------------------------------------------------------- flow
-    def set_queue_limits(self, queue: str, limits: QueueLimits, *, actor: str = "operator") -> QueueLimits:
-        return self.of_queue(queue).set_queue_limits(queue, limits, actor=actor)
-
-    def queue_limits(self) -> dict[str, QueueLimits]:
-        return {q: limits for s in self.shards for q, limits in s.queue_limits().items()}
-
-    def limit_usage(self, queue: str) -> Usage:
-        return self.of_queue(queue).limit_usage(queue)
-
-    def limit_hold(self, job: Job) -> tuple[str, str] | None:
-        return self.of_id(job.id).limit_hold(job)
-
-    def create_batch(
-        self, specs: Sequence[JobSpec], callback: JobSpec | None = None, *, kind: str = "batch"
-    ) -> Batch:
-        """On the shard of the jobs' queues (ValidationError ``queue`` when
-        they are of queues on different shards); a callback of another shard
-        is enqueued there after the batch, waiting for its jobs as a child
-        with parents on another shard does (``links.py``)."""
-        shards = {shard_of_queue(s.queue, len(self.shards)) for s in specs} or {0}
-        if len(shards) > 1:
-            raise ValidationError("queue", "a batch's jobs must be of queues on one shard")
-        home = self.shards[shards.pop()]
-        if callback is None or self.of_queue(callback.queue) is home:
-            return home.create_batch(specs, callback, kind=kind)
-        [callback] = resolve_times([validate_spec(callback)], self.now)
-        there = self.of_queue(callback.queue)
-        callback_id = there._new_id()
-        batch = home._create_batch(specs, None, kind, callback_id)
-        policy = callback.on_parent_failure or ParentFailure.RUN.value
-        parents = tuple(j.id for j in home.batch_jobs(batch.id, limit=len(specs)))
-        self.links.enqueue(replace(callback, depends_on=parents, on_parent_failure=policy), callback_id)
-        return home.get_batch(batch.id)
-
-    def get_batch(self, batch_id: str) -> Batch:
-        return self.of_id(batch_id).get_batch(batch_id)
-
-    def batch_jobs(self, batch_id: str, limit: int = 100) -> list[Job]:
-        return self.of_id(batch_id).batch_jobs(batch_id, limit)
-
-    def cancel_batch(self, batch_id: str, *, actor: str = "operator") -> Batch:
-        """A callback on another shard is canceled first (then its parents'
-        cancels find it ended), the batch's jobs in one call of their shard."""
-        home = self.of_id(batch_id)
-        callback = home.get_batch(batch_id).callback_job_id
-        if callback and self.of_id(callback) is not home:
-            with suppress(InvalidTransition, JobNotFound):
-                self.cancel(callback, actor=actor)
-        batch = home.cancel_batch(batch_id, actor=actor)
-        self.links.after_write([home])
-        return batch
-
-    def list_batches(self, limit: int = 50, cursor: str | None = None) -> tuple[list[Batch], str | None]:
-        return merge.merged_batches([s.list_batches(limit, cursor) for s in self.shards], limit)
-
-    def parents(self, job_id: str) -> list[Job]:
-        return self.links.parents(job_id)
-
-    def children(self, job_id: str, limit: int = 100) -> list[Job]:
-        return self.links.related("children", job_id, limit)
 
     # ------------------------------------------------- records (shard 0)
     acquire_lock = on_records()
