@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 from store.base import JobStore
 from store.errors import StoreError, StoreUnavailable
@@ -54,15 +55,17 @@ def schema_revision(store: JobStore) -> tuple[str | None, str]:
             return current_revision(store.read_engine), head_revision()
         except DBAPIError as exc:
             raise StoreUnavailable(f"SQL store unavailable: {exc.orig}") from exc
-    if redis_store is not None and isinstance(store, redis_store.RedisStore):
+    shards = getattr(store, "shards", None)  # a sharded store: every shard's layout
+    if redis_store is not None and isinstance((shards or [store])[0], redis_store.RedisStore):
         import redis
 
         from store.redis.layout import LAYOUT_VERSION, current_layout
 
         try:
-            return current_layout(store)[0], LAYOUT_VERSION
+            found = [current_layout(s)[0] for s in (shards or [store])]
         except redis.RedisError as exc:
             raise StoreUnavailable(f"Redis store unavailable: {exc}") from exc
+        return next((f for f in found if f != LAYOUT_VERSION), LAYOUT_VERSION), LAYOUT_VERSION
     raise TypeError(f"no schema check for {type(store).__name__}")
 
 
@@ -122,17 +125,26 @@ def _upgrade_sql(url: str) -> str:
 
 def _upgrade_redis(url: str) -> str:
     from store import open_store
-    from store.redis.layout import LAYOUT_VERSION, UPGRADABLE, current_layout, upgrade_layout
 
     with open_store(url) as store:
-        found, written = current_layout(store)
-        if found in UPGRADABLE:
-            done = upgrade_layout(store)
-            return (
-                f"upgraded the key layout from version {found} to {LAYOUT_VERSION} "
-                f"({done['indexed']} jobs indexed, {done['removed']} old indexes removed, "
-                f"{done['records_moved']} records moved)"
-            )
+        shards = getattr(store, "shards", None)  # a sharded store (store/redis/shards/): each shard
+        lines = [_upgrade_namespace(url, s) for s in (shards or [store])]
+    if shards is None:
+        return lines[0]
+    return "; ".join(dict.fromkeys(lines)) + f" (each of {len(shards)} shards)"
+
+
+def _upgrade_namespace(url: str, store: Any) -> str:
+    from store.redis.layout import LAYOUT_VERSION, UPGRADABLE, current_layout, upgrade_layout
+
+    found, written = current_layout(store)
+    if found in UPGRADABLE:
+        done = upgrade_layout(store)
+        return (
+            f"upgraded the key layout from version {found} to {LAYOUT_VERSION} "
+            f"({done['indexed']} jobs indexed, {done['removed']} old indexes removed, "
+            f"{done['records_moved']} records moved)"
+        )
     if written:
         return f"created the key layout at version {LAYOUT_VERSION}"
     if found == LAYOUT_VERSION:

@@ -263,4 +263,6 @@ def console_context() -> dict[str, Any]:
         "user": g.get("console_user"),
         "csrf_token": security.csrf_token,
         "own_login": auth.hook() is None,
+        # A sharded Redis store's shards that did not answer (store/redis/shards/health.py).
+        "unavailable_shards": getattr(store(), "unavailable_shards", dict),
     }

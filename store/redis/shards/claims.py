@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.contract_operating import ProgressReport
-from store.errors import ValidationError
+from store.errors import StoreUnavailable, ValidationError
 from store.models import HeartbeatResult, Job, Lease
 from store.notices import Notice
 from store.parts import Part
@@ -26,16 +26,27 @@ class ShardedClaimsPart(Part):
         self, worker_id: str, queues: Sequence[str], limit: int = 1, lease_ttl_s: float | None = None
     ) -> list[Job]:
         """The shards of ``queues`` in the order of their first queue, one
-        call each, until ``limit`` jobs are leased."""
+        call each, until ``limit`` jobs are leased; a shard that does not
+        answer is left alone for a while (``health.py``); StoreUnavailable
+        when none answers."""
         if not queues:
             raise ValidationError("queues", "name at least one queue")
         jobs: list[Job] = []
-        visited = []
+        visited, last = [], None
         for shard, names in self._visits(queues):
-            if len(jobs) >= limit:
-                break
+            index = self.shards.index(shard)
+            if len(jobs) >= limit or self.health.resting(index):
+                continue
+            try:
+                jobs += shard.claim(worker_id, names, limit - len(jobs), lease_ttl_s)
+            except StoreUnavailable as exc:  # a shard down: the others' jobs still run
+                self.health.failed(index, exc)
+                last = exc
+                continue
+            self.health.answered(index)
             visited.append(shard)
-            jobs += shard.claim(worker_id, names, limit - len(jobs), lease_ttl_s)
+        if last is not None and not visited:
+            raise last
         self.links.after_write(visited)  # a claim ends expired jobs (lib/expiry.lua)
         return jobs
 

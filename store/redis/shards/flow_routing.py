@@ -24,7 +24,11 @@ class ShardedFlowPart(Part):
         return self.of_queue(queue).set_queue_limits(queue, limits, actor=actor)
 
     def queue_limits(self) -> dict[str, QueueLimits]:
-        return {q: limits for s in self.shards for q, limits in s.queue_limits().items()}
+        return {
+            q: limits
+            for mine in self.health.each(self.shards, lambda s: s.queue_limits())
+            for q, limits in mine.items()
+        }
 
     def limit_usage(self, queue: str) -> Usage:
         return self.of_queue(queue).limit_usage(queue)
@@ -73,7 +77,9 @@ class ShardedFlowPart(Part):
         return batch
 
     def list_batches(self, limit: int = 50, cursor: str | None = None) -> tuple[list[Batch], str | None]:
-        return merge.merged_batches([s.list_batches(limit, cursor) for s in self.shards], limit)
+        return merge.merged_batches(
+            self.health.each(self.shards, lambda s: s.list_batches(limit, cursor)), limit
+        )
 
     def parents(self, job_id: str) -> list[Job]:
         return self.links.parents(job_id)

@@ -25,12 +25,12 @@ from store.redis.audit import audit_cursor_after
 T = TypeVar("T")
 
 
-def summed_rows(shards: Sequence[Any]) -> list[tuple[str, int]]:
-    """Every shard's counters (``_counter_rows``) summed by key: a queue's
-    counters live on its shard alone, the event totals on every shard."""
+def summed_rows(answers: Iterable[Iterable[tuple[str, int | str]]]) -> list[tuple[str, int]]:
+    """The shards' counters (``_counter_rows`` answers) summed by key: a
+    queue's counters live on its shard alone, the event totals on every shard."""
     total: Counter[str] = Counter()
-    for shard in shards:
-        for key, value in shard._counter_rows():
+    for rows in answers:
+        for key, value in rows:
             total[key] += int(value)
     return list(total.items())
 

@@ -38,6 +38,7 @@ from store.redis.search import searched
 from store.redis.shards import merge, shard_of_queue, shard_prefix
 from store.redis.shards.claims import ShardedClaimsPart
 from store.redis.shards.flow_routing import ShardedFlowPart
+from store.redis.shards.health import ShardHealth
 from store.redis.shards.key_owners import Keys
 from store.redis.shards.links import Links, read_hashes
 from store.redis.store import RedisStore
@@ -147,6 +148,7 @@ class ShardedRedisStore(JobStore):
             shard.workers = self.shards[0].workers  # type: ignore[method-assign]  # the registry's
         self.enqueue_chunk = self.shards[0].enqueue_chunk
         self.links = Links(self)
+        self.health = ShardHealth()
         self.job_keys = Keys(self)
 
     # ------------------------------------------------------------ routing
@@ -194,6 +196,11 @@ class ShardedRedisStore(JobStore):
 
     def now(self) -> float:
         return self.records.now()
+
+    def unavailable_shards(self) -> dict[int, str]:
+        """Shards that did not answer their last call (index -> error): the
+        console names them; reads that merge the shards leave them out."""
+        return self.health.unavailable()
 
     def close(self) -> None:
         self.records.close()  # the client the shards share
@@ -256,7 +263,9 @@ class ShardedRedisStore(JobStore):
         if queue is not None:
             return self.of_queue(queue)._list(status, queue, name, limit, cursor, ascending)
         after = decode_cursor(cursor) if cursor else None
-        runs = [s._entries(status, queue, name, limit + 1, after, ascending) for s in self.shards]
+        runs = self.health.each(
+            self.shards, lambda s: s._entries(status, queue, name, limit + 1, after, ascending)
+        )
         entries = merged_entries(runs, limit + 1, ascending)
         ids = [job_id for _, job_id in entries[:limit]]
         hashes = self._spread(
@@ -265,7 +274,7 @@ class ShardedRedisStore(JobStore):
         return listed_page(entries, hashes, status, queue, name, limit, bool(cursor))
 
     def _counter_rows(self) -> list[tuple[str, int]]:
-        return merge.summed_rows(self.shards)
+        return merge.summed_rows(self.health.each(self.shards, lambda s: list(s._counter_rows())))
 
     def _count_named(self, status: JobStatus, queue: str | None, name: str) -> int:
         shards = [self.of_queue(queue)] if queue is not None else self.shards
@@ -290,10 +299,10 @@ class ShardedRedisStore(JobStore):
     def history(self, width_s: int, since: float, queue: str | None = None) -> dict[str, dict[float, int]]:
         if queue is not None:
             return self.of_queue(queue).history(width_s, since, queue)
-        return merge.summed_buckets(s.history(width_s, since) for s in self.shards)
+        return merge.summed_buckets(self.health.each(self.shards, lambda s: s.history(width_s, since)))
 
     def handler_minutes(self, name: str, since: float) -> dict[int, dict[str, int]]:
-        answers = [s.handler_minutes(name, since) for s in self.shards]
+        answers = self.health.each(self.shards, lambda s: s.handler_minutes(name, since))
         return merge.summed_buckets(answers)  # type: ignore[return-value]
 
     def trim_history(self) -> int:
@@ -310,7 +319,8 @@ class ShardedRedisStore(JobStore):
         return done
 
     def queue_states(self) -> list[Any]:
-        return sorted((q for s in self.shards for q in s.queue_states()), key=lambda q: q.name)
+        states = self.health.each(self.shards, lambda s: s.queue_states())
+        return sorted((q for mine in states for q in mine), key=lambda q: q.name)
 
     # ----------------------------------------------------------- operator
     def _operator_change(self, job_id: str, op: Operation, actor: str, *, reset_retries: bool) -> Job | None:
