@@ -128,10 +128,28 @@ def _upgrade_redis(url: str) -> str:
 
     with open_store(url) as store:
         shards = getattr(store, "shards", None)  # a sharded store (store/redis/shards/): each shard
+        if shards is not None:
+            _refuse_unsharded_jobs(url, store)
         lines = [_upgrade_namespace(url, s) for s in (shards or [store])]
     if shards is None:
         return lines[0]
     return "; ".join(dict.fromkeys(lines)) + f" (each of {len(shards)} shards)"
+
+
+def _refuse_unsharded_jobs(url: str, store: Any) -> None:
+    """Raise SchemaUpgradeFailed (one line) when the unsharded namespace of
+    the sharded store's prefix holds jobs: moving them onto the shards is not
+    built (docs/architecture.md, Shards), and a sharded store would not see them."""
+    from store.redis.plumbing import Shard
+    from store.redis.store import RedisStore
+
+    unsharded = RedisStore(url, store.settings, shard=Shard(store.records._client, store.prefix, 0))
+    left = sum(unsharded.counts().by_status.values())
+    if left:
+        raise SchemaUpgradeFailed(
+            f"{public_url(url)}: the unsharded namespace {store.prefix!r} holds {left} jobs, which a "
+            "sharded store does not move (not built): drain them first, or shard under another prefix"
+        )
 
 
 def _upgrade_namespace(url: str, store: Any) -> str:

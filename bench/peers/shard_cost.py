@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,9 +35,10 @@ import redis
 from bench.peers.instructions import dump_instructions
 from store import open_store
 from store.models import JobSpec
+from store.redis.keys import DEFAULT_PREFIX
 from tests.redis_cluster import free_ports as free_cluster_ports
 
-QUEUES = ("shard-a", "shard-b", "shard-c")
+QUEUES = ("shard-a", "shard-b", "shard-c")  # one on each of 3 shards (CRC-32 of the name)
 #: Jobs a claim takes and an ack call completes (a worker's grouped acks).
 IN_FLIGHT = 16
 #: Seconds the idle cluster is measured for its housekeeping's rate.
@@ -125,7 +125,9 @@ def drain(url: str, jobs: int) -> None:
 
 def measure(servers: list[Server], query: str, jobs: int, idle_per_s: list[float]) -> list[float]:
     """k instructions a job on each server for one layout, housekeeping taken off."""
-    url = f"redis+cluster://127.0.0.1:{servers[0].port}?prefix=shard-cost-{uuid.uuid4().hex[:8]}{query}"
+    # The default prefix: its tags {leasehold:0..2} fall one on each master of an
+    # evenly split cluster (docs/architecture.md, Shards); a random one may not.
+    url = f"redis+cluster://127.0.0.1:{servers[0].port}?prefix={DEFAULT_PREFIX}{query}"
     drain(url, 3)  # untimed: the library's load, connections, slot maps
     for server in servers:
         server.dump()

@@ -16,9 +16,11 @@ from store.errors import ValidationError
 from store.ids import ID_TEXT, new_id_on_shard, shard_of_id
 from store.redis.connect import MAX_SHARDS, split_url, url_shards
 from store.redis.keys import Keys
+from store.redis.layout import LAYOUT_VERSION
 from store.redis.shards import shard_of_queue, shard_prefix
 from store.redis.shards.sharded_store import ShardedRedisStore
 from store.redis.store import RedisStore
+from store.schema_version import SchemaUpgradeFailed, upgrade_schema
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
 
@@ -100,3 +102,20 @@ def test_each_shard_has_its_own_hash_tag() -> None:
     tags = [Keys(shard_prefix("leasehold", k)).route for k in range(3)]
     assert tags == ["{leasehold:0}:", "{leasehold:1}:", "{leasehold:2}:"]
     assert len({key_slot(tag.encode()) for tag in tags}) == 3
+
+
+def test_db_upgrade_lays_out_every_shard_and_refuses_an_unsharded_namespace_with_jobs() -> None:
+    url, prefix = redis_url_with_prefix()
+    try:
+        assert (
+            upgrade_schema(f"{url}&shards=3")
+            == f"created the key layout at version {LAYOUT_VERSION} (each of 3 shards)"
+        )
+        assert f"already at version {LAYOUT_VERSION} (each of 3 shards)" in upgrade_schema(f"{url}&shards=3")
+        with open_store(url) as unsharded:  # the same prefix, unsharded, with a job
+            unsharded.enqueue("t")
+        with pytest.raises(SchemaUpgradeFailed) as refused:
+            upgrade_schema(f"{url}&shards=3")
+        assert "holds 1 jobs" in str(refused.value) and "\n" not in str(refused.value)
+    finally:
+        delete_redis_prefix(url, prefix)
