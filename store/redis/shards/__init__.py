@@ -1,6 +1,7 @@
-"""The sharded Redis store (docs/architecture.md, Shards): so far the routing
-every part of it shares. A job's shard is its queue's (``shard_of_queue``);
-shard k's keys carry the hash tag ``{prefix:k}`` (``shard_prefix``)."""
+"""The sharded Redis store (docs/architecture.md, Shards; the engine is
+``sharded_store.py``): the routing every part of it shares. A job's shard is
+its queue's (``shard_of_queue``); shard k's keys carry the hash tag
+``{prefix:k}`` (``shard_prefix``)."""
 
 from __future__ import annotations
 

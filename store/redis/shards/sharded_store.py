@@ -6,16 +6,17 @@ Routing: a job lives on its queue's shard (``shard_of_queue``) and its id
 carries that shard (``store/ids.py``), so every write of one job (ack,
 nack, heartbeat, operator actions) goes to one shard from the id alone,
 in one Functions call as on one shard. Records (locks, the worker
-registry, schedules, operations, recovery runs, alerts, the catalogue) live on
-shard 0. A claim over queues on several shards visits the shards in the
-order of its queues (a worker's weighted turn first), one call per shard
-visited. Counts, history and listings merge the shards (``merge.py``).
+registry, schedules, operations, recovery runs, alerts, the catalogue)
+live on shard 0 (``on_records``). Claims, acks and wake-ups are
+``claims.py``'s; limits, batches and relatives ``flow_routing.py``'s.
+Counts, history, listings, search, the audit log, purge and recovery
+merge the shards here (``merge.py``), leaving out a shard that does not
+answer (``health.py``).
 
-A job's parents and a batch's jobs must sit on its shard: a dependency or
-batch across shards is refused (ValidationError ``depends_on`` /
-``queue``) until its release across shards is exact. Unique and
-idempotency keys are held per shard: the same key on queues of two
-shards names two jobs.
+A child whose parents sit on other shards, and a batch callback on
+another shard than its batch, are released across shards by
+``links.py``; idempotency and unique keys stay deployment-wide
+(``key_owners.py``). A batch's jobs are of one shard.
 """
 
 from __future__ import annotations
@@ -203,7 +204,9 @@ class ShardedRedisStore(JobStore):
         return self.health.unavailable()
 
     def close(self) -> None:
-        self.records.close()  # the client the shards share
+        """Close each shard's writer connection and the client they share."""
+        for shard in self.shards:
+            shard.close()
 
     # ------------------------------------------------------------ enqueue
     def _insert(self, specs: Sequence[JobSpec]) -> tuple[list[Job], str | None]:
