@@ -76,6 +76,22 @@ __all__ = [
     "WorkerInfo",
 ]
 
+
+def check_fetch_next(
+    acks: Sequence[tuple[str, int, Any]],
+    queues: Sequence[Sequence[str]],
+    limit: int,
+    progress: Sequence[ProgressReport],
+) -> None:
+    """``complete_and_claim``'s own checks: ValidationError for a progress
+    report of no run being acked, or no queue named while ``limit`` > 0."""
+    named = {(job_id, token) for job_id, token, _ in acks}
+    if any((job_id, token) not in named for job_id, token, _, _ in progress):
+        raise ValidationError("progress", "every report must be of a run being acked")
+    if limit > 0 and not any(queues):
+        raise ValidationError("queues", "name at least one queue")
+
+
 #: Name of the lock recovery runs under.
 RECOVERY_LOCK = "recovery"
 #: Largest page ``list_jobs`` returns.
@@ -286,11 +302,7 @@ class JobStore(abc.ABC):
         report of no ack, or no queue named while ``limit`` > 0; nothing
         written). This default makes the calls one after another; a store with
         ``fetches_next`` makes them one atomic call."""
-        named = {(job_id, token) for job_id, token, _ in acks}
-        if any((job_id, token) not in named for job_id, token, _, _ in progress):
-            raise ValidationError("progress", "every report must be of a run being acked")
-        if limit > 0 and not any(queues):
-            raise ValidationError("queues", "name at least one queue")
+        check_fetch_next(acks, queues, limit, progress)
         if progress:
             self.report_progress_many(progress, worker_id=worker_id)
         outcomes = self.complete_many(acks, worker_id=worker_id, return_jobs=False)

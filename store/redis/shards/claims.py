@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from store.base import check_fetch_next
 from store.contract_operating import ProgressReport
 from store.errors import StoreUnavailable, ValidationError
 from store.models import HeartbeatResult, Job, Lease
@@ -101,11 +102,7 @@ class ShardedClaimsPart(Part):
         else each shard's acks (with their progress) in one call of that
         shard, the claim's first shard's folded into its claim, then the
         claim over the other shards (``claim``, by group)."""
-        named = {(job_id, token) for job_id, token, _ in acks}
-        if any((job_id, token) not in named for job_id, token, _, _ in progress):
-            raise ValidationError("progress", "every report must be of a run being acked")
-        if limit > 0 and not any(queues):
-            raise ValidationError("queues", "name at least one queue")
+        check_fetch_next(acks, queues, limit, progress)
         first = next((g for g in queues if g), None) if limit > 0 else None
         turn = self.of_queue(first[0]) if first else None
         outcomes: list[Any] = [None] * len(acks)
