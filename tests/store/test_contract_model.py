@@ -3,7 +3,8 @@ the same random operations: enqueue (delays, priorities, limit keys,
 idempotency and unique keys, parents), batches with callbacks, claims under
 queue limits and pauses, acks, nacks through the retry decision, operator
 cancel, requeue, retry-now and delete, recovery of expired leases, and the
-store's clock moved (never slept on). After every step what a user can
+store's clock moved (never slept on) with the model's and only with it
+(tests/model/clock.py). After every step what a user can
 observe must agree: each job's status, attempts (retry_count, lease
 expirations), token and error type; counts by queue; the exact listing of
 every status of every queue; a batch's counts and job ids. A claim may return
@@ -18,6 +19,7 @@ share nothing they can see.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import pytest
@@ -41,6 +43,7 @@ from store.flow_rules import ParentFailure, QueueLimits, Rate
 from store.lifecycle import JobStatus, Operation, RetryPolicy, RunAgain
 from store.models import JobSpec, Lease
 from tests.backends import StoreHandle
+from tests.model.clock import ModelClock
 from tests.model.model import HANDLER_ERROR, LEASE_EXPIRED, MJob, Model
 
 S = JobStatus
@@ -57,8 +60,6 @@ TICKS = [1.0, 5.0, 10.0, 20.0]
 #: LEASEHOLD_MODEL_SHRINK=0 reports a failure as found, unshrunk (faster
 #: while hunting; the shrunk sequence is what a fix's regression test copies).
 PHASES = [p for p in Phase if p is not Phase.shrink or os.environ.get("LEASEHOLD_MODEL_SHRINK") != "0"]
-#: What the store's clock moves more than the model's at each tick.
-TIE_S = 0.05
 #: A handler's request to run again (``raise Retry``/``raise Snooze``), or None: a plain failure.
 SNOOZES = [RunAgain(5.0, snooze=True, max_snoozes=n) for n in (0, 1, 2)]
 AGAIN = st.sampled_from([None, None, RunAgain(5.0), RunAgain(15.0), *SNOOZES])
@@ -74,7 +75,9 @@ LIMITS = st.builds(
 class StoreAgainstModel(RuleBasedStateMachine):
     def __init__(self, store: JobStore) -> None:
         super().__init__()
-        self.store = store
+        #: The store, its clock moved by the model's ticks only (tests/model/clock.py).
+        self.clock = ModelClock(store)
+        self.store: JobStore = self.clock  # type: ignore[assignment]
         tag = uuid.uuid4().hex[:8]
         self.tag = tag
         self.queues = [f"m{tag}a", f"m{tag}b"]
@@ -304,8 +307,8 @@ class StoreAgainstModel(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from(TICKS))
     def time_passes(self, seconds) -> None:
         # A tie in the model (a lease ending as the clock reaches it) is past
-        # in the store by TIE_S at least, whatever the store clock's resolution.
-        self.store.clock_offset_s += seconds + TIE_S
+        # in the store, whatever the store clock's resolution (ModelClock).
+        self.clock.tick(seconds)
         self.model.t += seconds
 
     @rule()
@@ -375,3 +378,22 @@ def test_the_model_refuses_what_the_table_refuses() -> None:
     assert model.operator(Operation.CANCEL, "b") is JobNotFound
     assert model.operator(Operation.CANCEL, "a") is None
     assert model.jobs["a"].status is S.Canceled
+
+
+def test_a_rate_window_stays_exact_however_long_the_steps_take(handle: StoreHandle) -> None:
+    """The harness's clock (tests/model/clock.py): three starts under a rate
+    of 3 per 20 s, then 19 ticks of 1 s, each step as slow as on a loaded
+    machine: the starts are in the window in the store as in the model, and
+    out of it at the 20th tick in both."""
+    store = handle.open(StoreSettings(lease_ttl_s=TTL, retry=RETRY))
+    machine = StoreAgainstModel(store)
+    machine.set_limits(QueueLimits(rate=Rate(3, 20.0)))
+    for _ in range(3):
+        machine.enqueue(0, 0, 0, 0.0, None, None, "k1")
+    machine.claim(3, (0,))
+    for _ in range(20):
+        machine.store_agrees_with_model()
+        time.sleep(0.02)  # a step of a loaded machine, between the model's steps
+        machine.time_passes(1.0)
+    assert machine.model.usage(machine.queues[0]).starts == 0
+    machine.store_agrees_with_model()
