@@ -26,27 +26,29 @@ be the store's clock read in a call started at ``floor`` and lasting ``d``:
 milliseconds; PostgreSQL's ``now()`` is its transaction's start, inside the
 call; Redis ``TIME`` is read inside the script).
 
-* A tie (``t2 - t1 = th``, at least one tick between, or ``th = 0`` for a
-  job due now): after ``w`` the floor is at least ``x_w + GRAIN_S``, each
+* Past (``t2 - t1 >= th``; a tie is ``=``, with at least one tick between,
+  or ``th = 0`` for a job due now): after ``w`` the floor is at least ``x_w + GRAIN_S``, each
   tick between adds ``s + GRAIN_S``, so ``x_c - x_w >= t2 - t1 + GRAIN_S -
   0.001 > th``: past in the store, as in the model.
-* A non-tie (``t2 - t1 <= th - MARGIN_S``): ``x_c - x_w - (t2 - t1)`` is at
-  most what the floor gained beyond the ticks between ``w`` and ``c`` (the
-  real durations of the writes between, and ``GRAIN_S`` each) plus ``c``'s
-  own duration plus 0.001: the lead ``ModelClock.lead`` gained since ``w``'s
-  interval began. Below ``MARGIN_S`` it is not past in the store either.
+* A non-tie (``t2 - t1 < th``): ``x_c - x_w - (t2 - t1)`` is at most what
+  the floor gained beyond the ticks from the start of ``w``'s interval
+  between two ticks (``ModelClock.lead``) to ``c``: the real durations of
+  the writes between and ``GRAIN_S`` each, ``c``'s own duration, and 0.001.
+  Below ``th - (t2 - t1)`` the time is not past in the store either.
 
-So the store and the model agree exactly while the lead gained over any
-``WINDOW_S`` of model time stays below ``MARGIN_S``; the writes of one
-window take some milliseconds each. ``ModelClock`` checks that bound after
-every call and stops the example with a message naming the clock (never as
-a store divergence) if a stalled machine ever breaks it.
+So the store and the model agree exactly while, for every two intervals
+``g`` of model time apart, the lead gained between them stays below the
+nearest threshold above ``g`` less ``g`` (the test's thresholds and ticks
+are whole units, so that is a unit at least); the writes take milliseconds
+each. ``ModelClock`` checks this after every call and stops the example
+with a message naming the harness clock (never as a store divergence) if a
+stalled machine ever breaks it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from store.base import JobStore
@@ -57,13 +59,6 @@ READS = frozenset({"get", "counts", "limit_usage", "list_jobs", "get_batch", "ba
 #: duration, seconds: more than the coarsest store clock's step (SQLite
 #: counts milliseconds), so a tie is past in the store whatever its resolution.
 GRAIN_S = 0.002
-#: The nearest a model time difference comes to a threshold without being
-#: a tie, seconds: a 1 s tick against the handler's 1.5 s backoff (the
-#: others are whole seconds apart).
-MARGIN_S = 0.5
-#: The longest threshold the model compares a time difference with,
-#: seconds (``unique_for``); a pair further apart is past by a whole tick.
-WINDOW_S = 30.0
 
 
 class ModelClock:
@@ -71,8 +66,10 @@ class ModelClock:
     attribute is the store's, every method call sets ``clock_offset_s``
     first (module docstring)."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobStore, thresholds: Collection[float]) -> None:
         self._store = store
+        #: Every duration the model compares a time difference with, seconds.
+        self._thresholds = sorted(thresholds)
         #: The store time the next call starts at: on from where the store's clock is.
         self.floor = time.time() + store.clock_offset_s + GRAIN_S
         self._origin = self.floor
@@ -80,8 +77,8 @@ class ModelClock:
         self.t = 0.0
         #: (model time, lead) at each tick: the lead with which each interval began.
         self._starts: list[tuple[float, float]] = [(0.0, 0.0)]
-        #: The largest lead gained within a window so far, seconds.
-        self.worst_s = 0.0
+        #: The least room left by the checks so far, seconds (ModelClock._check).
+        self.slack_s = float("inf")
 
     @property
     def lead(self) -> float:
@@ -114,14 +111,18 @@ class ModelClock:
         return call
 
     def _check(self, lead: float) -> None:
-        """Stop if a call ended ``lead`` ahead with the window's first interval
-        begun too far behind: the store and the model could then disagree
-        on a non-tie by the real time alone."""
-        since = min(lead_s for at, lead_s in self._starts if at >= self.t - WINDOW_S)
-        gained = lead - since + 0.001
-        self.worst_s = max(self.worst_s, gained)
-        assert gained < MARGIN_S, (
-            f"harness clock, not the store: the store's clock gained {gained:.3f} s on the model "
-            f"within {WINDOW_S:g} s of model time (at most {MARGIN_S:g} s keeps ties exact); "
-            "the machine stalled the store's writes"
-        )
+        """Stop if a call ended ``lead`` ahead and some interval began so far
+        behind that a non-tie between them could be past in the store."""
+        longest = self._thresholds[-1]
+        for at, since in reversed(self._starts):
+            gap = self.t - at
+            if gap >= longest:
+                break
+            room = next(th for th in self._thresholds if th > gap) - gap
+            gained = lead - since + 0.001
+            self.slack_s = min(self.slack_s, room - gained)
+            assert gained < room, (
+                f"harness clock, not the store: the store's clock gained {gained:.3f} s on the model "
+                f"over {gap:g} s of model time, where a threshold is {room:g} s away; the machine "
+                "stalled the store's writes (tests/model/clock.py)"
+            )
