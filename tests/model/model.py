@@ -11,10 +11,11 @@ paused, limits, dependencies), what counts and listings show, which job an
 idempotency or unique key names, what recovery finds.
 
 Time is the model's clock ``t`` (seconds since the example began), moved in
-step with the store's clock offset. The store's clock also runs on by the
-real time between steps, always forward, so a tie in the model (a due time
-equal to ``t``) is "past" in the store: every comparison below treats a tie
-that way (due, expired, out of a window, older than ``unique_for``).
+step with the store's clock (tests/model/clock.py). The store's clock moves
+only forward, a little more than the model's at each tick and by a write's
+own duration, so a tie in the model (a due time equal to ``t``) is "past" in
+the store: every comparison below treats a tie that way (due, expired, out
+of a window, older than ``unique_for``).
 """
 
 from __future__ import annotations

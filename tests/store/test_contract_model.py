@@ -3,7 +3,8 @@ the same random operations: enqueue (delays, priorities, limit keys,
 idempotency and unique keys, parents), batches with callbacks, claims under
 queue limits and pauses, acks, nacks through the retry decision, operator
 cancel, requeue, retry-now and delete, recovery of expired leases, and the
-store's clock moved (never slept on). After every step what a user can
+store's clock moved (never slept on) with the model's and only with it
+(tests/model/clock.py). After every step what a user can
 observe must agree: each job's status, attempts (retry_count, lease
 expirations), token and error type; counts by queue; the exact listing of
 every status of every queue; a batch's counts and job ids. A claim may return
@@ -18,6 +19,7 @@ share nothing they can see.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import pytest
@@ -41,40 +43,57 @@ from store.flow_rules import ParentFailure, QueueLimits, Rate
 from store.lifecycle import JobStatus, Operation, RetryPolicy, RunAgain
 from store.models import JobSpec, Lease
 from tests.backends import StoreHandle
+from tests.model.clock import ModelClock
 from tests.model.model import HANDLER_ERROR, LEASE_EXPIRED, MJob, Model
 
 S = JobStatus
-TTL = 10.0
-RETRY = RetryPolicy(base_s=5.0, max_delay_s=20.0)
+#: The model's unit of time, seconds: every duration below and every tick is
+#: a whole number of units, so a time difference that is not a tie is a unit
+#: from its threshold, against the milliseconds of real time the store's
+#: writes add to its clock (tests/model/clock.py).
+UNIT = 10.0
+TTL = 10 * UNIT
+RETRY = RetryPolicy(base_s=5 * UNIT, max_delay_s=20 * UNIT)
 #: A handler's own backoff, as a worker passes it to ``store.fail``.
-HANDLER_RETRY = RETRY.overridden(base_s=1.5, max_delay_s=7.0)
+HANDLER_RETRY = RETRY.overridden(base_s=1.5 * UNIT, max_delay_s=7 * UNIT)
 ERROR = {"type": HANDLER_ERROR, "message": "boom", "traceback": None}
 EXAMPLES = int(os.environ.get("LEASEHOLD_MODEL_EXAMPLES", "8"))
 STEPS = int(os.environ.get("LEASEHOLD_MODEL_STEPS", "30"))
 #: Steps the store's clock is moved by: around the lease TTL, the backoff
-#: (10 s, 20 s) and the rate window (20 s), ties included.
-TICKS = [1.0, 5.0, 10.0, 20.0]
+#: (10, 20 units) and the rate window (20 units), ties included.
+TICKS = [1 * UNIT, 5 * UNIT, 10 * UNIT, 20 * UNIT]
 #: LEASEHOLD_MODEL_SHRINK=0 reports a failure as found, unshrunk (faster
 #: while hunting; the shrunk sequence is what a fix's regression test copies).
 PHASES = [p for p in Phase if p is not Phase.shrink or os.environ.get("LEASEHOLD_MODEL_SHRINK") != "0"]
-#: What the store's clock moves more than the model's at each tick.
-TIE_S = 0.05
 #: A handler's request to run again (``raise Retry``/``raise Snooze``), or None: a plain failure.
-SNOOZES = [RunAgain(5.0, snooze=True, max_snoozes=n) for n in (0, 1, 2)]
-AGAIN = st.sampled_from([None, None, RunAgain(5.0), RunAgain(15.0), *SNOOZES])
+SNOOZES = [RunAgain(5 * UNIT, snooze=True, max_snoozes=n) for n in (0, 1, 2)]
+AGAINS = [None, None, RunAgain(5 * UNIT), RunAgain(15 * UNIT), *SNOOZES]
+AGAIN = st.sampled_from(AGAINS)
+WINDOW = 20 * UNIT
+DELAY = 10 * UNIT
+UNIQUE_FOR = 30 * UNIT
 LIMITS = st.builds(
     QueueLimits,
     concurrency=st.sampled_from([None, 2]),
     per_key_concurrency=st.sampled_from([None, 1]),
-    rate=st.sampled_from([None, Rate(3, 20.0)]),
-    per_key_rate=st.sampled_from([None, Rate(2, 20.0)]),
+    rate=st.sampled_from([None, Rate(3, WINDOW)]),
+    per_key_rate=st.sampled_from([None, Rate(2, WINDOW)]),
 )
+#: Every duration the model compares a time difference with: the lease, each
+#: backoff delay, a run-again's, the rate window, a delay, ``unique_for``.
+THRESHOLDS = {
+    TTL, WINDOW, DELAY, UNIQUE_FOR,
+    *(policy.delay_s(n) for policy in (RETRY, HANDLER_RETRY) for n in range(1, 9)),
+    *(again.after_s for again in AGAINS if again is not None),
+}  # fmt: skip
 
 
 class StoreAgainstModel(RuleBasedStateMachine):
     def __init__(self, store: JobStore) -> None:
         super().__init__()
-        self.store = store
+        #: The store, its clock moved by the model's ticks only (tests/model/clock.py).
+        self.clock = ModelClock(store, THRESHOLDS)
+        self.store: JobStore = self.clock  # type: ignore[assignment]
         tag = uuid.uuid4().hex[:8]
         self.tag = tag
         self.queues = [f"m{tag}a", f"m{tag}b"]
@@ -116,7 +135,7 @@ class StoreAgainstModel(RuleBasedStateMachine):
         queue=st.integers(0, 1),
         priority=st.integers(0, 1),
         max_retries=st.integers(0, 2),
-        delay=st.sampled_from([0.0, 0.0, 10.0]),
+        delay=st.sampled_from([0.0, 0.0, DELAY]),
         key=st.sampled_from([None, "x", "y"]),
         dedup=st.sampled_from([None, "idem", "unique"]),
         dedup_key=st.sampled_from(["k1", "k2"]),
@@ -128,7 +147,7 @@ class StoreAgainstModel(RuleBasedStateMachine):
         spec = JobSpec(
             spec.name, spec.payload, queue=spec.queue, priority=priority, max_retries=max_retries,
             delay_s=delay, limit_key=key, idempotency_key=idem, unique_key=unique,
-            unique_for=30.0 if unique else None,
+            unique_for=UNIQUE_FOR if unique else None,
         )  # fmt: skip
         if unique and key:  # refused on every store (store/spec.py)
             with pytest.raises(ValidationError):
@@ -304,8 +323,8 @@ class StoreAgainstModel(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from(TICKS))
     def time_passes(self, seconds) -> None:
         # A tie in the model (a lease ending as the clock reaches it) is past
-        # in the store by TIE_S at least, whatever the store clock's resolution.
-        self.store.clock_offset_s += seconds + TIE_S
+        # in the store, whatever the store clock's resolution (ModelClock).
+        self.clock.tick(seconds)
         self.model.t += seconds
 
     @rule()
@@ -375,3 +394,23 @@ def test_the_model_refuses_what_the_table_refuses() -> None:
     assert model.operator(Operation.CANCEL, "b") is JobNotFound
     assert model.operator(Operation.CANCEL, "a") is None
     assert model.jobs["a"].status is S.Canceled
+
+
+def test_a_rate_window_stays_exact_however_long_the_steps_take(handle: StoreHandle) -> None:
+    """The harness's clock (tests/model/clock.py), finer than the random runs'
+    unit: three starts under a rate of 3 per 20 s, then 19 ticks of 1 s, the
+    steps taking more than a second of real time in all: the starts are in
+    the window in the store as in the model, and out of it at the 20th tick
+    (a tie) in both."""
+    store = handle.open(StoreSettings(lease_ttl_s=TTL, retry=RETRY))
+    machine = StoreAgainstModel(store)
+    machine.set_limits(QueueLimits(rate=Rate(3, 20.0)))
+    for _ in range(3):
+        machine.enqueue(0, 0, 0, 0.0, None, None, "k1")
+    machine.claim(3, (0,))
+    for _ in range(20):
+        machine.store_agrees_with_model()
+        time.sleep(0.06)  # a step of a loaded machine, between the model's steps
+        machine.time_passes(1.0)
+    assert machine.model.usage(machine.queues[0]).starts == 0
+    machine.store_agrees_with_model()
