@@ -85,7 +85,9 @@ def test_a_handlers_metrics_page_charts_its_runs(context: BrowserContext, live_s
     expect(run_time.locator("line.filling")).to_have_count(3)
     expect(run_time.locator("polyline")).to_have_count(0)
     p50 = page.locator("#handler-metrics tbody tr").first.locator("td").nth(3)
-    expect(p50).to_have_text(re.compile(r"^2[45]\d(\.\d+)?$"))  # 250 ms within 2 %
+    # 250 ms of the store's clock plus the real time between the claim and the ack (a loaded
+    # machine's tens of ms), never less
+    expect(p50).to_have_text(re.compile(r"^2[4-9]\d(\.\d+)?$"))
     screenshot(page, "handler-metrics")
     page.locator('.ranges a[data-range="7d"]').click()
     expect(page.locator('.ranges a[data-range="7d"]')).to_have_attribute("aria-current", "true")
