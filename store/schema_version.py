@@ -31,7 +31,12 @@ class SchemaMismatch(StoreError):
 
     def __init__(self, where: str, found: str | None, expected: str) -> None:
         what = "no Leasehold schema" if found is None else f"revision {found}, expected {expected}"
-        super().__init__(f"{where} has {what}: {UPGRADE_HINT}")
+        if found is not None and found.startswith("sharded:"):  # store/redis/shards/reshard.py
+            count = found.partition(":")[2]
+            message = f"{where} was moved onto {count} shards: add shards={count} to the store URL"
+        else:
+            message = f"{where} has {what}: {UPGRADE_HINT}"
+        super().__init__(message)
         self.where, self.found, self.expected = where, found, expected
 
 
@@ -83,18 +88,23 @@ class SchemaUpgradeFailed(StoreError):
     the message is the one line to show."""
 
 
-def upgrade_schema(url: str) -> str:
+def upgrade_schema(url: str, shards: int | None = None) -> str:
     """Bring the store at ``url`` to this release's schema (SQL: Alembic's
     migrations to head, creating the SQLite file's folder and the PostgreSQL
     schema; Redis: the key layout's upgrade steps) and return the one line
     that says what was done: created at, upgraded from … to, or already at.
-    Raises SchemaUpgradeFailed (one line) when it fails or cannot be done,
-    ValidationError for a bad URL."""
+    ``shards`` (Redis only; or ``shards=N`` in the URL): split the namespace
+    into that many shards, moving what an unsharded namespace of the same
+    prefix holds onto them (store/redis/shards/reshard.py). Raises
+    SchemaUpgradeFailed (one line) when it fails or cannot be done,
+    ValidationError for a bad URL or shard count."""
     from leasehold.urls import store_kind
 
     if store_kind(url) == "sql":
+        if shards is not None:
+            raise SchemaUpgradeFailed("--shards splits a Redis store; this store is SQL")
         return _upgrade_sql(url)
-    return _upgrade_redis(url)
+    return _upgrade_redis(url, shards)
 
 
 def _upgrade_sql(url: str) -> str:
@@ -123,33 +133,58 @@ def _upgrade_sql(url: str) -> str:
     return f"the schema is already at revision {head}"
 
 
-def _upgrade_redis(url: str) -> str:
+def _upgrade_redis(url: str, shards: int | None) -> str:
     from store import open_store
+    from store.redis.connect import url_shards, with_shards
 
+    if shards is not None:
+        given = url_shards(url)
+        if given > 1 and given != shards:
+            raise SchemaUpgradeFailed(f"the store URL says shards={given}, not {shards}")
+        url = with_shards(url, shards)
     with open_store(url) as store:
-        shards = getattr(store, "shards", None)  # a sharded store (store/redis/shards/): each shard
-        if shards is not None:
-            _refuse_unsharded_jobs(url, store)
-        lines = [_upgrade_namespace(url, s) for s in (shards or [store])]
-    if shards is None:
-        return lines[0]
-    return "; ".join(dict.fromkeys(lines)) + f" (each of {len(shards)} shards)"
+        every = getattr(store, "shards", None)  # a sharded store (store/redis/shards/): each shard
+        lines = [_upgrade_namespace(url, s) for s in (every or [store])]
+        if every is None:
+            return lines[0]
+        line = "; ".join(dict.fromkeys(lines)) + f" (each of {len(every)} shards)"
+        moved = _move_unsharded(url, store)
+    return line if moved is None else f"{line}; {moved}"
 
 
-def _refuse_unsharded_jobs(url: str, store: Any) -> None:
-    """Raise SchemaUpgradeFailed (one line) when the unsharded namespace of
-    the sharded store's prefix holds jobs: moving them onto the shards is not
-    built (docs/architecture.md, Shards), and a sharded store would not see them."""
+def _move_unsharded(url: str, store: Any) -> str | None:
+    """Move the unsharded namespace of the sharded store's prefix onto its
+    shards (store/redis/shards/reshard.py): the line saying so, or None when
+    there is nothing to move. Raises SchemaUpgradeFailed (one line) when the
+    move is refused (what to stop first) or its namespace's layout is unknown."""
+    from store.redis.layout import LAYOUT_VERSION, UPGRADABLE, current_layout
     from store.redis.plumbing import Shard
+    from store.redis.shards.reshard import MOVED_LAYOUT, Reshard, ReshardRefused
     from store.redis.store import RedisStore
 
-    unsharded = RedisStore(url, store.settings, shard=Shard(store.records._client, store.prefix, 0))
-    left = sum(unsharded.counts().by_status.values())
-    if left:
+    source = RedisStore(url, store.settings, shard=Shard(store.records._client, store.prefix, 0))
+    move = Reshard(source, store)
+    count = len(store.shards)
+    if not move.has_keys():
+        return None
+    found, _ = current_layout(source)  # keys without a stamp: this release's (layout.py)
+    if found == MOVED_LAYOUT.format(count):
+        return None
+    if found in UPGRADABLE:
+        _upgrade_namespace(url, source)
+    elif found != LAYOUT_VERSION:
         raise SchemaUpgradeFailed(
-            f"{public_url(url)}: the unsharded namespace {store.prefix!r} holds {left} jobs, which a "
-            "sharded store does not move (not built): drain them first, or shard under another prefix"
+            f"{public_url(url)}: the unsharded namespace {store.prefix!r} has key layout {found}; "
+            f"this release moves version {LAYOUT_VERSION} onto shards"
         )
+    try:
+        done = move.run()
+    except ReshardRefused as exc:
+        raise SchemaUpgradeFailed(f"{public_url(url)}: not moved onto {count} shards: {exc}") from None
+    return (
+        f"moved the unsharded namespace {store.prefix!r} onto {count} shards ({done.jobs} jobs, "
+        f"{done.keys} keys); open it with shards={count} in the store URL"
+    )
 
 
 def _upgrade_namespace(url: str, store: Any) -> str:

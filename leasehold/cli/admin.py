@@ -18,13 +18,19 @@ db_group = OneLineGroup("db", help="Store schema.")
 
 
 @db_group.command("upgrade")
+@click.option(
+    "--shards",
+    type=click.IntRange(2, 256),
+    default=None,
+    help="Redis: split the namespace into N shards, moving its jobs onto them (stop the workers first).",
+)
 @friendly_errors
-def db_upgrade_command() -> None:
+def db_upgrade_command(shards: int | None) -> None:
     """Create or upgrade the store's schema; says what it did (SQL: the Alembic
-    revision; Redis: the key layout's version)."""
+    revision; Redis: the key layout's version, and a move onto shards)."""
     from leasehold.cli.schema import upgrade_store
 
-    click.echo(upgrade_store(runtime().settings().store_url))
+    click.echo(upgrade_store(runtime().settings().store_url, shards))
 
 
 # ----------------------------------------------------------------- hash-password

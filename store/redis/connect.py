@@ -103,6 +103,18 @@ def url_shards(url: str) -> int:
     return int(text)
 
 
+def with_shards(url: str, shards: int) -> str:
+    """``url`` with its ``shards`` parameter set to ``shards`` (1: none).
+    Raises ValidationError (``shards``) unless it is from 1 to MAX_SHARDS."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "shards"]
+    if shards != 1:
+        query.append(("shards", str(shards)))
+    out = urlunsplit(parts._replace(query=urlencode(query)))
+    url_shards(out)
+    return out
+
+
 def open_client(url: str, prefix: str | None, options: ClientOptions) -> tuple[Redis | RedisCluster, str]:
     """The client for ``url`` and the deployment prefix (argument, else URL,
     else DEFAULT_PREFIX). A cluster client connects at once (it reads the slot

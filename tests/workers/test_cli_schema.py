@@ -123,6 +123,36 @@ def test_redis_names_a_layout_of_another_version(
     client.close()
 
 
+def test_db_upgrade_shards_moves_the_namespace_and_the_old_url_says_so(
+    redis_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``db upgrade --shards 3`` on the unsharded URL moves its jobs
+    (store/redis/shards/reshard.py); every command on the old URL then
+    names the fix in one line; the sharded URL serves the old job."""
+    url, _ = redis_prefix
+    with open_store(url) as store:
+        job = store.enqueue("noop", None)
+    code, out, err = invoke(url, "db", "upgrade", "--shards", "3", monkeypatch=monkeypatch)
+    assert code == 0, err
+    assert "onto 3 shards (1 jobs," in out and "shards=3 in the store URL" in out
+    code, _out, err = invoke(url, "stats", monkeypatch=monkeypatch)
+    assert (code, err) == (1, f"Error: {url} was moved onto 3 shards: add shards=3 to the store URL\n")
+    sharded = f"{url}&shards=3"
+    code, out, err = invoke(sharded, "job", "show", job.id, monkeypatch=monkeypatch)
+    assert code == 0 and job.id in out, err
+    with open_store(sharded) as store:
+        new = store.enqueue("noop", None)
+    code, _out, err = invoke(sharded, "worker", "--burst", monkeypatch=monkeypatch)  # old and new jobs
+    assert code == 0, err
+    with open_store(sharded) as store:
+        assert [store.get(i).status.name for i in (job.id, new.id)] == ["Completed", "Completed"]
+
+
+def test_db_upgrade_shards_is_refused_on_sql(empty_sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = invoke(empty_sql, "db", "upgrade", "--shards", "3", monkeypatch=monkeypatch)
+    assert (code, out, err) == (1, "", "Error: --shards splits a Redis store; this store is SQL\n")
+
+
 def test_a_fresh_redis_deployment_needs_no_upgrade(redis_prefix: tuple[str, str]) -> None:
     """Redis has no DDL: the first check writes the current layout's version."""
     url, _ = redis_prefix

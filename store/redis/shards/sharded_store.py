@@ -28,7 +28,6 @@ from store.base import JobStore
 from store.cursor import decode_cursor
 from store.defaults import StoreSettings
 from store.errors import ValidationError
-from store.ids import shard_of_id
 from store.lifecycle import JobStatus, Operation
 from store.models import AuditPage, Job, JobEvent, JobSpec, Page, RecoveredJob
 from store.parts import assemble, delegate
@@ -41,6 +40,7 @@ from store.redis.shards.claims import ShardedClaimsPart
 from store.redis.shards.flow_routing import ShardedFlowPart
 from store.redis.shards.health import ShardHealth
 from store.redis.shards.key_owners import Keys
+from store.redis.shards.legacy import MovedIds
 from store.redis.shards.links import Links, read_hashes
 from store.redis.store import RedisStore
 from store.search import SearchPage, SearchQuery
@@ -151,6 +151,7 @@ class ShardedRedisStore(JobStore):
         self.links = Links(self)
         self.health = ShardHealth()
         self.job_keys = Keys(self)
+        self.moved = MovedIds(self)
 
     # ------------------------------------------------------------ routing
     @property
@@ -162,16 +163,18 @@ class ShardedRedisStore(JobStore):
         return self.shards[shard_of_queue(queue, len(self.shards))]
 
     def of_id(self, job_id: str) -> RedisStore:
-        """The shard of a job or batch id (shard 0 for a text that is no id:
-        it then answers JobNotFound as any store does)."""
+        """The shard of a job or batch id: its last byte's, or where the
+        upgrade moved it (``legacy.py``); shard 0 for a text that is no id
+        (it then answers JobNotFound as any store does)."""
         try:
-            return self.shards[shard_of_id(job_id, len(self.shards))]
+            return self.shards[self.moved.shard(job_id)]
         except ValueError:
             return self.shards[0]
 
     def _by_shard(self, items: Sequence[Any], job_id: Any) -> dict[int, list[int]]:
         """Positions of ``items`` by the shard of ``job_id(item)``, in order."""
         out: dict[int, list[int]] = {}
+        self.moved.locate(job_id(item) for item in items)
         for i, item in enumerate(items):
             out.setdefault(self.shards.index(self.of_id(job_id(item))), []).append(i)
         return out
