@@ -150,3 +150,14 @@ def test_unknown_users_cost_the_same_hash_method_as_real_ones() -> None:
     method = generate_password_hash("x").split("$", 1)[0]
     assert auth.dummy_hash().split("$", 1)[0] == method
     assert method.startswith("scrypt")
+
+
+def test_an_unknown_name_is_checked_with_the_configured_users_method() -> None:
+    """A deployment whose users' hashes are pbkdf2 pays pbkdf2 for an unknown
+    name too (not scrypt: the difference would tell names apart)."""
+    fast = generate_password_hash("pw", method="pbkdf2:sha256:1000")
+    method = auth.hash_method(fast)
+    assert method == "pbkdf2:sha256:1000"
+    assert auth.dummy_hash(method).split("$", 1)[0] == method
+    assert auth.hash_method("not-a-werkzeug-hash") is None
+    assert auth._dummy("nosuch:1").split("$", 1)[0].startswith("scrypt")  # falls back, never raises

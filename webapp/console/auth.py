@@ -146,11 +146,27 @@ class LoginThrottle:
 
 
 #: Checked against when the user does not exist, so both paths cost the same:
-#: made with werkzeug's default method (what ``hash-password`` uses), so an
-#: unknown name costs one scrypt like a known one. Built once, on first use.
+#: made with the method and cost of the configured users' hashes (werkzeug's
+#: ``method:params$salt$hash``; its default, scrypt, when there is none), so
+#: an unknown name costs what a known one does. Built once a method.
 @functools.cache
-def dummy_hash() -> str:
-    return generate_password_hash("leasehold-no-such-user")
+def dummy_hash(method: str | None = None) -> str:
+    if method is None:
+        return generate_password_hash("leasehold-no-such-user")
+    return generate_password_hash("leasehold-no-such-user", method=method)
+
+
+def hash_method(password_hash: str) -> str | None:
+    """The ``method:params`` head of a werkzeug hash (None for another shape)."""
+    head, sep, _ = password_hash.partition("$")
+    return head if sep and head else None
+
+
+def _dummy(method: str | None) -> str:
+    try:
+        return dummy_hash(method)
+    except ValueError:  # a method werkzeug does not make (an older release's)
+        return dummy_hash()
 
 
 def users() -> dict[str, User]:
@@ -163,8 +179,13 @@ def throttle() -> LoginThrottle:
 
 def authenticate(name: str, password: str) -> User | None:
     """The user if ``password`` is theirs; constant work when the name is unknown."""
-    user = users().get(name)
-    ok = check_password_hash(user.password_hash if user else dummy_hash(), password)
+    known = users()
+    user = known.get(name)
+    if user is None:
+        method = next((hash_method(u.password_hash) for u in known.values()), None)
+        ok = check_password_hash(_dummy(method), password)
+    else:
+        ok = check_password_hash(user.password_hash, password)
     return user if user and ok else None
 
 
