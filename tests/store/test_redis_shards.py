@@ -117,3 +117,17 @@ def test_db_upgrade_lays_out_every_shard() -> None:
             upgrade_schema(f"{url}&shards=3", shards=4)
     finally:
         delete_redis_prefix(url, prefix)
+
+
+def test_an_ids_time_is_read_from_its_uuidv7_head() -> None:
+    """legacy.py routes an id by its time against ``moved_before``."""
+    import time
+
+    from store.ids import new_id
+    from store.redis.shards.legacy import id_millis
+
+    before = int(time.time() * 1000)
+    made = id_millis(new_id())
+    assert made is not None and before <= made <= int(time.time() * 1000)
+    assert id_millis("not-an-id") is None
+    assert id_millis("01900000-0000-7000-8000-000000000000") == 0x019000000000

@@ -65,6 +65,8 @@ class MovedIds:
         """Find the shards of the ids among ``ids`` that may be moved and are
         not known yet: one pipeline a shard. An id found nowhere is not kept
         (its computed shard then answers JobNotFound, as for any unknown id)."""
+        if self.before is None:
+            return
         asked = [i for i in dict.fromkeys(ids) if i not in self._known and self.may_be_moved(i)]
         if not asked:
             return
