@@ -25,9 +25,11 @@ from webapp.config import DEFAULTS, load_web_settings
 from webapp.extension import Leasehold, apply_proxy_fix
 
 
-def create_app(overrides: dict[str, Any] | None = None) -> Flask:
-    """Build the standalone app. Raises webapp.config.ConfigError for a bad
-    setting or an unknown ``LEASEHOLD_*`` variable."""
+def create_app(overrides: dict[str, Any] | None = None, *, store: Any = None) -> Flask:
+    """Build the standalone app. ``store``: an open JobStore to serve
+    instead of opening ``LEASEHOLD_STORE_URL`` (the app does not close it).
+    Raises webapp.config.ConfigError for a bad setting or an unknown
+    ``LEASEHOLD_*`` variable."""
     check_names()
     app = Flask(__name__, instance_relative_config=False, static_folder=None, template_folder=None)
     app.config.update(DEFAULTS)
@@ -40,7 +42,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     from webapp.console import security
 
     security.init_standalone(app, web)
-    Leasehold(app, url_prefix="", config=app.config)
+    Leasehold(app, url_prefix="", config=app.config, store=store)
     app.after_request(drain_unread_body)
     apply_proxy_fix(app, web)
     return app

@@ -31,10 +31,9 @@ def api_app_for(handle: StoreHandle, **overrides: Any) -> Flask:
             "SECRET_KEY": "api-tests-secret-0123456789abcdef0123456789",
             "TESTING": True,
             **overrides,
-        }
+        },
+        store=handle.store,
     )
-    app.extensions["leasehold"].close()
-    app.extensions["leasehold"] = handle.store
     return app
 
 

@@ -38,10 +38,9 @@ def console_app_for(handle: StoreHandle, **overrides: Any) -> Flask:
             "USERS": USERS,
             "LEASE_TTL": handle.store.settings.lease_ttl_s,
             **overrides,
-        }
+        },
+        store=handle.store,
     )
-    app.extensions["leasehold"].close()
-    app.extensions["leasehold"] = handle.store
     return app
 
 

@@ -20,6 +20,7 @@ from webapp.api.async_endpoints import DEFAULT_STORED_HEADERS, async_endpoint
 from webapp.api.auth import READ_METHODS, authorize, parse_api_tokens
 from webapp.api.bodies import read_json_body
 from webapp.api.errors import APIError
+from webapp.api.schema_cache import SchemaCachingAdapter
 from webapp.api.schemas import ErrorResponse
 from webapp.api.state import EXTENSION, ApiState, api_state
 from webapp.api.status_responses import (
@@ -80,6 +81,7 @@ def _make_spec() -> SpecTree:
             SecurityScheme(name="bearer", data=SecuritySchemeData(type="http", scheme="bearer"))
         ],
         security={"bearer": []},
+        model_adapter=SchemaCachingAdapter(),
     )
 
 
