@@ -28,7 +28,7 @@ from store.lifecycle import OPERATIONS, JobStatus, Operation, RetryPolicy, decid
 from store.models import Lease
 
 S = JobStatus
-TTL = 10.0
+TTL = 100.0
 ERROR = {"type": "E", "message": "m", "traceback": None}
 
 
@@ -141,9 +141,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         else:
             assert [x.job_id for x in result.refused] == [job_id]
 
-    # Steps of 3 s and TTL + 1 s never sum to exactly TTL (3a + 11b != 10), so
-    # the few real milliseconds between steps cannot tip a lease over its edge.
-    @rule(seconds=st.sampled_from([3.0, TTL + 1]))
+    # Steps of 30 s and TTL + 10 s never sum to exactly TTL (30a + 110b !=
+    # 100), and every sum is at least 10 s from it, so the real seconds an
+    # example takes on a loaded machine (the store's clock runs with them)
+    # cannot tip a lease over its edge.
+    @rule(seconds=st.sampled_from([30.0, TTL + 10]))
     def time_passes(self, seconds: float) -> None:
         self.store.clock_offset_s += seconds
         self.clock += seconds

@@ -21,14 +21,16 @@ from tests.web.console_fixtures import ConsoleClient, console_app, viewer  # noq
 
 
 def test_api_and_metrics_show_latency(api_client: FlaskClient, store: JobStore) -> None:
+    started = time.monotonic()
     store.enqueue("t", queue="mail")
     store.pause_queue("mail", actor="operator:ann")
     store.clock_offset_s += 90  # paused: the latency grows
     [mail] = api_client.get("/api/queues", headers=VIEWER).json["items"]
-    assert mail["paused"] is True and mail["latency_s"] == pytest.approx(90, abs=2)
     text = api_client.get("/metrics", headers=VIEWER).text
+    took = time.monotonic() - started  # the real time the steps took (a loaded machine's seconds)
+    assert mail["paused"] is True and 90 <= mail["latency_s"] <= 90 + took + 0.01
     [value] = re.findall(r'^leasehold_queue_latency_seconds\{queue="mail"\} (\S+)$', text, flags=re.M)
-    assert float(value) == pytest.approx(90, abs=2)
+    assert 90 <= float(value) <= 90 + took + 0.01
 
 
 def test_console_overview_and_queue_page_show_latency(viewer: ConsoleClient, store: JobStore) -> None:
