@@ -120,11 +120,11 @@ def test_db_upgrade_lays_out_every_shard() -> None:
 
 
 def test_an_ids_time_is_read_from_its_uuidv7_head() -> None:
-    """legacy.py routes an id by its time against ``moved_before``."""
+    """moved_ids.py routes an id by its time against ``moved_before``."""
     import time
 
     from store.ids import new_id
-    from store.redis.shards.legacy import id_millis
+    from store.redis.shards.moved_ids import id_millis
 
     before = int(time.time() * 1000)
     made = id_millis(new_id())

@@ -7,7 +7,7 @@ a job's keys to its queue's shard, a queue's keys to that shard, records
 (the registry, locks, schedules, operations, alerts, the audit log, handler
 minutes) to shard 0, and keys that mix queues (listings by name, leases,
 counters, history, idempotency and unique keys) member by member. Ids are
-kept: ``legacy.py`` routes them afterwards, from ``moved_before``.
+kept: ``moved_ids.py`` routes them afterwards, from ``moved_before``.
 
 The move runs in rounds of BATCH keys (SCAN), a big key by chunks of CHUNK
 members, every write idempotent (a whole key is written afresh, a member
@@ -31,7 +31,7 @@ from store.redis.layout import layout_key
 from store.redis.shards import shard_of_queue
 from store.redis.shards.key_copy import CHUNK, chunks, copy_whole, split_hash, split_set, split_zset
 from store.redis.shards.key_owners import shard_of_key
-from store.redis.shards.legacy import id_millis, moved_before_key
+from store.redis.shards.moved_ids import id_millis, moved_before_key
 
 #: Keys a round reads and writes.
 BATCH = 500

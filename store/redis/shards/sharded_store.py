@@ -40,7 +40,7 @@ from store.redis.shards.claims import ShardedClaimsPart
 from store.redis.shards.flow_routing import ShardedFlowPart
 from store.redis.shards.health import ShardHealth
 from store.redis.shards.key_owners import Keys
-from store.redis.shards.legacy import MovedIds
+from store.redis.shards.moved_ids import MovedIds
 from store.redis.shards.links import Links, read_hashes
 from store.redis.store import RedisStore
 from store.search import SearchPage, SearchQuery
@@ -164,7 +164,7 @@ class ShardedRedisStore(JobStore):
 
     def of_id(self, job_id: str) -> RedisStore:
         """The shard of a job or batch id: its last byte's, or where the
-        upgrade moved it (``legacy.py``); shard 0 for a text that is no id
+        upgrade moved it (``moved_ids.py``); shard 0 for a text that is no id
         (it then answers JobNotFound as any store does)."""
         try:
             return self.shards[self.moved.shard(job_id)]
