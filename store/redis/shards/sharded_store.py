@@ -40,8 +40,8 @@ from store.redis.shards.claims import ShardedClaimsPart
 from store.redis.shards.flow_routing import ShardedFlowPart
 from store.redis.shards.health import ShardHealth
 from store.redis.shards.key_owners import Keys
-from store.redis.shards.moved_ids import MovedIds
 from store.redis.shards.links import Links, read_hashes
+from store.redis.shards.moved_ids import MovedIds
 from store.redis.store import RedisStore
 from store.search import SearchPage, SearchQuery
 from store.shared import SharedStore
