@@ -161,7 +161,8 @@ def test_upgrade_refuses_while_a_worker_is_alive_and_writes_nothing(url: str) ->
     with pytest.raises(SchemaUpgradeFailed) as refused:
         upgrade_schema(url, shards=SHARDS)
     message = str(refused.value)
-    assert "1 workers are alive" in message and "host-a" in message and "stop them first" in message
+    assert "1 workers of the unsharded namespace beat in the last 600 s" in message
+    assert "host-a" in message and "stop them first" in message
     assert "\n" not in message
     with open_store(url) as unsharded:
         assert unsharded.get(job.id).status is JobStatus.Queued

@@ -36,8 +36,11 @@ from store.redis.shards.moved_ids import id_millis, moved_before_key
 #: Keys a round reads and writes.
 BATCH = 500
 #: A worker counts as alive while its last heartbeat is younger than this
-#: many lease TTLs (as the console's diagnosis counts it).
+#: many lease TTLs (as the console's diagnosis counts it), and at least
+#: ALIVE_MIN_S: the command knows the store's default TTL, not the one each
+#: worker runs with (a worker beats every third of its own).
 ALIVE_TTLS = 3.0
+ALIVE_MIN_S = 600.0
 #: Layout value of a namespace whose keys were moved onto ``N`` shards.
 MOVED_LAYOUT = "sharded:{}"
 
@@ -172,15 +175,18 @@ class Reshard:
     def refusal(self) -> str | None:
         """The one line saying what to stop or change first, or None."""
         now = self.source.now()
+        window = max(ALIVE_TTLS * self.source.settings.lease_ttl_s, ALIVE_MIN_S)
         alive = [
             w
             for w in self.source.workers()
-            if w.last_seen_at is not None
-            and now - w.last_seen_at.timestamp() < ALIVE_TTLS * self.source.settings.lease_ttl_s
+            if w.last_seen_at is not None and now - w.last_seen_at.timestamp() < window
         ]
         if alive:
             hosts = ", ".join(sorted({w.host for w in alive}))
-            return f"{len(alive)} workers are alive in the unsharded namespace (on {hosts}): stop them first"
+            return (
+                f"{len(alive)} workers of the unsharded namespace beat in the last {window:.0f} s "
+                f"(on {hosts}): stop them first"
+            )
         begun = self.client.exists(moved_before_key(self.target.shards[0]))  # by a run that stopped
         for k, shard in enumerate(self.target.shards):
             if not begun and sum(shard.counts().by_status.values()):
