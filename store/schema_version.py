@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from store.base import JobStore
@@ -88,7 +89,7 @@ class SchemaUpgradeFailed(StoreError):
     the message is the one line to show."""
 
 
-def upgrade_schema(url: str, shards: int | None = None) -> str:
+def upgrade_schema(url: str, shards: int | None = None, progress: Callable[[str], None] | None = None) -> str:
     """Bring the store at ``url`` to this release's schema (SQL: Alembic's
     migrations to head, creating the SQLite file's folder and the PostgreSQL
     schema; Redis: the key layout's upgrade steps) and return the one line
@@ -104,7 +105,7 @@ def upgrade_schema(url: str, shards: int | None = None) -> str:
         if shards is not None:
             raise SchemaUpgradeFailed("--shards splits a Redis store; this store is SQL")
         return _upgrade_sql(url)
-    return _upgrade_redis(url, shards)
+    return _upgrade_redis(url, shards, progress)
 
 
 def _upgrade_sql(url: str) -> str:
@@ -133,7 +134,7 @@ def _upgrade_sql(url: str) -> str:
     return f"the schema is already at revision {head}"
 
 
-def _upgrade_redis(url: str, shards: int | None) -> str:
+def _upgrade_redis(url: str, shards: int | None, progress: Callable[[str], None] | None = None) -> str:
     from store import open_store
     from store.redis.connect import url_shards, with_shards
 
@@ -148,11 +149,11 @@ def _upgrade_redis(url: str, shards: int | None) -> str:
         if every is None:
             return lines[0]
         line = "; ".join(dict.fromkeys(lines)) + f" (each of {len(every)} shards)"
-        moved = _move_unsharded(url, store)
+        moved = _move_unsharded(url, store, progress)
     return line if moved is None else f"{line}; {moved}"
 
 
-def _move_unsharded(url: str, store: Any) -> str | None:
+def _move_unsharded(url: str, store: Any, progress: Callable[[str], None] | None = None) -> str | None:
     """Move the unsharded namespace of the sharded store's prefix onto its
     shards (store/redis/shards/reshard.py): the line saying so, or None when
     there is nothing to move. Raises SchemaUpgradeFailed (one line) when the
@@ -178,7 +179,7 @@ def _move_unsharded(url: str, store: Any) -> str | None:
             f"this release moves version {LAYOUT_VERSION} onto shards"
         )
     try:
-        done = move.run()
+        done = move.run(progress or (lambda line: None))
     except ReshardRefused as exc:
         raise SchemaUpgradeFailed(f"{public_url(url)}: not moved onto {count} shards: {exc}") from None
     return (

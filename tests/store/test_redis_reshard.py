@@ -191,7 +191,9 @@ def test_a_move_stopped_half_way_is_finished_by_running_it_again(
     with pytest.raises(KeyboardInterrupt):
         upgrade_schema(url, shards=SHARDS)
     monkeypatch.setattr(reshard_module, "copy_whole", real)
-    assert "moved the unsharded namespace" in upgrade_schema(url, shards=SHARDS)
+    rounds: list[str] = []
+    assert "moved the unsharded namespace" in upgrade_schema(url, shards=SHARDS, progress=rounds.append)
+    assert len(rounds) > 3 and rounds[-1].startswith("copied ")  # a line a round of 7 keys
     with open_store(f"{url}&shards={SHARDS}") as store:
         assert snapshot(store, ids) == before
 

@@ -32,12 +32,12 @@ WRITE: dict[str, Callable[[Any, str, Any], Any]] = {
 }
 
 
-def chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
-    """``items`` in lists of CHUNK (the last one shorter)."""
+def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
     part: list[Any] = []
     for item in items:
         part.append(item)
-        if len(part) >= CHUNK:
+        if len(part) >= size:
             yield part
             part = []
     if part:

@@ -200,9 +200,8 @@ class Reshard:
                 for child in self.client.smembers(key):
                     if self.job_shard(child) != self.job_shard(parent):
                         return (
-                            f"job {child} waits for job {parent}, which shards={self.n} puts on another "
-                            "shard: "
-                            "let the parent finish first"
+                            f"job {child} waits for job {parent}, which shards={self.n} puts "
+                            "on another shard: let the parent finish first"
                         )
             if kind == "batch_jobs":
                 batch_id = key[len(self.head) + len("batch_jobs:") :]
@@ -225,9 +224,7 @@ class Reshard:
         stamp = moved_before_key(self.target.shards[0])
         self.client.set(stamp, 0, nx=True)  # a move begun: a run again finishes it
         done = ReshardReport()
-        keys = list(self._scan())
-        for start in range(0, len(keys), BATCH):
-            batch = keys[start : start + BATCH]
+        for batch in chunks(self._scan(), BATCH):  # SCAN may repeat a key: every copy is idempotent
             self._locate_jobs(
                 [self._rest(k).split(":")[1] for k in batch if kind_of(self._rest(k)) in BY_JOB]
             )
@@ -242,12 +239,11 @@ class Reshard:
                 done.jobs += kind_of(rest) == "job"
             copy_whole(self.client, whole)
             done.keys += len(batch)
-            report(f"copied {done.keys} of {len(keys)} keys")
+            report(f"copied {done.keys} keys ({done.jobs} jobs)")
         before = int(self.client.get(stamp) or 0)
         self.client.set(stamp, max(self.moved_before, before))
-        left = [k for k in self._scan(every=True)]
-        for start in range(0, len(left), BATCH):
-            done.deleted += self._unlink(left[start : start + BATCH])
+        for batch in chunks(self._scan(every=True), BATCH):  # deleting while SCAN runs is safe
+            done.deleted += self._unlink(batch)
         self.client.set(layout_key(self.source), MOVED_LAYOUT.format(self.n))
         return done
 
