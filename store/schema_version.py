@@ -203,6 +203,8 @@ def _upgrade_namespace(url: str, store: Any) -> str:
         return f"created the key layout at version {LAYOUT_VERSION}"
     if found == LAYOUT_VERSION:
         return f"the key layout is already at version {LAYOUT_VERSION}"
+    if found is not None and found.startswith("sharded:"):  # moved (store/redis/shards/reshard.py)
+        raise SchemaUpgradeFailed(str(SchemaMismatch(public_url(url), found, LAYOUT_VERSION)))
     raise SchemaUpgradeFailed(
         f"{public_url(url)} has key layout version {found}; this release reads version "
         f"{LAYOUT_VERSION} and has no upgrade from {found}"
