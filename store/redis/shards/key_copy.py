@@ -99,9 +99,17 @@ def copy_big(client: Any, key: str, to: str, kind: str, ttl_ms: int) -> None:
         client.pexpire(to, ttl_ms)
 
 
-def split_hash(client: Any, key: str, to: Callable[[str, str], str]) -> None:
-    """Each field of hash ``key`` set in hash ``to(field, value)``."""
+def split_hash(
+    client: Any,
+    key: str,
+    to: Callable[[str, str], str],
+    before: Callable[[list[tuple[str, str]]], None] = lambda pairs: None,
+) -> None:
+    """Each field of hash ``key`` set in hash ``to(field, value)``;
+    ``before(pairs)`` is called on each chunk first (to look up, in one
+    call, what ``to`` needs)."""
     for part in chunks(client.hscan_iter(key, count=CHUNK)):
+        before(part)
         by: dict[str, dict[str, str]] = {}
         for field, value in part:
             by.setdefault(to(field, value), {})[field] = value

@@ -13,7 +13,7 @@ was never upgraded, or a job enqueued after the upgrade, costs nothing here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from store.ids import ID_TEXT, shard_of_id
@@ -29,6 +29,19 @@ def id_millis(job_id: str) -> int | None:
     if ID_TEXT.fullmatch(job_id) is None:
         return None
     return int(job_id[:8] + job_id[9:13], 16)
+
+
+def holding_shards(shards: Sequence[Any], ids: Sequence[str]) -> dict[str, int]:
+    """The index of the first of ``shards`` holding each of ``ids`` as a job
+    or a batch: one pipelined EXISTS a shard; an id held nowhere is left out."""
+    out: dict[str, int] = {}
+    for k, shard in enumerate(shards):
+        keys = shard.keys
+        found = shard._pipe(lambda p, keys=keys: [p.exists(keys.job(i), keys.batch(i)) for i in ids])
+        for job_id, hit in zip(ids, found, strict=True):
+            if hit:
+                out.setdefault(job_id, k)
+    return out
 
 
 def moved_before_key(shard: Any) -> str:
@@ -70,12 +83,7 @@ class MovedIds:
         asked = [i for i in dict.fromkeys(ids) if i not in self._known and self.may_be_moved(i)]
         if not asked:
             return
-        for k, shard in enumerate(self.store.shards):
-            keys = shard.keys
-            found = shard._pipe(lambda p, keys=keys: [p.exists(keys.job(i), keys.batch(i)) for i in asked])
-            for job_id, hit in zip(asked, found, strict=True):
-                if hit:
-                    self._known.setdefault(job_id, k)
+        self._known.update(holding_shards(self.store.shards, asked))
         if len(self._known) > KEPT:
             for job_id in list(self._known)[: KEPT // 2]:
                 del self._known[job_id]

@@ -26,20 +26,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from store.catalogue import ALIVE_TTLS, entries_of, is_live
 from store.redis.keys import LEASES_PAD, parse_history_field
 from store.redis.layout import layout_key
 from store.redis.shards import shard_of_queue
 from store.redis.shards.key_copy import CHUNK, chunks, copy_whole, split_hash, split_set, split_zset
 from store.redis.shards.key_owners import shard_of_key
-from store.redis.shards.moved_ids import id_millis, moved_before_key
+from store.redis.shards.moved_ids import holding_shards, id_millis, moved_before_key
 
 #: Keys a round reads and writes.
 BATCH = 500
-#: A worker counts as alive while its last heartbeat is younger than this
-#: many lease TTLs (as the console's diagnosis counts it), and at least
-#: ALIVE_MIN_S: the command knows the store's default TTL, not the one each
-#: worker runs with (a worker beats every third of its own).
-ALIVE_TTLS = 3.0
+#: A worker counts as alive as the catalogue counts it (``is_live``: ALIVE_TTLS
+#: lease TTLs, a TTL it published included), and for ALIVE_MIN_S at least:
+#: the command knows the store's default TTL, not the one each worker runs
+#: with (a worker beats every third of its own).
 ALIVE_MIN_S = 600.0
 #: Layout value of a namespace whose keys were moved onto ``N`` shards.
 MOVED_LAYOUT = "sharded:{}"
@@ -137,11 +137,7 @@ class Reshard:
                 self.moved_before = max(self.moved_before, ms or 0)
         gone = [i for i in asked if i not in self._job_shard]
         if gone:
-            for k, shard in enumerate(self.target.shards):
-                hits = shard._pipe(lambda p, s=shard: [p.exists(s.keys.job(i)) for i in gone])
-                for job_id, hit in zip(gone, hits, strict=True):
-                    if hit:
-                        self._job_shard.setdefault(job_id, k)
+            self._job_shard.update(holding_shards(self.target.shards, gone))
 
     def job_shard(self, job_id: str) -> int:
         """The shard a job's keys go to (shard 0 for one found nowhere)."""
@@ -160,11 +156,9 @@ class Reshard:
             )
             anchor = first or callback
             if anchor is None:  # a run again after the source's deletion began
-                for k, shard in enumerate(self.target.shards):
-                    if shard._pipe(lambda p, s=shard: p.exists(s.keys.batch(batch_id)))[0]:
-                        self._batch_shard[batch_id] = k
-                        return k
-            self._batch_shard[batch_id] = self.job_shard(anchor) if anchor else 0
+                self._batch_shard[batch_id] = holding_shards(self.target.shards, [batch_id]).get(batch_id, 0)
+                return self._batch_shard[batch_id]
+            self._batch_shard[batch_id] = self.job_shard(anchor)
             self.moved_before = max(self.moved_before, id_millis(batch_id) or 0)
         return self._batch_shard[batch_id]
 
@@ -175,38 +169,42 @@ class Reshard:
     def refusal(self) -> str | None:
         """The one line saying what to stop or change first, or None."""
         now = self.source.now()
-        window = max(ALIVE_TTLS * self.source.settings.lease_ttl_s, ALIVE_MIN_S)
-        alive = [
-            w
-            for w in self.source.workers()
-            if w.last_seen_at is not None and now - w.last_seen_at.timestamp() < window
-        ]
+        ttl = max(self.source.settings.lease_ttl_s, ALIVE_MIN_S / ALIVE_TTLS)
+        alive = [w for w in self.source.workers() if is_live(w, now, ttl, entries_of(w))]
         if alive:
             hosts = ", ".join(sorted({w.host for w in alive}))
             return (
-                f"{len(alive)} workers of the unsharded namespace beat in the last {window:.0f} s "
-                f"(on {hosts}): stop them first"
+                f"{len(alive)} workers of the unsharded namespace beat in the last "
+                f"{ALIVE_TTLS * ttl:.0f} s (on {hosts}): stop them first"
             )
         begun = self.client.exists(moved_before_key(self.target.shards[0]))  # by a run that stopped
         for k, shard in enumerate(self.target.shards):
             if not begun and sum(shard.counts().by_status.values()):
                 return f"shard {k} already holds jobs of its own: shard under another prefix"
-        for key in self._scan():
-            kind = kind_of(key[len(self.head) :])
-            if kind not in KNOWN:
-                return f"key {key!r} is of no kind this release knows: upgrade the unsharded store first"
-            if kind == "waiting":
-                parent = key[len(self.head) + len("waiting:") :]
-                for child in self.client.smembers(key):
-                    if self.job_shard(child) != self.job_shard(parent):
-                        return (
-                            f"job {child} waits for job {parent}, which shards={self.n} puts "
-                            "on another shard: let the parent finish first"
-                        )
-            if kind == "batch_jobs":
-                batch_id = key[len(self.head) + len("batch_jobs:") :]
-                shards = {self.job_shard(j) for j in self.client.lrange(key, 0, -1)}
-                if len(shards) > 1:
+        for batch in chunks(self._scan(), BATCH):  # a round: one pipeline for the relations read
+            unknown = next((k for k in batch if kind_of(self._rest(k)) not in KNOWN), None)
+            if unknown is not None:
+                return f"key {unknown!r} is of no kind this release knows: upgrade the unsharded store first"
+            waits = [k for k in batch if kind_of(self._rest(k)) == "waiting"]
+            lists = [k for k in batch if kind_of(self._rest(k)) == "batch_jobs"]
+            pipe = self.client.pipeline(transaction=False)
+            for key in waits:
+                pipe.smembers(key)
+            for key in lists:
+                pipe.lrange(key, 0, -1)
+            found = pipe.execute() if waits or lists else []
+            children, members = found[: len(waits)], found[len(waits) :]
+            owners = [self._rest(k).split(":", 1)[1] for k in waits + lists]
+            self._locate_jobs(owners[: len(waits)] + [i for group in found for i in group])
+            for parent, kids in zip(owners[: len(waits)], children, strict=True):
+                child = next((c for c in kids if self.job_shard(c) != self.job_shard(parent)), None)
+                if child is not None:
+                    return (
+                        f"job {child} waits for job {parent}, which shards={self.n} puts "
+                        "on another shard: let the parent finish first"
+                    )
+            for batch_id, ids in zip(owners[len(waits) :], members, strict=True):
+                if len({self.job_shard(j) for j in ids}) > 1:
                     return (
                         f"batch {batch_id} has jobs in queues that shards={self.n} puts on different shards: "
                         "purge or delete it first"
@@ -322,11 +320,24 @@ class Reshard:
         elif kind == "history_index":
             split_zset(c, key, lambda member: [to(self._queue_shard(parse_history_field(member)[1]))])
         elif kind in ("idempotency", "unique"):
-            split_hash(c, key, lambda _field, job_id: to(self.job_shard(job_id)))
+            split_hash(
+                c,
+                key,
+                lambda _field, job_id: to(self.job_shard(job_id)),
+                lambda pairs: self._locate_jobs([job_id for _, job_id in pairs]),
+            )
             self._own_keys(key, kind)
-        elif kind == "unique_until":
-            holders = self.source.keys.unique
-            split_hash(c, key, lambda field, _value: to(self.job_shard(c.hget(holders, field) or "")))
+        elif kind == "unique_until":  # with the key's holder (``unique``)
+            holders: dict[str, str] = {}
+
+            def read_holders(pairs: list[tuple[str, str]]) -> None:
+                fields = [field for field, _ in pairs]
+                holders.update(zip(fields, c.hmget(self.source.keys.unique, fields), strict=True))
+                self._locate_jobs([h for h in holders.values() if h])
+
+            split_hash(
+                c, key, lambda field, _value: to(self.job_shard(holders.get(field) or "")), read_holders
+            )
 
     def _counter_shard(self, field: str) -> int:
         """``q:<kind>:<queue>`` goes with its queue; other totals to shard 0
@@ -339,7 +350,9 @@ class Reshard:
         """Each idempotency or unique key's owner, settled, on the key's home
         shard (``key_owners.py``), as a keyed enqueue of the sharded store leaves it."""
         for part in chunks(self.client.hscan_iter(key, count=CHUNK)):
+            pipe = self.client.pipeline(transaction=False)
             for field, job_id in part:
                 home = self.target.shards[shard_of_key(field, self.n)]
-                self.client.hset(home.keys.route + f"key_owner:{kind}", field, job_id)
-                self.client.hset(home.keys.route + f"key_state:{kind}", field, "settled")
+                pipe.hset(home.keys.route + f"key_owner:{kind}", field, job_id)
+                pipe.hset(home.keys.route + f"key_state:{kind}", field, "settled")
+            pipe.execute()
