@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from redis import exceptions as rx
+from redis.cluster import RedisCluster
 
 from store import handler_metrics as hm
 from store import lifecycle
@@ -322,15 +323,33 @@ class Library:
         there already; after a load, the namespace's libraries of other
         versions last loaded more than LIBRARY_GRACE_S ago are unloaded
         (``unload_stale``). Raises StoreUnavailable on a server without Functions."""
-        try:
-            self.client.function_load(self.code)
-        except rx.ResponseError as exc:
-            if "already exists" in str(exc):
-                return
-            if "unknown command" in str(exc).lower():
-                raise StoreUnavailable(self._too_old()) from None
-            raise
-        self.unload_stale()
+        loaded = False
+        for node in self._nodes():
+            try:
+                self._on(node, "FUNCTION LOAD", self.code)
+                loaded = True
+            except rx.ResponseError as exc:
+                if "already exists" in str(exc):
+                    continue
+                if "unknown command" in str(exc).lower():
+                    raise StoreUnavailable(self._too_old()) from None
+                raise
+        if loaded:
+            self.unload_stale()
+
+    def _nodes(self) -> list[Any]:
+        """Each primary of a cluster (a command to all of them through
+        redis-py stops at the first node's error, so a library another
+        process loaded on one node would leave the rest without it); one
+        ``None`` for a single server."""
+        if isinstance(self.client, RedisCluster):
+            return list(self.client.get_primaries())
+        return [None]
+
+    def _on(self, node: Any, *command: Any) -> Any:
+        if node is None:
+            return self.client.execute_command(*command)
+        return self.client.execute_command(*command, target_nodes=node)
 
     def unload_stale(self) -> list[str]:
         """Record this library's load and unload (FUNCTION DELETE, on every
@@ -348,11 +367,12 @@ class Library:
             name = name.decode() if isinstance(name, bytes) else name
             if name == self.name or not OUR_LIBRARY.fullmatch(name):
                 continue
-            try:
-                self.client.function_delete(name)
-            except rx.ResponseError as exc:  # gone already (another process, a node without it)
-                if "not found" not in str(exc).lower():
-                    raise
+            for node in self._nodes():
+                try:
+                    self._on(node, "FUNCTION DELETE", name)
+                except rx.ResponseError as exc:  # gone already (another process, a node without it)
+                    if "not found" not in str(exc).lower():
+                        raise
             self.client.zrem(self.registry, name)
             gone.append(name)
         return gone

@@ -4,6 +4,7 @@ each opens its own store from the URL as a real worker would)."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import traceback
 from typing import Any
 
 from store import StoreSettings, open_store
@@ -83,6 +84,6 @@ def enqueue_unique(url: str, name: str, times: int, barrier: Any, out: mp.Queue)
             ids.add(store.enqueue(name, {"same": True}, unique_for=3600).id)
         out.put((name, sorted(ids), None))
     except Exception as exc:
-        out.put((name, sorted(ids), repr(exc)))
+        out.put((name, sorted(ids), f"{exc!r}: {exc} {traceback.format_exc(limit=-2)}"))
     finally:
         store.close()

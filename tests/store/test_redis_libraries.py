@@ -102,3 +102,43 @@ def test_the_registry_works_on_a_cluster(redis_cluster) -> None:
     finally:
         store.close()
         redis_cluster.delete_prefix(prefix)
+
+
+def test_a_load_reaches_every_primary_when_another_process_loaded_one(redis_cluster) -> None:
+    """Processes starting together on a cluster: one has loaded the library
+    on some primary when another loads it. The second load must leave it on
+    every primary (redis-py's load to all primaries stops at the first
+    node's "already exists", which left the rest without it), and a stale
+    library on one primary only is unloaded there."""
+    from store import open_store
+
+    url, prefix = redis_cluster.url_with_prefix()
+    store = open_store(url)
+    try:
+        client = store._lua.now.library.client  # type: ignore[attr-defined]
+        primaries = client.get_primaries()
+        assert len(primaries) == 3
+        for k, first in enumerate(primaries):
+            name = f"leasehold_00000000f0{k:02d}"
+            lib = Library(client, None, built=(name, _fake(name)))
+            client.execute_command("FUNCTION LOAD", lib.code, target_nodes=first)
+            lib.load()
+            for node in primaries:
+                assert client.execute_command(f"FCALL {name}_f 0", target_nodes=node) == 1
+        registry = store._lua.now.library.registry  # type: ignore[attr-defined]
+        seconds, _ = client.time()
+        client.execute_command("FUNCTION LOAD", _fake(OLD), target_nodes=primaries[-1])
+        client.zadd(registry, {OLD: seconds - LIBRARY_GRACE_S - 60})
+        assert store._lua.now.library.unload_stale() == [OLD]  # type: ignore[attr-defined]
+        assert all(OLD not in _loaded_on(client, node) for node in primaries)
+    finally:
+        for k in range(3):
+            with contextlib.suppress(redis.ResponseError):
+                client.function_delete(f"leasehold_00000000f0{k:02d}")
+        store.close()
+        redis_cluster.delete_prefix(prefix)
+
+
+def _loaded_on(client, node) -> set[str]:
+    listed = client.execute_command("FUNCTION LIST", target_nodes=node)
+    return _as_text(dict(zip(lib[::2], lib[1::2], strict=True))["library_name"] for lib in listed)

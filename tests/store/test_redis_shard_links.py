@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +16,7 @@ from store import open_store
 from store.errors import ParentUnfinished
 from store.lifecycle import JobStatus
 from store.models import JobSpec
-from store.redis.shards import shard_of_queue
+from store.redis.shards import key_owners, shard_of_queue
 from store.redis.shards.sharded_store import ShardedRedisStore
 from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
@@ -174,3 +175,31 @@ def test_keys_name_one_job_across_shards(store: ShardedRedisStore) -> None:
     store.delete(first.id, actor="operator:ann")  # a deleted job's key is free again, on any shard
     fresh, made = store.enqueue_idempotent(JobSpec("t", None, queue=other, idempotency_key="order-7"))
     assert made and fresh.id != first.id
+
+
+def test_a_keyed_enqueue_waits_for_an_enqueue_of_its_key_in_flight(store: ShardedRedisStore) -> None:
+    """An enqueue whose key another enqueue has claimed but not yet written
+    answers that job once it is written, never JobNotFound."""
+    home, _ = queues_on_two_shards()
+    spec = JobSpec("u", None, queue=home, unique_key="nightly", unique_for=60.0)
+    keys, shard = store.job_keys, store.of_queue(home)
+    in_flight = shard._new_id()
+    assert keys._claim("unique", "nightly", in_flight) is None  # claimed, job not written yet
+    met, answers = threading.Event(), []
+    holds = keys._holds
+
+    def noticing(*args: object) -> str:
+        found = holds(*args)
+        if found == key_owners.IN_FLIGHT:
+            met.set()
+        return found
+
+    keys._holds = noticing  # type: ignore[method-assign]
+    waiter = threading.Thread(target=lambda: answers.append(store.enqueue_idempotent(spec)))
+    waiter.start()
+    assert met.wait(10), "the second enqueue never met the claim in flight"
+    shard._write_jobs([spec], ids=[in_flight])
+    keys._call(keys._home("nightly"), "settle", "unique", "nightly", in_flight)
+    waiter.join(10)
+    [(job, made)] = answers
+    assert (job.id, made) == (in_flight, False)

@@ -12,11 +12,14 @@ or its unique-until time has not passed (unique: ``UNIQUE_HOLDING``, as
 lib/enqueue_keys.lua decides); else the claim takes the key over with a
 compare-and-set on that owner. A claim neither settled nor released is an
 enqueue in flight until CLAIM_GRACE_S have passed (its process may have
-died between the two calls: then the key is free again).
+died between the two calls: then the key is free again). A keyed enqueue
+that meets an enqueue in flight waits for it to settle or release (at most
+IN_FLIGHT_WAIT_S), so that the holder it answers can be read.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from zlib import crc32
 
@@ -30,6 +33,12 @@ from store.spec import unique_key_of
 CLAIM_GRACE_S = 30
 #: Claims of one key in one enqueue (each lost to another enqueue's claim).
 CLAIM_ATTEMPTS = 4
+#: Seconds a keyed enqueue waits for another one's claim in flight to settle
+#: (its job written) or be released, re-reading the owner every 2..50 ms.
+IN_FLIGHT_WAIT_S = 5.0
+#: What ``_holds`` finds: the owner holds the key, the key is free to take
+#: over, or the owner's enqueue is in flight (its job not written yet).
+HELD, FREE, IN_FLIGHT = "held", "free", "in flight"
 
 
 def shard_of_key(key: str, shards: int) -> int:
@@ -75,34 +84,43 @@ class Keys:
         return self.store.shards[shard_of_key(key, len(self.store.shards))]
 
     def _claim(self, kind: str, key: str, job_id: str) -> str | None:
-        """Claim ``key`` for ``job_id``: None when taken, else its holder."""
+        """Claim ``key`` for ``job_id``: None when taken, else its holder
+        (``""`` when it changed hands CLAIM_ATTEMPTS times)."""
         home, replaced = self._home(key), ""
-        for _ in range(CLAIM_ATTEMPTS):
+        attempts, deadline, pause = 0, time.monotonic() + IN_FLIGHT_WAIT_S, 0.002
+        while attempts < CLAIM_ATTEMPTS:
             reply = self._call(home, "claim", kind, key, job_id, replaced)
             if int(reply[0]) == 1:
                 return None
-            owner, state = reply[1], reply[2]
-            if self._holds(kind, key, owner, state, home):
-                return str(owner)
+            owner, state = str(reply[1]), reply[2]
+            found = self._holds(kind, key, owner, state, home)
+            if found == HELD:
+                return owner
+            if found == IN_FLIGHT:
+                if time.monotonic() >= deadline:
+                    return owner
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+                continue
             replaced = owner
+            attempts += 1
         return ""
 
-    def _holds(self, kind: str, key: str, owner: str, state: str, home: Any) -> bool:
-        """Whether job ``owner`` still holds ``key`` (see the module docstring)."""
+    def _holds(self, kind: str, key: str, owner: str, state: Any, home: Any) -> str:
+        """HELD, FREE or IN_FLIGHT: whether job ``owner`` still holds
+        ``key`` (see the module docstring)."""
         try:
             job = self.store.get(owner)
         except JobNotFound:
             if state == "settled":
-                return False  # its job was purged or deleted
+                return FREE  # its job was purged or deleted
             now = float(home._eval(home._lua.now, home._route, ["0"]))  # Redis TIME of the key's shard
-            return now - int(state) < CLAIM_GRACE_S  # an enqueue in flight, unless it died
-        if kind == "idempotency":
-            return True
-        if job.status not in TERMINAL:
-            return True
+            return IN_FLIGHT if now - int(state) < CLAIM_GRACE_S else FREE  # unless its enqueue died
+        if kind == "idempotency" or job.status not in TERMINAL:
+            return HELD
         shard = self.store.of_id(owner)
         [until] = shard._pipe(lambda p: p.hget(shard.keys.unique_until, key))
-        return until is not None and self.store.now() < float(until)
+        return HELD if until is not None and self.store.now() < float(until) else FREE
 
     def _release(self, taken: list[tuple[str, str]], job_id: str) -> None:
         for kind, key in taken:
