@@ -98,7 +98,7 @@ Key schema (``P`` = prefix):
 ``{P}:key_starts:<queue>\0<key>`` zset: the same, of one limit key
 ``{P}:rate_keys:<queue>`` zset: limit keys with starts, score their last start
 ``{P}:libraries``         zset: names of the Functions libraries this namespace
-                          loaded, score their last load (store/redis/scripts.py
+                          loaded, score their last load (store/redis/functions.py
                           ``Library.unload_stale``)
 ``{P}:key_ready:<queue>\0<key>`` zset, every score 0: the ready members of the
                           queue's jobs with that limit key (byte order = claim
@@ -273,7 +273,7 @@ class Keys:
 
     @property
     def libraries(self) -> str:
-        """The Functions libraries this namespace loaded, by last load (store/redis/scripts.py)."""
+        """The Functions libraries this namespace loaded, by last load (store/redis/functions.py)."""
         return self._key("libraries")
 
     def related(self, kind: str, job_id: str) -> str:

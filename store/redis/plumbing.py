@@ -27,8 +27,8 @@ from store.lifecycle import EventKind, FailureDecision, JobStatus, Operation
 from store.models import failure_event, refusal_message, trimmed_error
 from store.redis import codec
 from store.redis.connect import ClientOptions, open_client, unavailable, url_shards
+from store.redis.functions import Scripts
 from store.redis.keys import Keys
-from store.redis.scripts import Scripts
 from store.statuses import refusal_recorded
 
 T = TypeVar("T")

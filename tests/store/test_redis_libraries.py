@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from store.redis.scripts import LIBRARY_GRACE_S, Library
+from store.redis.functions import LIBRARY_GRACE_S, Library
 from store.redis.store import RedisStore
 from tests.backends import BACKENDS, REDIS_BACKENDS
 

@@ -42,12 +42,11 @@ from store.counters import HISTORY_KINDS, HISTORY_WIDTHS, event_key, queue_event
 from store.lifecycle import EventKind, JobStatus, Operation
 from store.models import MAX_PRIORITY
 from store.redis import keys as redis_keys
+from store.redis.functions import Library, Scripts
 from store.redis.keys import Keys, parse_history_field
 from store.redis.plumbing import op_args
 from store.redis.scripts import (
     LUA_DIR,
-    Library,
-    Scripts,
     function_names,
     includes,
     library,

@@ -11,7 +11,7 @@ import pytest
 
 from store.base import JobStore
 from store.parts import delegate
-from store.redis import scripts
+from store.redis import functions, scripts
 from store.redis.store import RedisStore
 from store.sql.store import SqlStore
 
@@ -34,7 +34,7 @@ def test_the_bench_library_is_built_apart_and_named_apart() -> None:
     from bench.fixtures.redis import _built
 
     name, code = _built()
-    assert name.startswith("leasehold_bench_") and not scripts.OUR_LIBRARY.fullmatch(name)
+    assert name.startswith("leasehold_bench_") and not functions.OUR_LIBRARY.fullmatch(name)
     assert re.findall(rf"register_function\('{name}_(\w+)'", code) == ["fixtures"]
 
 
