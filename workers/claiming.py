@@ -29,7 +29,7 @@ from store.models import Job
 from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
 from workers.execute import handler_missing
-from workers.exits import EXIT_POOL_BROKEN, EXIT_SLOTS_LOST
+from workers.exits import EXIT_OK, EXIT_POOL_BROKEN, EXIT_SLOTS_LOST
 from workers.flow import idle_wait, parent_results
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
@@ -59,28 +59,55 @@ CLAIM_AHEAD_S = 0.05
 
 
 class ClaimLoop:
-    """The claim loop's half of a Worker: the attributes below are the
-    Worker's (set in its ``__init__``)."""
+    """The claim stage of one worker, run by its main thread (``run``).
+    It holds the parts it hands jobs to and takes their outcomes from (the
+    runner, the outcomes, the recorder, the inbox); the worker owns them and
+    the two events it shares: ``stopping`` (stop claiming, the loop ends)
+    and ``quiet`` (an operator's quiet: claim nothing more). The heartbeat
+    and the wake-up listener are set once the worker has started them."""
 
-    config: WorkerConfig
-    store: JobStore
-    id: str
-    inflight: InFlight
-    exit_code: int
-    runner: Runner
-    timeouts: ExecutionTimeouts
-    outcomes: Outcomes
-    progress: ProgressReporter
-    recorder: Recorder
-    inbox: Inbox
-    heartbeat: Heartbeat | None
-    listener: WakeupListener | None
-    _stopping: threading.Event
-    _quiet: threading.Event
-    _queues: WeightedQueues
-    _idle: IdleBackoff
-    _errors: IdleBackoff
-    _last_claim: float
+    def __init__(
+        self,
+        config: WorkerConfig,
+        store: JobStore,
+        worker_id: str,
+        *,
+        runner: Runner,
+        inbox: Inbox,
+        recorder: Recorder,
+        outcomes: Outcomes,
+        inflight: InFlight,
+        timeouts: ExecutionTimeouts,
+        progress: ProgressReporter,
+        stopping: threading.Event,
+        quiet: threading.Event,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.id = worker_id
+        self.runner = runner
+        self.inbox = inbox
+        self.recorder = recorder
+        self.outcomes = outcomes
+        self.inflight = inflight
+        self.timeouts = timeouts
+        self.progress = progress
+        self._stopping = stopping
+        self._quiet = quiet
+        self.heartbeat: Heartbeat | None = None
+        self.listener: WakeupListener | None = None
+        #: EXIT_OK, or why the loop ended the process (a broken pool, slots lost).
+        self.exit_code = EXIT_OK
+        self._queues = WeightedQueues(config.queues)
+        self._idle = IdleBackoff()
+        self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
+        self._last_claim = 0.0
+
+    def run(self) -> int:
+        """Claim and start jobs until stopped (or, in burst mode, drained);
+        returns EXIT_OK, EXIT_POOL_BROKEN or EXIT_SLOTS_LOST."""
+        self._loop()
+        return self.exit_code
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
@@ -96,7 +123,7 @@ class ClaimLoop:
                 )
                 self.exit_code = EXIT_SLOTS_LOST
                 return
-            self._record_acks()
+            self.record_acks()
             if self._take_notices():  # a notice named its job: no claim of our own now
                 self._wait(self._idle.next())
                 continue
@@ -130,7 +157,7 @@ class ClaimLoop:
     def _wait(self, wait_s: float) -> None:
         """Wait on the inbox up to ``wait_s`` seconds, or to the next execution
         deadline; tell the wake-up thread first when a slot is free."""
-        if self.listener is not None and self._wants_notices():
+        if self.listener is not None and self.wants_notices():
             self.listener.nudge()
         self.inbox.wait(self.timeouts.until_deadline(wait_s))
 
@@ -150,17 +177,26 @@ class ClaimLoop:
             return self.config.claim_ahead
         return min(self.config.claim_ahead, int(self.config.concurrency * CLAIM_AHEAD_S / mean))
 
+    def free_slots(self, ending: int = 0, *, leave_to_acks: bool = True) -> int:
+        """Jobs the slots could take now: the one place slots are counted
+        (claims, notices and hand-overs all ask here). The runner's free
+        slots and the jobs to claim ahead of them; plus ``ending``, runs
+        whose completion is being recorded and whose slot may not be freed
+        yet. ``leave_to_acks``: on a store that fetches next, less the slots
+        whose completion waits in the inbox, since the call that records it
+        claims for them (a job already leased to this worker takes any free
+        slot: False)."""
+        free = self.runner.free(self._ahead()) + ending
+        if leave_to_acks and self.store.fetches_next and not ending:
+            free -= self.inbox.pending_acks()
+        return free
+
     def _want(self, ending: int = 0) -> tuple[int, float]:
         """``(jobs to claim now, 0)``, or ``(0, seconds to wait before asking
-        again)``: the one place slots are counted. ``ending``: runs whose
-        completion is being recorded and whose slot may not be freed yet
-        (counted free). On a store that fetches next, slots whose completion
-        waits in the inbox are left to the call that records it."""
-        ahead = self._ahead()
-        batch_at = max(1, (self.config.concurrency + ahead) // 2)
-        free = self.runner.free(ahead) + ending
-        if self.store.fetches_next and not ending:
-            free -= self.inbox.pending_acks()
+        again)``: claims come in batches of half the slots (and those claimed
+        ahead), or after CLAIM_LINGER_S. ``ending``: see ``free_slots``."""
+        batch_at = max(1, (self.config.concurrency + self._ahead()) // 2)
+        free = self.free_slots(ending)
         if free <= 0:
             return 0, 1.0
         if free >= batch_at or self.runner.busy() <= ending:
@@ -168,7 +204,7 @@ class ClaimLoop:
         linger = self._last_claim + CLAIM_LINGER_S - time.monotonic()
         return (free, 0.0) if linger <= 0 else (0, linger)
 
-    def _record_acks(self) -> None:
+    def record_acks(self) -> None:
         """Record the completions waiting in the inbox, in batches; on a store
         that fetches next, the same call claims for the free slots (as
         ``_want``) and the jobs it leased start."""
@@ -205,7 +241,7 @@ class ClaimLoop:
                 self._start_handed(notice.leased)
                 named = True
                 continue
-            if notice.job is None or self.runner.busy() != 0 or not self._wants_notices():
+            if notice.job is None or self.runner.busy() != 0 or not self.wants_notices():
                 continue
             try:
                 jobs = self.store.claim_notified(self.id, notice, self.config.lease_ttl_s)
@@ -221,16 +257,16 @@ class ClaimLoop:
 
     def _start_handed(self, jobs: tuple[Job, ...]) -> None:
         """Start the jobs handed over to this worker while it has room
-        (``_wants_notices``); release the others (due again at once, no
+        (``wants_notices``); release the others (due again at once, no
         attempt spent)."""
         for job in jobs:
-            if self._wants_notices():
+            if self.wants_notices():
                 self._idle.reset()
                 self._start(job)
             else:
-                self._give_back(job)
+                self.give_back(job)
 
-    def _give_back(self, job: Job) -> None:
+    def give_back(self, job: Job) -> None:
         """Release a job leased to this worker that it will not run (due again
         at once, no attempt spent). A release the store never answers is
         noted (``Outcomes.unwritten``): its lease expires and recovery
@@ -241,12 +277,12 @@ class ClaimLoop:
             log.warning("worker %s: release of job %s failed: %s", self.id, job.id, exc)
             self.outcomes.unwritten.append((job.id, job.lease_token))
 
-    def _wants_notices(self) -> bool:
+    def wants_notices(self) -> bool:
         """Whether the wake-up thread should wait for notices: a slot is free
         and the worker claims (also called from that thread)."""
         if self._quiet.is_set() or self._stopping.is_set():
             return False
-        return self.runner.free(self._ahead()) > 0
+        return self.free_slots(leave_to_acks=False) > 0
 
     def _claim(self, free: int) -> list[Job]:
         """Claim from the queue whose turn it is; if it is empty, from the others."""

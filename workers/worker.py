@@ -53,8 +53,7 @@ from store.errors import JobNotFound
 from store.lifecycle import JobStatus
 from store.models import WorkerInfo, ts
 from workers.catalogue import published
-from workers.claim import IdleBackoff, WeightedQueues
-from workers.claiming import MAX_ERROR_BACKOFF_S, ClaimLoop
+from workers.claiming import ClaimLoop
 from workers.config import WorkerConfig
 from workers.exits import EXIT_FORCED, EXIT_OK, EXIT_STOPPED, EXIT_UNRECORDED
 from workers.handlers import unserved_handlers
@@ -92,7 +91,7 @@ def open_worker_store(config: WorkerConfig, connections: int) -> JobStore:
     return open_store(config.store_url, config.store)
 
 
-class Worker(ClaimLoop):
+class Worker:
     """A worker process's main object. ``run()`` blocks until it stops."""
 
     def __init__(self, config: WorkerConfig, store: JobStore, *, install_signals: bool = True) -> None:
@@ -107,10 +106,6 @@ class Worker(ClaimLoop):
         self.unrecorded: list[str] = []
         self._stopping = threading.Event()
         self._signals = 0
-        self._queues = WeightedQueues(config.queues)
-        self._idle = IdleBackoff()
-        self._last_claim = 0.0
-        self._errors = IdleBackoff(0.1, MAX_ERROR_BACKOFF_S)
         self.progress = ProgressReporter(store, job_log_lines=config.job_log_lines)
         #: What the main thread is told: completions, notices, wake-ups (workers/inbox.py).
         self.inbox = Inbox(MAX_BATCH)
@@ -134,6 +129,21 @@ class Worker(ClaimLoop):
         self.timeouts = ExecutionTimeouts(self.runner, self.inflight, self.outcomes, self.id)
         #: Set by an operator's "quiet": claim nothing more, finish what is held.
         self._quiet = threading.Event()
+        #: The claim stage (workers/claiming.py), run by the main thread.
+        self.claims = ClaimLoop(
+            config,
+            store,
+            self.id,
+            runner=self.runner,
+            inbox=self.inbox,
+            recorder=self.recorder,
+            outcomes=self.outcomes,
+            inflight=self.inflight,
+            timeouts=self.timeouts,
+            progress=self.progress,
+            stopping=self._stopping,
+            quiet=self._quiet,
+        )
         self.heartbeat: Heartbeat | None = None
         self.recovery: RecoveryService | None = None
         self.maintenance: MaintenanceService | None = None
@@ -213,7 +223,9 @@ class Worker(ClaimLoop):
                 self.scheduler = Scheduler(self.store, self.id, periodic_jobs)
                 self.scheduler.start_up()
                 self.scheduler.start()
-            self._loop()
+            code = self.claims.run()
+            if code != EXIT_OK:
+                self.exit_code = code
         finally:
             self._shutdown()
         return self.exit_code
@@ -249,6 +261,7 @@ class Worker(ClaimLoop):
             self.store, info, self.inflight, self.config.lease_ttl_s, self.runner.cancel, self.on_command
         )
         self.heartbeat.start()
+        self.claims.heartbeat = self.heartbeat
         # A burst worker drains and exits: it neither waits for notices nor
         # registers for hand-over (an enqueue must not lease a job to a
         # worker about to leave), so its claim loop alone claims.
@@ -258,7 +271,8 @@ class Worker(ClaimLoop):
             else self.store.wakeups(self.config.queue_names, self.id, self.config.lease_ttl_s)
         )
         if wakeups is not None:
-            self.listener = WakeupListener(wakeups, self.inbox.notice, self.id, self._wants_notices)
+            self.listener = WakeupListener(wakeups, self.inbox.notice, self.id, self.claims.wants_notices)
+            self.claims.listener = self.listener
             self.listener.start()
 
     # ----------------------------------------------------------- shutdown
@@ -278,7 +292,7 @@ class Worker(ClaimLoop):
         grace_end = time.monotonic() + self.config.grace_s
         while self.inflight.running() and time.monotonic() < grace_end:
             self.timeouts.enforce()
-            self._record_acks()  # the runs finishing meanwhile (no claim: the worker stops)
+            self.claims.record_acks()  # the runs finishing meanwhile (no claim: the worker stops)
             self._give_back_handed()
             wait_s = max(0.0, grace_end - time.monotonic())
             self.inbox.wait(self.timeouts.until_deadline(min(0.1, wait_s)))
@@ -294,7 +308,7 @@ class Worker(ClaimLoop):
             self.recorder.record(acks)
         for notice in notices:
             for job in notice.leased:
-                self._give_back(job)
+                self.claims.give_back(job)
         self._wait_for_acks()
         self.progress.close()  # reports of runs still going when released, or refused late
         # The heartbeat thread removes the registry entry after its last beat
@@ -321,7 +335,7 @@ class Worker(ClaimLoop):
         """Give back the jobs handed over to this worker as it stops."""
         for notice in self.inbox.take_notices():
             for job in notice.leased:
-                self._give_back(job)
+                self.claims.give_back(job)
 
     def _release(self, run: Running) -> None:
         self.outcomes.release(run)

@@ -68,3 +68,19 @@ def test_the_later_stages_hold_the_inbox_and_the_outcomes_never_the_claim_loop(t
     for part in later:  # nothing of the worker but the parts after the claim stage
         for value in vars(part).values():
             assert value is not worker and getattr(value, "__self__", None) is not worker
+
+
+def test_the_claim_stage_is_a_part_of_the_worker_not_a_base(tmp_path: Path) -> None:
+    """The worker holds its claim stage (``worker.claims``) as it holds its
+    other parts; the claim stage holds the later stages and the shared stop
+    and quiet events, never the worker, and no later stage holds it."""
+    config = WorkerConfig(store_url=f"sqlite:///{tmp_path}/x.db", concurrency=2, handlers=())
+    worker = Worker(config, store=None, install_signals=False)  # type: ignore[arg-type]  # nothing runs
+    assert Worker.__mro__ == (Worker, object)
+    claims = worker.claims
+    for value in vars(claims).values():
+        assert value is not worker and getattr(value, "__self__", None) is not worker
+    assert claims.runner is worker.runner and claims.inbox is worker.inbox
+    for part in (worker.runner, worker.outcomes, worker.recorder, worker.inbox, worker.timeouts):
+        for value in vars(part).values():
+            assert value is not claims and getattr(value, "__self__", None) is not claims

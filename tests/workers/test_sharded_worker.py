@@ -62,7 +62,7 @@ def test_an_idle_worker_is_woken_by_an_enqueue_on_any_shard(sharded: StoreHandle
     store = sharded.store
     queues = one_queue_a_shard()
     worker = make_worker(sharded, queues=tuple((q, 1) for q in queues))
-    worker._idle = IdleBackoff(30.0, 30.0)  # its poll would take 30 s: only a notice is this quick
+    worker.claims._idle = IdleBackoff(30.0, 30.0)  # its poll would take 30 s: only a notice is this quick
     with running(worker):
         wait_until(lambda: worker.listener is not None and registered(store, "w-in"), what="worker up")
         warm = store.enqueue("noop", queue=queues[0])

@@ -181,7 +181,7 @@ def test_an_idle_worker_is_woken_by_enqueue(handle: StoreHandle) -> None:
     if store.wakeups(["default"]) is None:
         pytest.skip(f"{handle.backend} has no wake-up channel (workers poll)")
     worker = make_worker(handle)
-    worker._idle = IdleBackoff(30.0, 30.0)
+    worker.claims._idle = IdleBackoff(30.0, 30.0)
     with running(worker):
         wait_until(lambda: worker.listener is not None and registered(store, "w-in"), what="worker up")
         warm = store.enqueue("noop")  # the subscription may still be starting: wait for one run
@@ -203,7 +203,7 @@ def test_a_full_worker_leaves_notices_to_an_idle_one(handle: StoreHandle, tmp_pa
     busy = make_worker(handle, name="w-busy", concurrency=1, lease_ttl_s=5.0)
     idle = make_worker(handle, name="w-idle", lease_ttl_s=5.0)
     for worker in (busy, idle):
-        worker._idle = IdleBackoff(30.0, 30.0)
+        worker.claims._idle = IdleBackoff(30.0, 30.0)
     held = store.enqueue("hold", {"path": str(release)})
     try:
         with running(busy):
@@ -239,7 +239,7 @@ def test_a_worker_that_loses_a_notified_job_claims_nothing_more(handle: StoreHan
         pytest.skip("Redis hands each notice to one worker; SQLite has no notices")
     workers = [make_worker(handle, name=f"w-{i}", lease_ttl_s=5.0) for i in range(2)]
     for worker in workers:
-        worker._idle = IdleBackoff(30.0, 30.0)
+        worker.claims._idle = IdleBackoff(30.0, 30.0)
     claims: list[str] = []
     real_claim = store.claim
 
