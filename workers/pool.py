@@ -96,7 +96,8 @@ RUN_TIME_EWMA_ALPHA = 0.1
 
 
 class Slots:
-    """The slots of a runner, the one place a worker's runs are counted: a run
+    """The slots of a runner, where a worker's runs are counted (the claim
+    stage turns these counts into what to claim: ``ClaimLoop.free_slots``): a run
     takes one at ``submit`` and gives it back once its outcome was handed on
     (``_end``: ``done(run, outcome)``, then ``freed()``)."""
 
