@@ -8,6 +8,7 @@ so every floor may use it.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 #: The store Leasehold opens when no URL is configured (a file under ./instance).
@@ -44,3 +45,8 @@ def store_kind(url: str) -> StoreKind:
 def is_sql(url: str) -> bool:
     """True for a SQLite or PostgreSQL URL (False for Redis; UnknownScheme for neither)."""
     return store_kind(url) == "sql"
+
+
+def public_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages)."""
+    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)

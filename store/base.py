@@ -24,6 +24,7 @@ from typing import Any, Self
 
 from store.contract_flow import FlowContract
 from store.contract_operating import OperatingContract, ProgressReport
+from store.contract_schema import SchemaContract
 from store.defaults import StoreSettings
 from store.errors import (
     InvalidTransition,
@@ -442,4 +443,4 @@ def _fold(port: type[abc.ABC], *contracts: type) -> None:
     abc.update_abstractmethods(port)
 
 
-_fold(JobStore, FlowContract, OperatingContract)
+_fold(JobStore, FlowContract, OperatingContract, SchemaContract)

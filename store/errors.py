@@ -104,3 +104,26 @@ class WorkerStopping(StoreError):
     def __init__(self, worker_id: str) -> None:
         super().__init__(f"worker {worker_id!r} is stopping; a stop cannot be taken back")
         self.worker_id = worker_id
+
+
+#: What the refusal tells the operator to run.
+UPGRADE_HINT = "run leasehold db upgrade"
+
+
+class SchemaMismatch(StoreError):
+    """The store has no Leasehold schema, or one at another revision."""
+
+    def __init__(self, where: str, found: str | None, expected: str) -> None:
+        what = "no Leasehold schema" if found is None else f"revision {found}, expected {expected}"
+        if found is not None and found.startswith("sharded:"):  # store/redis/shards/reshard.py
+            count = found.partition(":")[2]
+            message = f"{where} was moved onto {count} shards: add shards={count} to the store URL"
+        else:
+            message = f"{where} has {what}: {UPGRADE_HINT}"
+        super().__init__(message)
+        self.where, self.found, self.expected = where, found, expected
+
+
+class SchemaUpgradeFailed(StoreError):
+    """``upgrade_schema`` could not bring the store to this release's schema;
+    the message is the one line to show."""

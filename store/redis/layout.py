@@ -9,7 +9,12 @@ version differs from LAYOUT_VERSION is refused until ``db upgrade`` moves it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import redis
+
+from store.errors import StoreUnavailable
 
 #: The key layout this release reads and writes (bump it when keys change shape).
 #: 7: every ready job with a limit key is also in its key's ready set
@@ -60,12 +65,13 @@ def current_layout(store: Any, stamp: bool = True) -> tuple[str | None, bool]:
     return (found.decode() if isinstance(found, bytes) else found), False
 
 
-def upgrade_layout(store: Any) -> dict[str, int]:
-    """Move a deployment of an UPGRADABLE version to LAYOUT_VERSION (bounded
-    batches, safe while workers run: store/redis/upgrade.py), then stamp it.
-    Returns what ``upgrade`` did."""
-    from store.redis.upgrade import upgrade
-
-    done = upgrade(store)
-    store._client.set(layout_key(store), LAYOUT_VERSION)
-    return done
+def layout_revision(namespaces: Sequence[Any]) -> tuple[str | None, str]:
+    """``(found, expected)`` layout versions of a store's ``namespaces`` (one,
+    or each shard's; an absent version written first): the first that
+    differs from LAYOUT_VERSION is the one found. Raises StoreUnavailable
+    when Redis cannot be reached."""
+    try:
+        found = [current_layout(namespace)[0] for namespace in namespaces]
+    except redis.RedisError as exc:
+        raise StoreUnavailable(f"Redis store unavailable: {exc}") from exc
+    return next((f for f in found if f != LAYOUT_VERSION), LAYOUT_VERSION), LAYOUT_VERSION

@@ -53,6 +53,7 @@ from store.redis.audit import RedisAuditPart
 from store.redis.batch_list import RedisBatchListPart
 from store.redis.batches import RedisBatchesPart
 from store.redis.history import RedisHistoryPart
+from store.redis.layout import layout_revision
 from store.redis.leases import RedisLeasesPart
 from store.redis.operating import RedisOperatingPart
 from store.redis.plumbing import (
@@ -297,6 +298,10 @@ class RedisStore(RedisPlumbing, JobStore):
                 times[delay] = {f: ts(t) for f, t in lifecycle.enqueue_times(now, delay).items()}
             jobs.append(codec.new_job(fields, status, times[delay]))
         return jobs, None
+
+    # ------------------------------------------------------------ schema
+    def schema_revision(self) -> tuple[str | None, str]:
+        return layout_revision([self])
 
     # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:

@@ -16,6 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
+from store.errors import StoreUnavailable
+
 #: Where Alembic keeps Leasehold's revision.
 VERSION_TABLE = "leasehold_alembic_version"
 VERSIONS = Path(__file__).parent / "migrations" / "versions"
@@ -51,3 +53,12 @@ def current_revision(engine: Engine) -> str | None:
         except DBAPIError:  # a table of that name that is not Alembic's
             return None
     return rows[0] if len(rows) == 1 else None
+
+
+def schema_revision(engine: Engine) -> tuple[str | None, str]:
+    """``(found, expected)`` Alembic revisions of the store on ``engine``.
+    Raises StoreUnavailable when it cannot be reached."""
+    try:
+        return current_revision(engine), head_revision()
+    except DBAPIError as exc:
+        raise StoreUnavailable(f"SQL store unavailable: {exc.orig}") from exc

@@ -31,6 +31,7 @@ from store.shared import SharedStore
 from store.spec import unique_key_of
 from store.sql import flow_statements as fs
 from store.sql import operating_statements as ops
+from store.sql import revision
 from store.sql import statements as sql
 from store.sql.audit import SqlAuditPart
 from store.sql.batch_list import SqlBatchListPart
@@ -311,6 +312,10 @@ class SqlStore(SqlPlumbing, JobStore):
         params = {"u_key": key, "u_job": job.id, "unique_for": spec.unique_for or 0.0}
         conn.execute(self._q_move_key if holder is not None else self._q_insert_key, params)
         return [job], None
+
+    # ------------------------------------------------------------ schema
+    def schema_revision(self) -> tuple[str | None, str]:
+        return revision.schema_revision(self.read_engine)
 
     # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:

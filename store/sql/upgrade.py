@@ -25,7 +25,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Connection, Inspector
 
-from store.errors import ValidationError
+from store.errors import SchemaUpgradeFailed, ValidationError
 from store.sql.engine import PG_SCHEMA_ENV, make_engines
 from store.sql.revision import VERSION_TABLE
 
@@ -134,3 +134,29 @@ def _holds_legacy(connection: Connection, inspector: Inspector, schema: str | No
     legacy = sa.table(LEGACY_VERSION_TABLE, sa.column("version_num"), schema=schema)
     revisions = connection.execute(sa.select(legacy.c.version_num)).scalars().all()
     return len(revisions) == 1 and revisions[0] in LEGACY_REVISIONS
+
+
+def upgrade_sql(url: str) -> str:
+    """Migrate the store at ``url`` to head (``migrate``) and return the one
+    line saying what was done. Raises SchemaUpgradeFailed (one line)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from store.sql.revision import current_revision, head_revision
+
+    try:
+        engines = make_engines(url, pool_size=1)
+        try:
+            before = current_revision(engines.read)
+        finally:
+            for engine in {engines.write, engines.read, engines.single}:
+                engine.dispose()
+        migrate(url)
+    except SQLAlchemyError as exc:
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+        raise SchemaUpgradeFailed(f"schema upgrade failed: {reason}") from None
+    head = head_revision()
+    if before is None:
+        return f"created the schema at revision {head}"
+    if before != head:
+        return f"upgraded the schema from revision {before} to {head}"
+    return f"the schema is already at revision {head}"

@@ -11,7 +11,8 @@ from store.base import JobStore
 from store.flow_rules import QueueLimits
 from store.models import JobSpec
 from store.redis.keys import rank_job_id
-from store.redis.layout import LAYOUT_VERSION, layout_key, upgrade_layout
+from store.redis.layout import LAYOUT_VERSION, layout_key
+from store.redis.schema_upgrade import upgrade_layout
 from store.redis.store import RedisStore
 from tests.store.helpers import ERROR
 

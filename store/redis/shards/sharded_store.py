@@ -32,6 +32,7 @@ from store.lifecycle import JobStatus, Operation
 from store.models import AuditPage, Job, JobEvent, JobSpec, Page, RecoveredJob
 from store.parts import assemble, delegate
 from store.redis.connect import ClientOptions, open_client, url_shards
+from store.redis.layout import layout_revision
 from store.redis.listing import listed_page, merged_entries
 from store.redis.plumbing import Shard
 from store.redis.search import searched
@@ -246,6 +247,11 @@ class ShardedRedisStore(JobStore):
         return out, None
 
     # --------------------------------------------------------------- read
+    # ------------------------------------------------------------ schema
+    def schema_revision(self) -> tuple[str | None, str]:
+        return layout_revision(self.shards)
+
+    # ---------------------------------------------------------------- read
     def get(self, job_id: str) -> Job:
         return self.of_id(job_id).get(job_id)
 
