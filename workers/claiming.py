@@ -30,7 +30,7 @@ from workers.claim import IdleBackoff, WeightedQueues
 from workers.config import WorkerConfig
 from workers.execute import handler_missing
 from workers.exits import EXIT_OK, EXIT_POOL_BROKEN, EXIT_SLOTS_LOST
-from workers.flow import idle_wait, parent_results
+from workers.flow_waits import idle_wait, parent_results
 from workers.handlers import JobContext, get_handler
 from workers.heartbeat import Heartbeat
 from workers.inbox import Inbox

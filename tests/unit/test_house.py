@@ -113,9 +113,6 @@ def test_each_delegate_names_a_listed_part_that_defines_the_method(engine: type[
 #: Names still shared by modules of different concerns, to be renamed (shrink only).
 SHARED_NAMES_LEFT = {
     "job_logs.py",
-    "flow.py",
-    "recovery.py",
-    "operating.py",
     "handlers.py",
     "batch_list.py",
     "alerts.py",

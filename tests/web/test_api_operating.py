@@ -15,7 +15,7 @@ from store.models import Schedule
 from tests.backends import StoreHandle
 from tests.store.helpers import job_in
 from tests.web.conftest import OPERATOR, VIEWER, api_app_for
-from webapp.api import operating
+from webapp.api import operating_api
 
 S = JobStatus
 
@@ -142,7 +142,7 @@ def _completed(store: JobStore, n: int) -> None:
 def test_a_second_purge_with_the_same_token_is_refused_and_frees_nothing(
     api_app: Flask, store: JobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(operating, "PURGE_BATCH", 2)
+    monkeypatch.setattr(operating_api, "PURGE_BATCH", 2)
     _completed(store, 6)
     store.clock_offset_s += 120
     second, holders = [], []
@@ -171,7 +171,7 @@ def test_a_second_purge_with_the_same_token_is_refused_and_frees_nothing(
 def test_a_purge_extends_its_lock_between_batches(
     api_client: FlaskClient, store: JobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(operating, "PURGE_BATCH", 2)
+    monkeypatch.setattr(operating_api, "PURGE_BATCH", 2)
     _completed(store, 6)
     store.clock_offset_s += 120
     holders = []
@@ -180,7 +180,9 @@ def test_a_purge_extends_its_lock_between_batches(
     def slow_purge(*args: Any, **kwargs: Any) -> int:
         holders.append(store.lock_info(RETENTION_LOCK).owner)
         n = real_purge(*args, **kwargs)
-        store.clock_offset_s += operating.PURGE_LOCK_TTL_S * 0.75  # each batch takes most of the lock's TTL
+        store.clock_offset_s += (
+            operating_api.PURGE_LOCK_TTL_S * 0.75
+        )  # each batch takes most of the lock's TTL
         return n
 
     monkeypatch.setattr(store, "purge", slow_purge)

@@ -19,8 +19,8 @@ from pydantic import BaseModel
 from spectree import Response as SpecResponse
 from spectree import SpecTree
 
-from webapp.api import alerts, batch_list, control, flow, job_logs, job_wait
-from webapp.api import operating as ops
+from webapp.api import alerts, batch_list, control, flow_api, job_logs, job_wait
+from webapp.api import operating_api as ops
 from webapp.api.auth import READ_METHODS
 from webapp.api.direct import direct
 from webapp.api.handler_metrics_route import handler_metrics_view
@@ -252,23 +252,23 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         f"{QUEUE}/limits",
-        flow.set_limits,
+        flow_api.set_limits,
         ("PUT",),
-        responses={"HTTP_200": flow.LimitsOut, **_ACT, **_BODY},
+        responses={"HTTP_200": flow_api.LimitsOut, **_ACT, **_BODY},
         tags=_QUEUES,
     ),
     Route(
         f"{QUEUE}/limits",
-        flow.get_limits,
+        flow_api.get_limits,
         # 404: a queue name the path cannot carry (a line break in it)
-        responses={"HTTP_200": flow.LimitsOut, "HTTP_404": E, **_READ},
+        responses={"HTTP_200": flow_api.LimitsOut, "HTTP_404": E, **_READ},
         tags=_QUEUES,
     ),
     Route(
         "/api/batches",
-        flow.create_batch,
+        flow_api.create_batch,
         ("POST",),
-        responses={"HTTP_202": flow.BatchOut, **_ACT, **_BODY},
+        responses={"HTTP_202": flow_api.BatchOut, **_ACT, **_BODY},
         tags=_FLOW,
     ),
     Route(
@@ -280,21 +280,21 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "/api/batches/<batch_id>",
-        flow.get_batch,
-        responses={"HTTP_200": flow.BatchOut, "HTTP_404": E, **_READ},
+        flow_api.get_batch,
+        responses={"HTTP_200": flow_api.BatchOut, "HTTP_404": E, **_READ},
         tags=_FLOW,
     ),
     Route(
         "/api/batches/<batch_id>/cancel",
-        flow.cancel_batch,
+        flow_api.cancel_batch,
         ("POST",),
-        responses={"HTTP_200": flow.BatchOut, **_ACT},
+        responses={"HTTP_200": flow_api.BatchOut, **_ACT},
         tags=_FLOW,
     ),
     Route(
         f"{JOB}/dependencies",
-        flow.job_dependencies,
-        responses={"HTTP_200": flow.DependenciesOut, "HTTP_404": E, **_READ},
+        flow_api.job_dependencies,
+        responses={"HTTP_200": flow_api.DependenciesOut, "HTTP_404": E, **_READ},
     ),
     Route("/metrics", prometheus_metrics, responses={"HTTP_200": None, **_READ}, tags=_OPS),
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),

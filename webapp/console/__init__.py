@@ -23,12 +23,12 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
         batches,
         bulk,
         control,
-        flow,
+        flow_pages,
         graphs,
         handlers,
         job_logs,
         new_job,
-        operating,
+        operating_pages,
         views,
     )
     from webapp.console.blueprint import bp

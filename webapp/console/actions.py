@@ -17,7 +17,7 @@ from flask import Response, abort, flash, make_response, redirect, request, url_
 from store.errors import InvalidTransition, JobNotFound
 from store.lifecycle import Operation
 from store.models import Job
-from webapp.console import auth, recovery
+from webapp.console import auth, recovery_pages
 from webapp.console.blueprint import bp, is_htmx, render_view, store
 from webapp.console.views import job_context, recovery_context
 
@@ -124,8 +124,8 @@ def delete(job_id: str) -> Response:
 @auth.operator_required
 def recovery_run() -> Response:
     try:
-        result = recovery.run(store(), actor())
-    except recovery.LockHeld as exc:
+        result = recovery_pages.run(store(), actor())
+    except recovery_pages.LockHeld as exc:
         return render_view(
             "recovery.html", "partials/recovery_live.html", status=409, **recovery_context(error=str(exc))
         )

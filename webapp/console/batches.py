@@ -1,6 +1,6 @@
 """The console's list of batches (``/batches``, in the navigation): newest
 first, a keyset page at a time (``store.list_batches``), each row with its
-progress and a link to its page (``/batches/<id>``, ``webapp.console.flow``)."""
+progress and a link to its page (``/batches/<id>``, ``webapp.console.flow_pages``)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from store.contract_flow import FlowUnsupported
 from store.errors import JobNotFound
 from store.models import Job
 from webapp.console.blueprint import bp, store
-from webapp.console.flow import _batch_id
+from webapp.console.flow_pages import _batch_id
 
 #: Children a job's graph shows; members a batch's graph shows.
 JOB_CHILDREN = 50

@@ -21,9 +21,9 @@ from store.errors import JobNotFound, ValidationError
 from store.latency import queue_latency
 from store.lifecycle import OPERATIONS, TERMINAL, EventKind, JobStatus, Operation
 from store.models import JobEvent, ts
-from webapp.console import auth, diagnosis, flow, history, queries
+from webapp.console import auth, diagnosis, flow_pages, history, queries
 from webapp.console.blueprint import bp, is_htmx, render_template, render_view, safe_next, settings, store
-from webapp.console.recovery import operator_name
+from webapp.console.recovery_pages import operator_name
 from webapp.operations import OPERATION_IN_TEXT
 from webapp.search_limit import SEARCH_WINDOW_S, search_wait
 
@@ -221,7 +221,7 @@ def job_context(job_id: str, message: str | None = None, error: str | None = Non
             if job.status is not JobStatus.InProgress
             else 0,
             queue_state=queries.queue_state(st, job.queue),
-            limit=flow.limit_hold(st, job),
+            limit=flow_pages.limit_hold(st, job),
         )
         reasons = diagnosis.explain(job, ctx)
     return {
@@ -237,7 +237,7 @@ def job_context(job_id: str, message: str | None = None, error: str | None = Non
         "message": message,
         "error": error,
         "now_s": now_s,
-        **flow.job_dependencies(st, job),
+        **flow_pages.job_dependencies(st, job),
     }
 
 

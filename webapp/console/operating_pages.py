@@ -1,5 +1,5 @@
 """Console pages and actions for operating over months: a queue's page with
-pause/resume and its limits form (``flow.form_limits``), the Periodic page
+pause/resume and its limits form (``flow_pages.form_limits``), the Periodic page
 (enable, disable, enqueue now), forgetting a silent worker.
 
 Actions are POSTs (CSRF-checked by the blueprint), operators only, made with
@@ -24,7 +24,7 @@ from store.lifecycle import EventKind, JobStatus
 from store.models import QueueState
 from store.spec import check_queue_name
 from webapp import periodic
-from webapp.console import auth, flow, history, queries
+from webapp.console import auth, flow_pages, history, queries
 from webapp.console.actions import actor
 from webapp.console.blueprint import bp, is_htmx, render_view, safe_next, settings, store
 from webapp.console.views import workers_context
@@ -50,8 +50,8 @@ def queue_context(queue: str, message: str | None = None) -> dict[str, Any]:
         "message": message,
         "history": history.read(st, st.now(), request.args.get("range"), queue),
         "history_links": history.links("console.queue", queue=queue),
-        **flow.queue_limits_context(st, queue),
-        "rate_text": flow.rate_text,
+        **flow_pages.queue_limits_context(st, queue),
+        "rate_text": flow_pages.rate_text,
     }
 
 
@@ -91,7 +91,7 @@ def set_queue_limits(queue: str) -> Response:
     who = actor()
     try:
         check_queue_name(queue)
-        limits = store().set_queue_limits(queue, flow.form_limits(), actor=who)
+        limits = store().set_queue_limits(queue, flow_pages.form_limits(), actor=who)
     except ValidationError as exc:
         return _form_error(queue, exc)
     done = "set" if limits.any else "cleared"
