@@ -19,7 +19,7 @@ from store.contract_flow import Batch
 from store.errors import ValidationError
 from store.flow_rules import QueueLimits, parse_limits
 from store.models import JobSpec
-from store.spec import check_queue_name
+from store.spec import check_queue_name, validate_spec
 from store.times import iso, ts
 from webapp.api.auth import current_token
 from webapp.api.batch_list import BatchItem
@@ -109,9 +109,14 @@ def set_limits(queue: str) -> dict[str, Any]:
 def _body_spec(value: Any, field: str) -> JobSpec:
     """A batch's job (or callback) body as ``POST /api/jobs`` takes it
     (``request_spec``: the handler catalogue's defaults, an unknown name
-    refused). Raises APIError 422 naming ``field`` and the body's field."""
+    refused). Raises APIError 422 naming ``field`` and the body's field:
+    the store's own checks that need no clock (``validate_spec``: a naive
+    ``run_at``, times that exclude each other) run here too, so a refusal
+    names the job; the store checks the spec again when it writes it."""
     try:
-        return request_spec(EnqueueRequest.model_validate(value))
+        spec = request_spec(EnqueueRequest.model_validate(value))
+        validate_spec(spec)
+        return spec
     except PydanticValidationError as exc:
         inner = from_pydantic(exc)
         name = f"{field}.{inner.field}" if inner.field and inner.field != "body" else field
