@@ -181,6 +181,8 @@ def test_a_batch_with_a_bad_time_is_refused_naming_the_job_and_field(
         ({"expires_in_s": -1}, "jobs.1.expires_in_s"),
         ({"expires_in_s": 5, "expires_at": store.now() + 60}, "jobs.1.expires_in_s"),
         ({"run_at": store.now() + 60, "delay_s": 5}, "jobs.1.run_at"),
+        ({"run_at": store.now() + 400 * 86400}, "jobs.1.run_at"),  # more than a year away
+        ({"delay_s": 60, "expires_at": store.now() + 30}, "jobs.1.expires_at"),  # before it may run
     ):
         body = {"jobs": [{"name": "t"}, {"name": "t", **job}]}
         bad = api_client.post("/api/batches", json=body, headers=OPERATOR)
