@@ -229,8 +229,7 @@ def _time_option(_ctx: click.Context, param: click.Parameter, value: str | None)
     "run_at",
     callback=_time_option,
     default=None,
-    help="Earliest start (store clock): ISO 8601 with its UTC offset, or epoch seconds. Not with --delay. "
-    "(--run-at is the same.)",
+    help="Earliest start (store clock): ISO 8601 with its UTC offset, or epoch seconds. Not with --delay.",
 )
 @click.option(
     "--expires-at",
