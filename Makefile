@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # (the machine's own servers, or throwaway ones it starts), evaluated in the recipe's shell.
 SERVICES = exports="$$(scripts/services.sh)" && eval "$$exports" &&
 
-.PHONY: venv .venv assets dist chromium test model-nightly demo bench lint format services-stop clean
+.PHONY: venv .venv assets dist chromium promtool test model-nightly demo bench lint format services-stop clean
 
 # The virtualenv, (re)installed whenever a requirements file changes.
 venv .venv: $(STAMP)
@@ -41,6 +41,19 @@ dist: $(STAMP) $(HTMX)
 chromium:
 	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
+# promtool for tests/unit/test_prometheus_alerts.py (`promtool check rules` on
+# deploy/prometheus-alerts.yml): Debian's `prometheus` package has it. Only the one binary is
+# taken from the .deb (apt-get download, dpkg-deb): installing the package would run its
+# postinst, which adds a user and starts a Prometheus server on :9090.
+PROMTOOL ?= $(VENV)/tools/promtool
+promtool:
+	@test -x $(PROMTOOL) || { \
+	  tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  ( cd "$$tmp" && { apt-get download prometheus 2>/dev/null || { apt-get update && apt-get download prometheus; }; } ) && \
+	  mkdir -p $(dir $(PROMTOOL)) && \
+	  dpkg-deb --fsys-tarfile "$$tmp"/prometheus_*.deb | tar -xO ./usr/bin/promtool >$(PROMTOOL).part && \
+	  chmod +x $(PROMTOOL).part && mv $(PROMTOOL).part $(PROMTOOL); }
+
 # Lint (ruff, and vulture for dead code: .ci/vulture.sh), then the test suite against PostgreSQL and Redis (started if needed by
 # scripts/services.sh, whose export lines are evaluated in the same shell): most of it
 # in PYTEST_WORKERS processes (pytest-xdist; every test makes its own store, so they
@@ -50,8 +63,8 @@ chromium:
 # browser, which sharing two cores would skew).
 PYTEST_WORKERS ?= 3
 SERIAL := tests/faults tests/browser tests/store/test_contract_processes.py
-test: $(STAMP) $(HTMX) chromium
-	$(SERVICES) \
+test: $(STAMP) $(HTMX) chromium promtool
+	$(SERVICES) export PROMTOOL=$(abspath $(PROMTOOL)) && \
 	$(BIN)/ruff format --check . && \
 	$(BIN)/ruff check . && \
 	VULTURE=$(BIN)/vulture .ci/vulture.sh && \

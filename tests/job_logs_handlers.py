@@ -18,6 +18,17 @@ def log_nothing(ctx):
     return {"logged": 0}
 
 
+@handler("log-untouched")
+def log_untouched(ctx):
+    return {"logged": 0}  # never reads ctx.log: its logger is never made
+
+
+@handler("log-silent")
+def log_silent(ctx):
+    ctx.log.setLevel("WARNING")  # made and configured, and then nothing is logged
+    return {"logged": 0}
+
+
 @handler("log-many")
 def log_many(ctx):
     for n in range(ctx.payload["n"]):

@@ -193,7 +193,7 @@ def _payload_option(_ctx: click.Context, param: click.Parameter, value: str | No
 
 
 def _time_option(_ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | float | None:
-    """``--run-at``/``--expires-at``: an ISO 8601 time with its UTC offset, or epoch seconds."""
+    """``--at``/``--expires-at``: an ISO 8601 time with its UTC offset, or epoch seconds."""
     if value is None:
         return None
     try:
@@ -224,7 +224,9 @@ def _time_option(_ctx: click.Context, param: click.Parameter, value: str | None)
 )
 @click.option("--delay", type=click.FloatRange(min=0), default=0.0, help="Seconds before it is due.")
 @click.option(
+    "--at",
     "--run-at",
+    "run_at",
     callback=_time_option,
     default=None,
     help="Earliest start (store clock): ISO 8601 with its UTC offset, or epoch seconds. Not with --delay.",

@@ -2,7 +2,9 @@
 store's clock); a job past its ``expires_at`` is never handed to a worker: the
 claim that reaches it ends it Canceled with error type Expired
 (lifecycle.Operation.EXPIRE), also after its queue was paused, and a retry
-due after the deadline too. The clock is moved, never slept on."""
+due after the deadline too, and a job whose worker died (its lease expired,
+recovery rescheduled it) once the deadline passes. The clock is moved, never
+slept on."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from store.base import JobStore
-from store.errors import ValidationError
+from store.errors import LeaseLost, ValidationError
 from store.lifecycle import EXPIRED_ERROR_TYPE, EventKind, JobStatus, expiry_error
 from store.models import JobSpec
-from tests.store.helpers import ERROR
+from tests.store.helpers import ERROR, expire_leases
 
 S = JobStatus
 
@@ -109,6 +111,63 @@ def test_a_retry_due_after_the_deadline_expires(store: JobStore) -> None:
     assert _claim_ids(store) == []
     _assert_expired(store, job.id)
     assert len(store.attempts(job.id)) == 1
+
+
+def _claimed_by_a_worker_that_dies(store: JobStore, expires_in_s: float) -> tuple[str, str]:
+    """Enqueue a job with an expiry and claim it; the claimer is then gone (it
+    never heartbeats, completes or fails). Returns (job id, its lease token)."""
+    job = store.enqueue("t", {"x": 1}, expires_in_s=expires_in_s, max_retries=3)
+    [claimed] = store.claim("w-dead", ["default"])
+    assert claimed.id == job.id and claimed.lease_token is not None
+    return job.id, claimed.lease_token
+
+
+def _due_again(store: JobStore, job_id: str) -> float:
+    """After recovery rescheduled ``job_id`` (a lease expiry, a retry left):
+    when its retry is due, by the store's clock."""
+    job = store.get(job_id)
+    assert job.status is S.Scheduled and job.lease_expirations == 1
+    assert job.retry_delay_until is not None
+    return job.retry_delay_until.timestamp()
+
+
+def _never_handed_out_again(store: JobStore, job_id: str, token: str) -> None:
+    live = store.enqueue("t", {"live": True})
+    assert _claim_ids(store) == [live.id]  # the claim ran and passed over it
+    assert _claim_ids(store) == []
+    _assert_expired(store, job_id)
+    assert len(store.attempts(job_id)) == 1  # only the dead worker's attempt
+    with pytest.raises(LeaseLost):  # the dead worker's late ack is refused (and recorded as such)
+        store.complete(job_id, token, {"late": True})
+    job = store.get(job_id)
+    assert (job.status, job.error, job.result) == (S.Canceled, expiry_error(), None)
+
+
+def test_a_job_that_expired_while_its_worker_was_down_is_never_run(store: JobStore) -> None:
+    job_id, token = _claimed_by_a_worker_that_dies(store, expires_in_s=store.settings.lease_ttl_s / 2)
+    deadline = store.get(job_id).expires_at
+    assert deadline is not None
+    expire_leases(store)  # the lease and the deadline both pass while no worker runs
+    assert store.now() > deadline.timestamp()
+    assert [r.job_id for r in store.recover_expired().recovered] == [job_id]
+    due = _due_again(store, job_id)
+    assert _claim_ids(store) == []  # its retry not yet due, or due and expired: never leased
+    store.clock_offset_s += max(0.0, due - store.now()) + 1
+    _never_handed_out_again(store, job_id, token)
+
+
+def test_a_job_recovery_rescheduled_before_its_deadline_expires_while_it_waits(store: JobStore) -> None:
+    ttl = store.settings.lease_ttl_s
+    job_id, token = _claimed_by_a_worker_that_dies(store, expires_in_s=ttl + 3600)
+    deadline = store.get(job_id).expires_at
+    assert deadline is not None
+    expire_leases(store)
+    assert [r.job_id for r in store.recover_expired().recovered] == [job_id]
+    due = _due_again(store, job_id)
+    assert due < deadline.timestamp()  # requeued with time to spare: it would have run
+    store.clock_offset_s += deadline.timestamp() - store.now() + 1  # no claim until the deadline passed
+    assert store.now() > deadline.timestamp()
+    _never_handed_out_again(store, job_id, token)
 
 
 def test_enqueue_many_and_a_delay_with_expiry(store: JobStore) -> None:

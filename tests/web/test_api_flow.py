@@ -142,3 +142,50 @@ def test_a_batch_answers_its_job_ids_and_created_at(api_client: FlaskClient, han
     ids = sorted(j.id for j in store.batch_jobs(got["id"], 10))
     assert sorted(got["job_ids"]) == ids and len(ids) == 3
     assert created.json["job_ids"] == got["job_ids"]
+
+
+def test_a_batch_carries_run_at_and_expiry_on_its_jobs(api_client: FlaskClient, store: JobStore) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    now = store.now()
+    later = datetime.fromtimestamp(round(now) + 600, timezone(timedelta(hours=-5)))
+    body = {
+        "jobs": [
+            {"name": "t", "payload": {"i": 0}, "run_at": later.isoformat()},
+            {"name": "t", "payload": {"i": 1}, "queue": "soon", "expires_in_s": 30},
+            {"name": "t", "payload": {"i": 2}, "run_at": now + 60, "expires_at": now + 900},
+        ]
+    }
+    created = api_client.post("/api/batches", json=body, headers=OPERATOR)
+    assert created.status_code == 202, created.json
+    at, expiring, both = (store.get(i) for i in created.json["job_ids"])
+    assert [j.payload["i"] for j in (at, expiring, both)] == [0, 1, 2]
+    assert at.status is S.Scheduled and at.expires_at is None
+    assert round(now) + 600 <= at.retry_delay_until.timestamp() < round(now) + 600.05
+    assert expiring.status is S.Queued and abs(expiring.expires_at.timestamp() - (now + 30)) < 5
+    assert both.status is S.Scheduled and abs(both.retry_delay_until.timestamp() - (now + 60)) < 1
+    assert abs(both.expires_at.timestamp() - (now + 900)) < 1
+    shown = api_client.get(f"/api/jobs/{expiring.id}", headers=VIEWER).json
+    assert shown["expires_at"].endswith("Z")
+    store.clock_offset_s += 31  # type: ignore[attr-defined]
+    assert store.claim("w", ["soon"], 1) == []  # past its expiry: never handed out
+    assert store.get(expiring.id).error["type"] == "Expired"
+
+
+def test_a_batch_with_a_bad_time_is_refused_naming_the_job_and_field(
+    api_client: FlaskClient, store: JobStore
+) -> None:
+    for job, field in (
+        ({"run_at": "tomorrow"}, "jobs.1.run_at"),
+        ({"run_at": "2030-01-01T09:00:00"}, "jobs.1.run_at"),  # no offset: which clock?
+        ({"expires_in_s": -1}, "jobs.1.expires_in_s"),
+        ({"expires_in_s": 5, "expires_at": store.now() + 60}, "jobs.1.expires_in_s"),
+        ({"run_at": store.now() + 60, "delay_s": 5}, "jobs.1.run_at"),
+        ({"run_at": store.now() + 400 * 86400}, "jobs.1.run_at"),  # more than a year away
+        ({"delay_s": 60, "expires_at": store.now() + 30}, "jobs.1.expires_at"),  # before it may run
+    ):
+        body = {"jobs": [{"name": "t"}, {"name": "t", **job}]}
+        bad = api_client.post("/api/batches", json=body, headers=OPERATOR)
+        assert bad.status_code == 422, (job, bad.json)
+        assert bad.json["error"]["field"] == field, (job, bad.json)
+    assert sum(store.counts().by_status.values()) == 0

@@ -82,9 +82,12 @@ def test_enqueue_prints_the_new_id_alone(handle: StoreHandle, cli: Invoke) -> No
     assert delayed.status.name == "Scheduled" and delayed.payload is None
     now = handle.store.now()
     at = datetime.fromtimestamp(round(now) + 600, UTC).isoformat()
-    timed = handle.store.get(cli("enqueue", "noop", "--run-at", at, "--expires-in", "900").stdout.strip())
+    timed = handle.store.get(cli("enqueue", "noop", "--at", at, "--expires-in", "900").stdout.strip())
     assert timed.status.name == "Scheduled" and timed.retry_delay_until.timestamp() >= round(now) + 600
     assert timed.expires_at is not None and 890 < timed.expires_at.timestamp() - now < 910
+    # --run-at is kept as the same option as --at (scripts written before --at still work).
+    aliased = handle.store.get(cli("enqueue", "noop", "--run-at", at).stdout.strip())
+    assert abs(aliased.retry_delay_until.timestamp() - timed.retry_delay_until.timestamp()) < 0.01
     # A registered handler's decorator options are the defaults.
     defaults = handle.store.get(cli("enqueue", "defaults").stdout.strip())
     assert (defaults.queue, defaults.max_retries, defaults.timeout_seconds) == ("special", 7, 42.0)
@@ -96,7 +99,8 @@ def test_enqueue_prints_the_new_id_alone(handle: StoreHandle, cli: Invoke) -> No
         (["enqueue", "noop", "--payload", "{bad"], "--payload"),
         (["enqueue", "noop", "--max-retries", "-1"], "--max-retries"),
         (["enqueue", "noop", "--priority", "high"], "--priority"),
-        (["enqueue", "noop", "--run-at", "2030-01-01T09:00:00"], "--run-at"),  # which clock?
+        (["enqueue", "noop", "--at", "2030-01-01T09:00:00"], "--at"),  # which clock?
+        (["enqueue", "noop", "--run-at", "tomorrow"], "--run-at"),
         (["enqueue", "noop", "--expires-at", "soon"], "--expires-at"),
         (["enqueue", "noop", "--expires-in", "0"], "--expires-in"),
         (["enqueue"], "NAME"),

@@ -19,7 +19,7 @@ from store.contract_flow import Batch
 from store.errors import ValidationError
 from store.flow_rules import QueueLimits, parse_limits
 from store.models import JobSpec
-from store.spec import check_queue_name
+from store.spec import check_queue_name, resolve_times, validate_spec
 from store.times import iso, ts
 from webapp.api.auth import current_token
 from webapp.api.batch_list import BatchItem
@@ -109,9 +109,14 @@ def set_limits(queue: str) -> dict[str, Any]:
 def _body_spec(value: Any, field: str) -> JobSpec:
     """A batch's job (or callback) body as ``POST /api/jobs`` takes it
     (``request_spec``: the handler catalogue's defaults, an unknown name
-    refused). Raises APIError 422 naming ``field`` and the body's field."""
+    refused). Raises APIError 422 naming ``field`` and the body's field:
+    the store's own checks that need no clock (``validate_spec``: a naive
+    ``run_at``, times that exclude each other) run here too, so a refusal
+    names the job; the store checks the spec again when it writes it."""
     try:
-        return request_spec(EnqueueRequest.model_validate(value))
+        spec = request_spec(EnqueueRequest.model_validate(value))
+        validate_spec(spec)
+        return spec
     except PydanticValidationError as exc:
         inner = from_pydantic(exc)
         name = f"{field}.{inner.field}" if inner.field and inner.field != "body" else field
@@ -119,6 +124,21 @@ def _body_spec(value: Any, field: str) -> JobSpec:
         raise APIError(422, f"{name}: {message}", name) from None
     except ValidationError as exc:
         raise APIError(422, f"{field}.{exc.field}: {exc.message}", f"{field}.{exc.field}") from None
+
+
+def _check_times_by_job(specs: list[tuple[str, JobSpec]]) -> None:
+    """The checks of a batch's times that need the store's clock
+    (``resolve_times``: ``run_at`` at most MAX_DELAY_S away, an expiry after
+    the run time) run job by job, so a refusal names the job; one clock
+    read, none when no job has a time. Raises APIError 422."""
+    if not any(s.needs_clock or s.expires_at is not None for _, s in specs):
+        return
+    now = job_store().now()
+    for field, spec in specs:
+        try:
+            resolve_times([validate_spec(spec)], lambda: now)
+        except ValidationError as exc:
+            raise APIError(422, f"{field}.{exc.field}: {exc.message}", f"{field}.{exc.field}") from None
 
 
 def create_batch() -> Response:
@@ -140,6 +160,7 @@ def create_batch() -> Response:
         specs.append(spec)
     callback = body.get("callback")
     cb = _body_spec(callback, "callback") if callback is not None else None
+    _check_times_by_job([(f"jobs.{i}", s) for i, s in enumerate(specs)] + ([("callback", cb)] if cb else []))
     batch = job_store().create_batch(specs, cb)
     response = json_response(batch_json(batch), 202)
     response.headers["Location"] = url_for("api.get_batch", batch_id=batch.id)
