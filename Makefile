@@ -93,7 +93,7 @@ BENCH_ARGS ?=
 bench: $(STAMP)
 	$(SERVICES) \
 	$(BIN)/python -m bench.run_all $(BENCH_ARGS) && \
-	$(BIN)/python -m bench.job_logs
+	$(BIN)/python -m bench.job_log_cost
 
 bench-scale: $(STAMP)
 	$(SERVICES) \

@@ -1,4 +1,4 @@
-"""Job logs: the lines a handler logs with ``ctx.log`` (workers/job_logs.py),
+"""Job logs: the lines a handler logs with ``ctx.log`` (workers/job_log_book.py),
 kept with the job's attempt (docs/architecture.md, "Job logs").
 
 Each line is ``{"attempt", "at", "level", "message"}``: ``attempt`` 1 for
@@ -54,7 +54,7 @@ def _engine(store: JobStore) -> Any:
 
         return redis
     if "store.redis.shards.sharded_store" in kinds:
-        from store.redis.shards import job_logs as sharded
+        from store.redis.shards import sharded_job_logs as sharded
 
         return sharded
     raise TypeError(f"{type(store).__name__} keeps no job logs")

@@ -1,4 +1,4 @@
-"""Handlers of the job-log tests (tests/workers/test_job_logs.py, bench/job_logs.py)."""
+"""Handlers of the job-log tests (tests/workers/test_job_logs.py, bench/job_log_cost.py)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from typing import Any
 from store.lifecycle import DEFAULT_MAX_SNOOZES, RetryPolicy
 from store.models import Job, JobSpec, progress_value
 from store.spec import MAX_DELAY_S
-from workers.job_logs import run_logger
+from workers.job_log_book import run_logger
 
 __all__ = [
     "HandlerError",
@@ -176,7 +176,7 @@ class JobContext:
         4000 characters) and shown by the job page, ``GET
         /api/jobs/<id>/logs`` and ``leasehold job logs``; they reach the
         worker's own log too. Made on first use; written by the worker in
-        batches, never one store call a line (workers/job_logs.py)."""
+        batches, never one store call a line (workers/job_log_book.py)."""
         logger = self._log
         if logger is None:
             book = getattr(self._reporter, "logs", None)

@@ -36,7 +36,7 @@ from itertools import groupby
 from store.base import JobStore
 from store.errors import StoreUnavailable
 from store.job_logs import DEFAULT_LINES
-from workers.job_logs import JobLogBook
+from workers.job_log_book import JobLogBook
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class ProgressReporter:
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
-        #: The runs' ``ctx.log`` lines (workers/job_logs.py), written with their reports.
+        #: The runs' ``ctx.log`` lines (workers/job_log_book.py), written with their reports.
         self.logs = JobLogBook(job_log_lines)
         self.logs.on_line = self._start_flusher
 

@@ -20,7 +20,7 @@ from leasehold.cli.alerts import alerts_group
 from leasehold.cli.base import RUNTIME_KEY, OneLineGroup, Runtime, runtime
 from leasehold.cli.handlers import handlers_group
 from leasehold.cli.job import job_group
-from leasehold.cli.job_logs import job_logs_command
+from leasehold.cli.job_log_command import job_logs_command
 from leasehold.cli.jobs import (
     enqueue_command,
     purge_command,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import workers.job_logs as book_module
+import workers.job_log_book as book_module
 from leasehold.cli import leasehold
 from store.base import JobStore
 from store.job_logs import MAX_LINE_CHARS, read_logs, sweep_logs

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from spectree import Response as SpecResponse
 from spectree import SpecTree
 
-from webapp.api import alerts, batch_list, control, flow_api, job_logs, job_wait
+from webapp.api import alerts, batch_list, control, flow_api, job_logs_api, job_wait
 from webapp.api import operating_api as ops
 from webapp.api.auth import READ_METHODS
 from webapp.api.direct import direct
@@ -300,7 +300,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/openapi.json", openapi, responses={"HTTP_200": None, "HTTP_401": E}, tags=_OPS),
 )
 
-ROUTES += alerts.route_table(Route, _READ, _ACT, _BODY) + job_logs.route_table(Route, JOB, _READ, E)
+ROUTES += alerts.route_table(Route, _READ, _ACT, _BODY) + job_logs_api.route_table(Route, JOB, _READ, E)
 
 #: Endpoints that take no token.
 ANONYMOUS: frozenset[str] = frozenset(f"api.{r.view.__name__}" for r in ROUTES if r.anonymous)

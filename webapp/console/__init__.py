@@ -26,7 +26,7 @@ def init_app(app: Flask, web: WebSettings, url_prefix: str = "", authorize: obje
         flow_pages,
         graphs,
         handlers,
-        job_logs,
+        job_logs_pages,
         new_job,
         operating_pages,
         views,

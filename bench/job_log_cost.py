@@ -1,7 +1,7 @@
 """What ``ctx.log`` costs a job: an in-process burst worker drains N jobs of
 a handler that logs nothing and N of one that logs 10 lines, on each store;
 the difference per job, and how many job-log writes (store calls) carried
-the lines. ``python -m bench.job_logs [--jobs N] [--stores sqlite,postgresql,redis]``."""
+the lines. ``python -m bench.job_log_cost [--jobs N] [--stores sqlite,postgresql,redis]``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import workers.job_logs as book_module
+import workers.job_log_book as book_module
 from bench.stores import KINDS, FreshStores
 from store import StoreSettings, open_store
 from workers.config import WorkerConfig
