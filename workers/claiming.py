@@ -1,4 +1,4 @@
-"""The claim loop of a worker process (``workers.worker.Worker`` is one):
+"""The claim loop of a worker process (``workers.worker.Worker.claims``):
 the first and last stage of its pipeline (docs/architecture.md, "The worker
 as a pipeline"): claim -> run (``workers.pool``) -> record.
 
