@@ -1,7 +1,9 @@
 """The Redis store unloads the Functions libraries of its older versions: a
 new version's load removes those its namespace last loaded more than
 LIBRARY_GRACE_S ago (about 135 KB each), keeps recent ones (a rolling
-deploy's other version) and never touches another application's."""
+deploy's other version) and never touches another application's; on a
+cluster a load reaches every primary. The library's name follows its
+content, and two versions load side by side."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import pytest
 import redis
 
 from store.redis.functions import LIBRARY_GRACE_S, Library
+from store.redis.scripts import function_names, library, version
 from store.redis.store import RedisStore
-from tests.backends import BACKENDS, REDIS_BACKENDS
+from tests.backends import BACKENDS, REDIS_BACKENDS, REDIS_URL
 
 pytestmark = pytest.mark.skipif(not set(REDIS_BACKENDS) & set(BACKENDS), reason="Redis is not a test backend")
 
@@ -142,3 +145,50 @@ def test_a_load_reaches_every_primary_when_another_process_loaded_one(redis_clus
 def _loaded_on(client, node) -> set[str]:
     listed = client.execute_command("FUNCTION LIST", target_nodes=node)
     return _as_text(dict(zip(lib[::2], lib[1::2], strict=True))["library_name"] for lib in listed)
+
+
+def _library_names(client: redis.Redis) -> set[str]:
+    """Names of the libraries loaded (FUNCTION LIST: flat pairs in RESP2)."""
+    return {dict(zip(e[::2], e[1::2], strict=True))["library_name"] for e in client.function_list()}
+
+
+def test_the_library_name_follows_its_content() -> None:
+    name, code = library()
+    head, rest = code.split("\n", 1)
+    assert head == f"#!lua name={name}"
+    body, registrations = rest.split("\nregister_function(", 1)
+    assert name == f"leasehold_{version(body)}"
+    assert version(body + " ") != version(body)
+    assert registrations.count("\nregister_function(") == len(function_names()) - 1
+    assert "local OPERATIONS = {" in body
+
+
+def test_two_versions_side_by_side_and_loading_twice(redis_client_for_library) -> None:
+    """A second library (another Leasehold version: other content, so other
+    name) loads beside this one; each version's functions answer; loading
+    this one again is a no-op. Only the libraries this test made are removed."""
+    client = redis_client_for_library
+    lib = Library(client)
+    lib.load()
+    lib.load()  # already there: no error, nothing replaced
+    other = Library(client)
+    other.code = lib.code.replace(lib.name, lib.name[:-4] + "beef").replace("-- lib/clock.lua", "-- v2 clock")
+    other.name = lib.name[:-4] + "beef"
+    made = other.name not in _library_names(client)
+    try:
+        other.load()
+        assert {lib.name, other.name} <= _library_names(client)
+        for name in (lib.name, other.name):
+            assert float(client.fcall(f"{name}_now", 1, "{lh-static}:x", 0)) > 1e9
+    finally:
+        if made:
+            client.function_delete(other.name)
+
+
+@pytest.fixture
+def redis_client_for_library() -> object:
+    if "redis" not in BACKENDS:
+        pytest.skip("Redis is not among LEASEHOLD_TEST_BACKENDS")
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    yield client
+    client.close()
