@@ -47,3 +47,13 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield url
     finally:
         drop()
+
+
+@pytest.fixture
+def url_and_store() -> Iterator[tuple[str, RedisStore]]:
+    url, prefix = redis_url_with_prefix()
+    store = open_store(url)
+    assert isinstance(store, RedisStore)
+    yield url, store
+    store.close()
+    delete_redis_prefix(url, prefix)
