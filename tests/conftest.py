@@ -16,6 +16,7 @@ from tests.backends import (
     SqliteTemplate,
     StoreHandle,
     delete_redis_prefix,
+    empty_pg_database,
     redis_url_with_prefix,
 )
 from tests.redis_cluster import Cluster
@@ -101,6 +102,19 @@ def make_handle(
         handle.cleanups.append(lambda: cluster.delete_prefix(prefix))
         return handle
     raise ValueError(f"unknown backend {backend}")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a new empty database (PostgreSQL: its own, dropped afterwards)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    url, drop = empty_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
 
 
 @pytest.fixture

@@ -23,22 +23,16 @@ from sqlalchemy import create_engine, inspect, text
 from leasehold.cli.schema import upgrade_store
 from store.lifecycle import JobStatus
 from store.sql.upgrade import alembic_config
-from tests.backends import empty_pg_database
 
 REPO = Path(__file__).resolve().parents[2]
 FLASK = str(Path(sys.executable).parent / "flask")
 SHOP = "examples.flask_orders.app"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture
+def url(empty_url: str) -> str:
     """An empty database for the shop and Leasehold together."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'shop.db'}"
-        return
-    found, drop = empty_pg_database()
-    yield found
-    drop()
+    return empty_url
 
 
 def run(url: str, *args: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from store import open_store
 from store.redis.store import RedisStore
 from store.sql.store import SqlStore
-from tests.backends import delete_redis_prefix, empty_pg_database, redis_url_with_prefix
+from tests.backends import delete_redis_prefix, redis_url_with_prefix
 
 
 @pytest.fixture
@@ -34,19 +34,6 @@ def sqlite_store(request: pytest.FixtureRequest, tmp_path: Path, store_settings)
     assert isinstance(store, SqlStore)
     yield store
     store.close()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The URL of a new empty database (PostgreSQL: its own, dropped afterwards)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'legacy.db'}"
-        return
-    url, drop = empty_pg_database()
-    try:
-        yield url
-    finally:
-        drop()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from store import open_store
 from store.redis.layout import LAYOUT_VERSION
 from store.sql import migrate
 from store.sql.revision import head_revision
-from tests.backends import REDIS_URL, delete_redis_prefix, empty_pg_database, redis_url_with_prefix
+from tests.backends import REDIS_URL, delete_redis_prefix, redis_url_with_prefix
 from tests.workers.procs import REPO
 
 HINT = "run leasehold db upgrade"
@@ -31,18 +31,6 @@ COMMANDS = [
     ["purge"],
     ["recover"],
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def empty_sql(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'jobs.db'}"
-        return
-    url, drop = empty_pg_database()
-    try:
-        yield url
-    finally:
-        drop()
 
 
 @pytest.fixture
@@ -77,28 +65,28 @@ def web_start(url: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_command_and_the_web_name_a_missing_sql_schema(
-    empty_sql: str, monkeypatch: pytest.MonkeyPatch
+    empty_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    line = f"Error: {empty_sql} has no Leasehold schema: {HINT}"
+    line = f"Error: {empty_url} has no Leasehold schema: {HINT}"
     for args in COMMANDS:
-        code, out, err = invoke(empty_sql, *args, monkeypatch=monkeypatch)
+        code, out, err = invoke(empty_url, *args, monkeypatch=monkeypatch)
         assert (code, out, err.strip().splitlines()) == (1, "", [line]), args
-    web = web_start(empty_sql)
+    web = web_start(empty_url)
     assert (web.returncode, web.stderr.strip().splitlines()) == (1, [line])
-    code, out, _ = invoke(empty_sql, "db", "upgrade", monkeypatch=monkeypatch)
+    code, out, _ = invoke(empty_url, "db", "upgrade", monkeypatch=monkeypatch)
     assert (code, out) == (0, f"created the schema at revision {head_revision()}\n")
-    code, out, _ = invoke(empty_sql, "db", "upgrade", monkeypatch=monkeypatch)
+    code, out, _ = invoke(empty_url, "db", "upgrade", monkeypatch=monkeypatch)
     assert (code, out) == (0, f"the schema is already at revision {head_revision()}\n")
-    assert invoke(empty_sql, "stats", monkeypatch=monkeypatch)[0] == 0
+    assert invoke(empty_url, "stats", monkeypatch=monkeypatch)[0] == 0
 
 
-def test_an_old_sql_revision_is_named_and_upgraded(empty_sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_old_sql_revision_is_named_and_upgraded(empty_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     head = head_revision()
     old = f"{int(head) - 1:04d}"
-    migrate(empty_sql, old)
-    code, _, err = invoke(empty_sql, "stats", monkeypatch=monkeypatch)
-    assert (code, err) == (1, f"Error: {empty_sql} has revision {old}, expected {head}: {HINT}\n")
-    code, out, _ = invoke(empty_sql, "db", "upgrade", monkeypatch=monkeypatch)
+    migrate(empty_url, old)
+    code, _, err = invoke(empty_url, "stats", monkeypatch=monkeypatch)
+    assert (code, err) == (1, f"Error: {empty_url} has revision {old}, expected {head}: {HINT}\n")
+    code, out, _ = invoke(empty_url, "db", "upgrade", monkeypatch=monkeypatch)
     assert (code, out) == (0, f"upgraded the schema from revision {old} to {head}\n")
 
 
@@ -150,8 +138,8 @@ def test_db_upgrade_shards_moves_the_namespace_and_the_old_url_says_so(
         assert [store.get(i).status.name for i in (job.id, new.id)] == ["Completed", "Completed"]
 
 
-def test_db_upgrade_shards_is_refused_on_sql(empty_sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    code, out, err = invoke(empty_sql, "db", "upgrade", "--shards", "3", monkeypatch=monkeypatch)
+def test_db_upgrade_shards_is_refused_on_sql(empty_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = invoke(empty_url, "db", "upgrade", "--shards", "3", monkeypatch=monkeypatch)
     assert (code, out, err) == (1, "", "Error: --shards splits a Redis store; this store is SQL\n")
 
 
