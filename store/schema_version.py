@@ -31,7 +31,7 @@ def check_schema(store: JobStore, url: str | None = None) -> None:
 
 def upgrade_schema(url: str, shards: int | None = None, progress: Callable[[str], None] | None = None) -> str:
     """Bring the store at ``url`` to this release's schema (SQL: Alembic's
-    migrations to head, creating the SQLite file's folder and the PostgreSQL
+    migrations to head (the SQLite file's folder must exist), creating the PostgreSQL
     schema; Redis: the key layout's upgrade steps) and return the one line
     that says what was done: created at, upgraded from … to, or already at.
     ``shards`` (Redis only; or ``shards=N`` in the URL): split the namespace
