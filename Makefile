@@ -71,12 +71,13 @@ test: $(STAMP) $(HTMX) chromium promtool
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
 	$(BIN)/pytest $(SERIAL) $(PYTEST_ARGS)
 
-# The stores against the reference model at a nightly length (tests/README.md).
+# The stores against the reference model at a nightly length (tests/README.md);
+# worksteal: a worker done with its backends takes a waiting one (both cores to the end).
 MODEL_EXAMPLES ?= 500
 MODEL_STEPS ?= 60
 model-nightly: $(STAMP)
 	$(SERVICES) LEASEHOLD_MODEL_EXAMPLES=$(MODEL_EXAMPLES) LEASEHOLD_MODEL_STEPS=$(MODEL_STEPS) \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --timeout 7200 tests/store/test_contract_model.py $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal --timeout 7200 tests/store/test_contract_model.py $(PYTEST_ARGS)
 
 # The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
 # the standard library indexed. STORE=postgresql+psycopg://… or redis://… for another store.
