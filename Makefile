@@ -71,13 +71,18 @@ test: $(STAMP) $(HTMX) chromium promtool
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(SERIAL:%=--ignore=%) $(PYTEST_ARGS) && \
 	$(BIN)/pytest $(SERIAL) $(PYTEST_ARGS)
 
-# The stores against the reference model at a nightly length (tests/README.md);
-# worksteal: a worker done with its backends takes a waiting one (both cores to the end).
+# The stores against the reference model at a nightly length (tests/README.md).
+# Seven pytest workers for the file's 13 tests: fewer than two tests a worker,
+# xdist sends them one to each in turn, so the six long runs (one a backend)
+# start together and share the cores to the end. With two workers, or six
+# (two tests each at the start), a long run waited behind another and ran
+# alone at the end, one core idle.
 MODEL_EXAMPLES ?= 500
 MODEL_STEPS ?= 60
+MODEL_WORKERS ?= 7
 model-nightly: $(STAMP)
 	$(SERVICES) LEASEHOLD_MODEL_EXAMPLES=$(MODEL_EXAMPLES) LEASEHOLD_MODEL_STEPS=$(MODEL_STEPS) \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal --timeout 7200 tests/store/test_contract_model.py $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(MODEL_WORKERS) --timeout 7200 tests/store/test_contract_model.py $(PYTEST_ARGS)
 
 # The main job: console + API under gunicorn on 127.0.0.1:8000, two worker processes,
 # the standard library indexed. STORE=postgresql+psycopg://… or redis://… for another store.
