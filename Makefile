@@ -72,11 +72,12 @@ test: $(STAMP) $(HTMX) chromium promtool
 	$(BIN)/pytest $(SERIAL) $(PYTEST_ARGS)
 
 # The stores against the reference model at a nightly length (tests/README.md).
-# Seven pytest workers for the file's 13 tests: fewer than two tests a worker,
-# xdist sends them one to each in turn, so the six long runs (one a backend)
-# start together and share the cores to the end. With two workers, or six
+# Seven pytest workers for the file's 13 tests: with fewer than two tests a
+# worker, xdist sends them one to each in turn, so the six long runs (one a
+# backend) start together and share the cores to the end (more tests in the
+# file need MODEL_WORKERS above half their number). With two workers, or six
 # (two tests each at the start), a long run could wait behind another and run
-# alone at the end, one core idle (26.5 min, against 24 min with seven).
+# alone at the end, one core half idle: 23.8-26.5 min a run, 22.8-24.3 with seven.
 MODEL_EXAMPLES ?= 500
 MODEL_STEPS ?= 60
 MODEL_WORKERS ?= 7
