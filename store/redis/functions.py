@@ -5,11 +5,15 @@ The library's text is ``scripts.py``'s.
 ``Scripts.load`` makes one callable per function for a client: an FCALL, and
 on the first "function not found" (a new server, a FUNCTION FLUSH, a new
 version) one FUNCTION LOAD and the call again. A server without FCALL (Redis
-older than 7.0) raises StoreUnavailable with one line saying so.
+older than 7.0) raises StoreUnavailable with one line saying so. On a
+cluster the library goes to every primary that answers: one primary down
+(its shard is down, docs/architecture.md, Shards) leaves the others'
+calls working, and it gets the library at its first call once it is back.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, fields
 from typing import Any
@@ -18,7 +22,10 @@ from redis import exceptions as rx
 from redis.cluster import RedisCluster
 
 from store.errors import StoreUnavailable
+from store.redis.connect import UNAVAILABLE
 from store.redis.scripts import library
+
+log = logging.getLogger(__name__)
 
 #: A library of ours: ``leasehold_`` and its ``version``.
 OUR_LIBRARY = re.compile(r"leasehold_[0-9a-f]{12}")
@@ -49,9 +56,13 @@ class Library:
         """FUNCTION LOAD, unless a library of this name (so this content) is
         there already; after a load, the namespace's libraries of other
         versions last loaded more than LIBRARY_GRACE_S ago are unloaded
-        (``unload_stale``). Raises StoreUnavailable on a server without Functions."""
+        (``unload_stale``). On a cluster, a primary that does not answer is
+        skipped with a warning. Raises StoreUnavailable on a server without
+        Functions, and redis-py's connection error when no primary answers."""
         loaded = False
-        for node in self._nodes():
+        down: list[Exception] = []
+        nodes = self._nodes()
+        for node in nodes:
             try:
                 self._on(node, "FUNCTION LOAD", self.code)
                 loaded = True
@@ -61,8 +72,20 @@ class Library:
                 if "unknown command" in str(exc).lower():
                     raise StoreUnavailable(self._too_old()) from None
                 raise
+            except UNAVAILABLE as exc:
+                if node is None:
+                    raise
+                log.warning(
+                    "library %s not loaded on %s, which does not answer: %s", self.name, node.name, exc
+                )
+                down.append(exc)
+        if down and len(down) == len(nodes):
+            raise down[-1]
         if loaded:
-            self.unload_stale()
+            try:
+                self.unload_stale()
+            except UNAVAILABLE as exc:  # housekeeping: the next load tries again
+                log.warning("unloading the stale libraries failed: %s", exc)
 
     def _nodes(self) -> list[Any]:
         """Each primary of a cluster (a command to all of them through
@@ -82,11 +105,12 @@ class Library:
         """Record this library's load and unload (FUNCTION DELETE, on every
         primary of a cluster) the registry's other libraries last loaded
         more than LIBRARY_GRACE_S ago: about 135 KB of server memory each,
-        which a deploy a day would otherwise pile up. Returns their names."""
+        which a deploy a day would otherwise pile up. A library that a
+        primary which does not answer may still hold stays in the registry,
+        and a later load unloads it. Returns the names unloaded everywhere."""
         if self.registry is None:
             return []
-        seconds, micros = self.client.time()
-        now = float(seconds) + float(micros) / 1e6
+        now = self._now()
         self.client.zadd(self.registry, {self.name: now})
         stale = self.client.zrangebyscore(self.registry, "-inf", now - LIBRARY_GRACE_S)
         gone = []
@@ -94,15 +118,31 @@ class Library:
             name = name.decode() if isinstance(name, bytes) else name
             if name == self.name or not OUR_LIBRARY.fullmatch(name):
                 continue
+            everywhere = True
             for node in self._nodes():
                 try:
                     self._on(node, "FUNCTION DELETE", name)
                 except rx.ResponseError as exc:  # gone already (another process, a node without it)
                     if "not found" not in str(exc).lower():
                         raise
-            self.client.zrem(self.registry, name)
-            gone.append(name)
+                except UNAVAILABLE:
+                    if node is None:
+                        raise
+                    everywhere = False
+            if everywhere:
+                self.client.zrem(self.registry, name)
+                gone.append(name)
         return gone
+
+    def _now(self) -> float:
+        """The server's clock, seconds (TIME; on a cluster, the registry's
+        primary's: it answers whenever the registry does)."""
+        if isinstance(self.client, RedisCluster):
+            node = self.client.get_node_from_key(self.registry)
+            seconds, micros = self.client.execute_command("TIME", target_nodes=node)
+        else:
+            seconds, micros = self.client.time()
+        return float(seconds) + float(micros) / 1e6
 
     def _too_old(self) -> str:
         try:
