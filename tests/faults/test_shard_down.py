@@ -61,6 +61,20 @@ def one_queue_a_shard() -> list[str]:
     return [queues[k] for k in range(SHARDS)]
 
 
+def filled_store(cluster: Cluster) -> tuple[str, str, ShardedRedisStore, list[str]]:
+    """A sharded store on ``cluster`` under a fresh prefix, short timeouts and
+    no retries, with JOBS_A_QUEUE jobs on one queue of each shard:
+    ``(prefix, url, store, queue names)``."""
+    prefix = spread_prefix()
+    url = f"redis+cluster://127.0.0.1:{cluster.ports[0]}?prefix={quote(prefix)}&shards={SHARDS}"
+    store = open_store(url, socket_timeout_s=1.5, connect_timeout_s=1.5, retries=0)
+    assert isinstance(store, ShardedRedisStore)
+    names = one_queue_a_shard()
+    for name in names:
+        store.enqueue_many([JobSpec("noop", {"n": n}, queue=name) for n in range(JOBS_A_QUEUE)])
+    return prefix, url, store, names
+
+
 def run_all(store: ShardedRedisStore, names: list[str], expected: int) -> int:
     """Claim and complete up to ``expected`` jobs of ``names`` (a few rounds); how many ran."""
     done = 0
@@ -95,13 +109,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def test_the_other_shards_run_while_one_master_is_stopped_and_nothing_is_lost(cluster: Cluster) -> None:
-    prefix = spread_prefix()
-    url = f"redis+cluster://127.0.0.1:{cluster.ports[0]}?prefix={quote(prefix)}&shards={SHARDS}"
-    store = open_store(url, socket_timeout_s=1.5, connect_timeout_s=1.5, retries=0)
-    assert isinstance(store, ShardedRedisStore)
-    names = one_queue_a_shard()
-    for name in names:
-        store.enqueue_many([JobSpec("noop", {"n": n}, queue=name) for n in range(JOBS_A_QUEUE)])
+    prefix, url, store, names = filled_store(cluster)
     console = ConsoleClient(console_app_for(StoreHandle("redis-cluster-shards", url, store)).test_client())
     assert console.login("ann").status_code == 303
     app = console_app_for(StoreHandle("redis-cluster-shards", url, store))  # opened while all answer
@@ -143,13 +151,7 @@ def test_the_other_shards_run_while_one_master_is_stopped_and_nothing_is_lost(cl
 def test_a_library_lost_while_one_master_is_stopped_loads_on_the_others(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    prefix = spread_prefix()
-    url = f"redis+cluster://127.0.0.1:{cluster.ports[0]}?prefix={quote(prefix)}&shards={SHARDS}"
-    store = open_store(url, socket_timeout_s=1.5, connect_timeout_s=1.5, retries=0)
-    assert isinstance(store, ShardedRedisStore)
-    names = one_queue_a_shard()
-    for name in names:
-        store.enqueue_many([JobSpec("noop", {"n": n}, queue=name) for n in range(JOBS_A_QUEUE)])
+    prefix, _, store, names = filled_store(cluster)
     down = 2
     down_port, pid = master_of(cluster, prefix, down)
     os.kill(pid, signal.SIGSTOP)
